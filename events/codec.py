@@ -1,0 +1,155 @@
+"""The orjson codec: the only place where bytes become event models and models become bytes.
+
+``decode_input`` never raises: a record that cannot be read becomes an ``InputRejected``
+with a stable reason code (``invalid``, ``too-large``, ``unknown-type``) and a message a
+person can act on. Encoding is canonical (sorted keys), so equal events are equal bytes.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from events.models import (
+    INPUT_DATA,
+    MAX_RECORD_BYTES,
+    OUTPUT_DATA,
+    InputEnvelope,
+    InputEvent,
+    InputRejected,
+    OutputEvent,
+)
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_DUMP_OPTS = orjson.OPT_SORT_KEYS
+
+
+class TimeFormatError(ValueError):
+    """An RFC 3339 timestamp that cannot be read."""
+
+
+def parse_time(text: str) -> int:
+    """RFC 3339 text → microseconds since the epoch. Requires an explicit offset.
+
+    >>> parse_time("1970-01-01T00:00:01.5Z")
+    1500000
+    """
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise TimeFormatError(f"time {text!r} is not RFC 3339") from exc
+    if moment.tzinfo is None:
+        raise TimeFormatError(f"time {text!r} has no UTC offset")
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+def format_time(micros: int) -> str:
+    """Microseconds since the epoch → canonical RFC 3339 UTC text.
+
+    >>> format_time(1500000)
+    '1970-01-01T00:00:01.500000Z'
+    >>> format_time(0)
+    '1970-01-01T00:00:00Z'
+    """
+    moment = _EPOCH + timedelta(microseconds=micros)
+    base = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    frac = micros % 1_000_000
+    return f"{base}.{frac:06d}Z" if frac else f"{base}Z"
+
+
+def _first_error(exc: ValidationError) -> str:
+    errors = exc.errors(include_url=False)
+    parts = []
+    for err in errors[:3]:
+        loc = ".".join(str(p) for p in err["loc"]) or "record"
+        parts.append(f"{loc}: {err['msg']}")
+    more = f" (+{len(errors) - 3} more)" if len(errors) > 3 else ""
+    return "; ".join(parts) + more
+
+
+def reject(input_id: str | None, input_type: str | None, reason: str, message: str) -> InputRejected:
+    """Build the data of an ``input.rejected`` output."""
+    return InputRejected(input_id=input_id, input_type=input_type, reason=reason, message=message)
+
+
+def decode_input(raw: bytes, *, append_time_us: int, position: str = "?") -> InputEvent | InputRejected:
+    """Bytes of one input record → a validated ``InputEvent``, or the reason it was rejected.
+
+    ``append_time_us`` stands in for a missing ``time``; ``position`` (e.g. ``inputs@42``)
+    names the record in rejections when it has no readable id.
+    """
+    if len(raw) > MAX_RECORD_BYTES:
+        return reject(f"@{position}", None, "too-large", f"record of {len(raw)} bytes exceeds 1 MiB")
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return reject(f"@{position}", None, "invalid", f"not valid JSON: {exc}")
+    return decode_input_object(obj, append_time_us=append_time_us, position=position)
+
+
+def decode_input_object(obj: Any, *, append_time_us: int, position: str = "?") -> InputEvent | InputRejected:
+    """A parsed JSON value → ``InputEvent`` or ``InputRejected`` (see ``decode_input``)."""
+    if not isinstance(obj, dict):
+        return reject(f"@{position}", None, "invalid", f"record is a JSON {type(obj).__name__}, not an object")
+    raw_id = obj.get("id")
+    input_id = raw_id if isinstance(raw_id, str) and raw_id else f"@{position}"
+    raw_type = obj.get("type")
+    input_type = raw_type if isinstance(raw_type, str) else None
+    try:
+        env = InputEnvelope.model_validate(obj)
+    except ValidationError as exc:
+        return reject(input_id, input_type, "invalid", _first_error(exc))
+    model = INPUT_DATA.get(env.type)
+    if model is None:
+        return reject(input_id, env.type, "unknown-type", f"unknown event type {env.type!r}")
+    try:
+        data = model.model_validate(env.data)
+    except ValidationError as exc:
+        return reject(input_id, env.type, "invalid", _first_error(exc))
+    if env.time is None:
+        time_us = append_time_us
+    else:
+        try:
+            time_us = parse_time(env.time)
+        except TimeFormatError as exc:
+            return reject(input_id, env.type, "invalid", str(exc))
+    return InputEvent.model_construct(id=env.id, source=env.source, type=env.type, time_us=time_us, data=data)
+
+
+def output_to_dict(event: OutputEvent) -> dict[str, Any]:
+    """An output event as the plain JSON object it is published as."""
+    return {
+        "specversion": "1.0",
+        "id": event.id,
+        "source": event.source,
+        "type": event.type,
+        "time": event.time,
+        "data": event.data.model_dump(by_alias=True),
+    }
+
+
+def encode_output(event: OutputEvent) -> bytes:
+    """Canonical bytes of an output event (sorted keys, no whitespace)."""
+    return orjson.dumps(output_to_dict(event), option=_DUMP_OPTS)
+
+
+def decode_output(raw: bytes) -> OutputEvent:
+    """Bytes of an output record → ``OutputEvent``. Raises ``ValueError`` when unreadable."""
+    obj = orjson.loads(raw)
+    if not isinstance(obj, dict):
+        raise ValueError("output record is not a JSON object")
+    model = OUTPUT_DATA.get(obj.get("type", ""))
+    if model is None:
+        raise ValueError(f"unknown output type {obj.get('type')!r}")
+    data = model.model_validate(obj.get("data"))
+    return OutputEvent(
+        id=obj["id"], source=obj["source"], type=obj["type"], time=obj["time"], data=data  # type: ignore[arg-type]
+    )
+
+
+def dumps(obj: Any) -> bytes:
+    """Canonical JSON bytes of any plain value (sorted keys)."""
+    return orjson.dumps(obj, option=_DUMP_OPTS)

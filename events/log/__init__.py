@@ -1,0 +1,1 @@
+"""Log storage: the EventLog port and its adapters (memory, embedded file, Kafka)."""

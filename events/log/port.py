@@ -1,0 +1,72 @@
+"""The EventLog port: what the service needs from a log, whatever stores it.
+
+A log has two sides. *Inputs* are one or more channels (the embedded log has one,
+``inputs``; Kafka has one per topic-partition, ``evsched.inputs/0``), each an ordered
+sequence of records at stable integer offsets (0, 1, 2, …). *Outputs* are a single
+ordered sequence (the embedded log's ``outputs`` stream, Kafka's decisions topic).
+
+Positions are maps ``{channel: next offset to read}``; ``cycle.completed`` records them,
+so a restart resumes exactly where the last complete cycle stopped.
+
+Every adapter (memory, file, Kafka) passes the shared contract suite in
+``tests/log_contract.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    """One stored record: where it is, its bytes, and when the log accepted it."""
+
+    channel: str
+    offset: int
+    value: bytes
+    append_time_us: int
+    key: bytes | None = None
+
+    @property
+    def position(self) -> str:
+        """``channel@offset``: how rejections and explanations name this record."""
+        return f"{self.channel}@{self.offset}"
+
+
+class LogError(Exception):
+    """The log cannot do what was asked (disk full, broker gone, corrupt beyond repair)."""
+
+
+class EventLog(Protocol):
+    """Port for the scheduler's durable log. All methods are coroutines."""
+
+    async def append_inputs(self, records: Sequence[tuple[bytes | None, bytes]]) -> None:
+        """Append input records ``(key, value)``; durable when this returns."""
+
+    async def read_inputs(self, positions: Mapping[str, int], max_records: int) -> list[LogRecord]:
+        """Up to ``max_records`` input records after ``positions`` (missing channel → from 0).
+
+        Records of one channel come in offset order. May return fewer (or none) when no
+        more are available right now; never blocks waiting for new records longer than
+        a short poll.
+        """
+
+    async def input_channels(self) -> list[str]:
+        """The input channels this instance reads, in a fixed order."""
+
+    async def input_end(self) -> dict[str, int]:
+        """For every input channel, the offset one past its last record."""
+
+    async def append_outputs(self, values: Sequence[bytes]) -> None:
+        """Append output records in order; durable (acknowledged, fsynced) when this returns."""
+
+    async def read_outputs(self, start: int = 0, max_records: int | None = None) -> list[LogRecord]:
+        """Output records from offset ``start`` on, in order (all of them when no max)."""
+
+    async def output_end(self) -> int:
+        """Offset one past the last output record."""
+
+    async def close(self) -> None:
+        """Release files, connections and background tasks."""

@@ -1,0 +1,245 @@
+"""Input and output event models (CONTRACT §1–3): frozen pydantic models, extra fields forbidden.
+
+An input record is a CloudEvents 1.0 structured envelope whose ``data`` is validated
+against the model registered for its ``type`` in ``INPUT_DATA``. Outputs use the same
+envelope with the models in ``OUTPUT_DATA``. Everything here is pure data: no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, StringConstraints
+
+from events.resources import MAX_QUANTITY
+
+# Identifiers reach file names, topics and MQTT topic levels: bounded length, no control
+# characters, no MQTT wildcards or path separators.
+Identifier = Annotated[
+    str, StringConstraints(strict=True, min_length=1, max_length=253, pattern=r"^[^\x00-\x1f\x7f/#+]+$")
+]
+Quantity = Annotated[int, Field(strict=True, ge=0, le=MAX_QUANTITY)]
+ResourceMap = dict[Annotated[str, StringConstraints(min_length=1, max_length=253)], Quantity]
+Tags = dict[Annotated[str, StringConstraints(max_length=253)], Annotated[str, StringConstraints(max_length=4096)]]
+PartitionName = Annotated[
+    str, StringConstraints(strict=True, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
+]
+
+MAX_RECORD_BYTES = 1024 * 1024
+
+
+class Frozen(BaseModel):
+    """Base for every event model: immutable, unknown fields rejected."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# ---------------------------------------------------------------- inputs (CONTRACT §2)
+
+
+class AppAdded(Frozen):
+    app_id: Identifier
+    queue: Annotated[str, StringConstraints(strict=True, min_length=1, max_length=1024)]
+    user: Annotated[str, StringConstraints(strict=True, max_length=253)]
+    groups: list[Annotated[str, StringConstraints(strict=True, max_length=253)]] = []
+    tags: Tags = {}
+    partition: PartitionName = "default"
+
+
+class AppRemoved(Frozen):
+    app_id: Identifier
+    partition: PartitionName = "default"
+
+
+class AskAdded(Frozen):
+    app_id: Identifier
+    ask_id: Identifier
+    resources: ResourceMap
+    priority: StrictInt | None = None  # range (int32) checked by the core: reason priority-range
+    priority_class: Annotated[str, StringConstraints(strict=True, max_length=253)] | None = None
+    required_node: Identifier | None = None
+    tags: Tags = {}
+    partition: PartitionName = "default"
+
+
+class AskRemoved(Frozen):
+    app_id: Identifier
+    ask_id: Identifier
+    partition: PartitionName = "default"
+
+
+class AllocationReleased(Frozen):
+    app_id: Identifier
+    ask_id: Identifier
+    partition: PartitionName = "default"
+
+
+class NodeAdded(Frozen):
+    node_id: Identifier
+    capacity: ResourceMap
+    occupied: ResourceMap = {}
+    schedulable: StrictBool = True
+    attributes: Tags = {}
+    partition: PartitionName = "default"
+
+
+class NodeUpdated(Frozen):
+    node_id: Identifier
+    capacity: ResourceMap | None = None
+    occupied: ResourceMap | None = None
+    schedulable: StrictBool | None = None
+    partition: PartitionName = "default"
+
+
+class NodeRemoved(Frozen):
+    node_id: Identifier
+    partition: PartitionName = "default"
+
+
+class ConfigUpdated(Frozen):
+    yaml: Annotated[str, StringConstraints(strict=True, max_length=MAX_RECORD_BYTES)]
+    partition: PartitionName = "default"
+
+
+class PriorityClassUpserted(Frozen):
+    name: Annotated[str, StringConstraints(strict=True, min_length=1, max_length=253)]
+    value: StrictInt
+    global_default: StrictBool = False
+    preemption_policy: Literal["Never", "PreemptLowerPriority"] = "Never"
+    partition: PartitionName = "default"
+
+
+class PriorityClassDeleted(Frozen):
+    name: Annotated[str, StringConstraints(strict=True, min_length=1, max_length=253)]
+    partition: PartitionName = "default"
+
+
+InputData = (
+    AppAdded
+    | AppRemoved
+    | AskAdded
+    | AskRemoved
+    | AllocationReleased
+    | NodeAdded
+    | NodeUpdated
+    | NodeRemoved
+    | ConfigUpdated
+    | PriorityClassUpserted
+    | PriorityClassDeleted
+)
+
+INPUT_DATA: dict[str, type[Frozen]] = {
+    "app.added": AppAdded,
+    "app.removed": AppRemoved,
+    "ask.added": AskAdded,
+    "ask.removed": AskRemoved,
+    "allocation.released": AllocationReleased,
+    "node.added": NodeAdded,
+    "node.updated": NodeUpdated,
+    "node.removed": NodeRemoved,
+    "config.updated": ConfigUpdated,
+    "priorityclass.upserted": PriorityClassUpserted,
+    "priorityclass.deleted": PriorityClassDeleted,
+}
+
+
+class InputEnvelope(Frozen):
+    """The CloudEvents envelope of an input record, before ``data`` is typed."""
+
+    specversion: Literal["1.0"] = "1.0"
+    id: Annotated[str, StringConstraints(strict=True, min_length=1, max_length=253)]
+    source: Annotated[str, StringConstraints(strict=True, min_length=1, max_length=253)]
+    type: StrictStr
+    time: StrictStr | None = None
+    data: dict[str, Any]
+
+
+class InputEvent(Frozen):
+    """A decoded, validated input: envelope fields plus typed data and the resolved time.
+
+    ``time_us`` is the event time in microseconds since the epoch: the envelope's ``time``
+    when present, otherwise the log's append time.
+    """
+
+    id: str
+    source: str
+    type: str
+    time_us: int
+    data: InputData
+
+
+# ---------------------------------------------------------------- outputs (CONTRACT §3)
+
+
+class AllocationDecided(Frozen):
+    decision_id: str
+    cycle: int
+    ask_id: str
+    app_id: str
+    partition: str
+    queue: str
+    node_id: str
+    resources: dict[str, int]
+    priority: int
+
+
+class AllocationRevoked(Frozen):
+    app_id: str
+    ask_id: str
+    node_id: str
+    reason: str
+
+
+AppState = Literal["New", "Accepted", "Starting", "Running", "Completing", "Completed", "Rejected", "Failed"]
+
+
+class AppStateChanged(Frozen):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    app_id: str
+    from_: AppState = Field(alias="from")
+    to: AppState
+
+
+class InputRejected(Frozen):
+    input_id: str | None
+    input_type: str | None
+    reason: str
+    message: str
+
+
+class ConfigApplied(Frozen):
+    checksum: str
+
+
+class CycleCompleted(Frozen):
+    cycle: int
+    time: str
+    inputs_through: dict[str, int]
+    decisions: int
+    state_digest: str
+
+
+OutputData = AllocationDecided | AllocationRevoked | AppStateChanged | InputRejected | ConfigApplied | CycleCompleted
+
+OUTPUT_DATA: dict[str, type[Frozen]] = {
+    "allocation.decided": AllocationDecided,
+    "allocation.revoked": AllocationRevoked,
+    "app.state_changed": AppStateChanged,
+    "input.rejected": InputRejected,
+    "config.applied": ConfigApplied,
+    "cycle.completed": CycleCompleted,
+}
+
+OUTPUT_TYPE: dict[type[Frozen], str] = {model: name for name, model in OUTPUT_DATA.items()}
+
+
+class OutputEvent(Frozen):
+    """An output record: the envelope the scheduler publishes."""
+
+    specversion: Literal["1.0"] = "1.0"
+    id: str
+    source: str
+    type: str
+    time: str
+    data: OutputData

@@ -1,0 +1,70 @@
+"""Resource vectors: ``{name: non-negative int}`` maps in internal units, and their arithmetic.
+
+Zero entries are always left out, so two equal vectors are equal dicts and serialise to
+the same bytes. ``memory`` is in bytes, ``vcore`` in milli-cores, anything else a count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+Resources = dict[str, int]
+ResourcesView = Mapping[str, int]
+
+MAX_QUANTITY = 2**63 - 1
+
+
+def normalized(res: ResourcesView) -> Resources:
+    """Copy without zero entries, keys sorted (so equal vectors serialise identically)."""
+    return {k: res[k] for k in sorted(res) if res[k]}
+
+
+def add_into(target: Resources, delta: ResourcesView) -> None:
+    """``target += delta`` in place, keeping zero entries out."""
+    for k, v in delta.items():
+        nv = target.get(k, 0) + v
+        if nv:
+            target[k] = nv
+        else:
+            target.pop(k, None)
+
+
+def sub_into(target: Resources, delta: ResourcesView) -> None:
+    """``target -= delta`` in place, keeping zero entries out (results may go negative)."""
+    for k, v in delta.items():
+        nv = target.get(k, 0) - v
+        if nv:
+            target[k] = nv
+        else:
+            target.pop(k, None)
+
+
+def fits(request: ResourcesView, available: ResourcesView) -> bool:
+    """True when every requested quantity is available (missing types count as 0)."""
+    for k, v in request.items():
+        if v > available.get(k, 0):
+            return False
+    return True
+
+
+def is_positive(res: ResourcesView) -> bool:
+    """True when any component is greater than zero."""
+    return any(v > 0 for v in res.values())
+
+
+def dominates(left: ResourcesView, right: ResourcesView) -> bool:
+    """True when every component of left >= right's and at least one is strictly greater.
+
+    >>> dominates({"vcore": 2, "memory": 5}, {"vcore": 1, "memory": 5})
+    True
+    >>> dominates({"vcore": 2}, {"vcore": 1, "memory": 5})
+    False
+    """
+    strictly = False
+    for k in left.keys() | right.keys():
+        lv, rv = left.get(k, 0), right.get(k, 0)
+        if lv < rv:
+            return False
+        if lv > rv:
+            strictly = True
+    return strictly

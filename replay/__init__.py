@@ -1,0 +1,1 @@
+"""Replay tools: re-derive, verify, explain, state-at, export, what-if."""

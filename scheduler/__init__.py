@@ -1,0 +1,1 @@
+"""The scheduler: configuration, the pure core, the asyncio service, bridges and the CLI."""

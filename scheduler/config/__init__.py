@@ -1,0 +1,1 @@
+"""YuniKorn queue configuration: YAML → strict model → per-rule validation → checksum."""

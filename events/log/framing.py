@@ -1,0 +1,179 @@
+"""Record framing for the embedded file log: encode, decode and validate frames.
+
+A segment file is a plain concatenation of frames. One frame, little-endian::
+
+    offset  size  field
+    0       1     magic/version byte, 0xE1 ("evsched log, format 1")
+    1       4     length: u32, number of bytes after the crc field (12 + key + value)
+    5       4     crc32 (zlib) of bytes [0:5] followed by bytes [9:end]
+    9       8     append_time_us: i64
+    17      4     key_len: i32, -1 when the record has no key
+    21      k     key (k = max(key_len, 0))
+    21+k    v     value (v = length - 12 - k)
+
+The crc covers every header field except itself, and the payload, so a flipped bit
+anywhere in a frame is caught. The magic byte is never zero, so a zero-filled block
+(what a file system may leave after a crash) never parses as a frame.
+
+Worked example: key ``b"k"``, value ``b"v"``, time 5 → length 14, frame 23 bytes::
+
+    e1 0e000000 <crc32> 0500000000000000 01000000 6b 76
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from events.log.port import LogError, LogRecord
+
+MAGIC = 0xE1
+_PREFIX = struct.Struct("<BI")  # magic, length: the crc'd part of the header
+_HEAD = struct.Struct("<BII")  # magic, length, crc
+_META = struct.Struct("<qi")  # append_time_us, key_len
+HEAD_SIZE = _HEAD.size  # 9
+META_SIZE = _META.size  # 12
+MIN_FRAME = HEAD_SIZE + META_SIZE  # 21: a frame with no key and an empty value
+MAX_LENGTH = 0xFFFF_FFFF
+
+
+def encode_frame(append_time_us: int, key: bytes | None, value: bytes) -> bytes:
+    """One record as a frame (see the module docstring for the layout)."""
+    klen = -1 if key is None else len(key)
+    body = _META.pack(append_time_us, klen) + (key or b"") + value
+    length = len(body)
+    if length > MAX_LENGTH:
+        raise LogError(f"record too large for the file log: {length} bytes (max {MAX_LENGTH})")
+    crc = zlib.crc32(body, zlib.crc32(_PREFIX.pack(MAGIC, length)))
+    return _HEAD.pack(MAGIC, length, crc) + body
+
+
+@dataclass(slots=True)
+class ScanResult:
+    """What scanning a run of frames found: their positions, where valid data ends, why."""
+
+    positions: array[int]
+    end: int  # file position one past the last valid frame
+    problem: str | None  # why scanning stopped before the end of the data, if it did
+
+
+def check_frame(buf: memoryview, pos: int, limit: int, check_crc: bool) -> str | None:
+    """Why the frame at ``buf[pos:]`` is not valid (``None`` when it is).
+
+    ``limit`` is where the data ends; ``check_crc=False`` checks only the structure
+    (magic, length, key length), which is what walking an index needs.
+    """
+    avail = limit - pos
+    if avail < MIN_FRAME or buf[pos] != MAGIC:
+        if _all_zero(buf[pos:limit]):
+            return f"zero-filled block of {avail} bytes"
+        if avail < MIN_FRAME:
+            return f"truncated frame header ({avail} of {MIN_FRAME} bytes)"
+        return f"bad magic byte 0x{buf[pos]:02x}"
+    _, length, crc = _HEAD.unpack_from(buf, pos)
+    if length < META_SIZE:
+        return f"bad frame length {length}"
+    if HEAD_SIZE + length > avail:
+        return f"truncated frame (needs {HEAD_SIZE + length} bytes, {avail} present)"
+    klen = _META.unpack_from(buf, pos + HEAD_SIZE)[1]
+    if klen < -1 or klen > length - META_SIZE:
+        return f"bad key length {klen}"
+    if check_crc:
+        stop = pos + HEAD_SIZE + length
+        actual = zlib.crc32(buf[pos + HEAD_SIZE : stop], zlib.crc32(buf[pos : pos + 5]))
+        if actual != crc:
+            return f"crc mismatch (stored 0x{crc:08x}, computed 0x{actual:08x})"
+    return None
+
+
+def _all_zero(chunk: memoryview) -> bool:
+    return chunk.tobytes().count(0) == len(chunk)
+
+
+def scan(buf: memoryview, base: int, check_crc: bool) -> ScanResult:
+    """Walk the frames in ``buf`` (which starts at file position ``base``).
+
+    Stops at the first invalid frame; ``problem`` says what was wrong there. Positions
+    in the result are file positions (``base`` added).
+    """
+    positions: array[int] = array("q")
+    pos, limit = 0, len(buf)
+    unpack = _HEAD.unpack_from
+    while pos < limit:
+        # Fast path for the common case; check_frame says exactly what is wrong otherwise.
+        if limit - pos >= MIN_FRAME:
+            magic, length, crc = unpack(buf, pos)
+            stop = pos + HEAD_SIZE + length
+            if magic == MAGIC and length >= META_SIZE and stop <= limit:
+                klen = _META.unpack_from(buf, pos + HEAD_SIZE)[1]
+                ok = -1 <= klen <= length - META_SIZE
+                if ok and check_crc:
+                    data = buf[pos + HEAD_SIZE : stop]
+                    ok = zlib.crc32(data, zlib.crc32(buf[pos : pos + 5])) == crc
+                if ok:
+                    positions.append(base + pos)
+                    pos = stop
+                    continue
+        return ScanResult(positions, base + pos, check_frame(buf, pos, limit, check_crc))
+    return ScanResult(positions, base + pos, None)
+
+
+def valid_frame_after(buf: memoryview, start: int) -> int | None:
+    """Position of the first CRC-valid frame at or after ``start``, if there is one.
+
+    Used to tell a torn tail (nothing valid follows) from corruption in the middle of
+    acknowledged data (valid frames follow), which must not be silently dropped.
+    """
+    magic = bytes([MAGIC])
+    limit = len(buf)
+    tail = buf[start:].tobytes()
+    found = tail.find(magic)
+    while found != -1 and start + found + MIN_FRAME <= limit:
+        if check_frame(buf, start + found, limit, check_crc=True) is None:
+            return start + found
+        found = tail.find(magic, found + 1)
+    return None
+
+
+def decode_frames(
+    buf: bytes, count: int, channel: str, first_offset: int, where: str
+) -> list[LogRecord]:
+    """Decode ``count`` consecutive frames from ``buf``, verifying every crc.
+
+    ``where`` names the segment in error messages. A frame that fails here was valid
+    when the log was opened, so this is damage after the fact: it raises ``LogError``.
+    """
+    out: list[LogRecord] = []
+    view = memoryview(buf)
+    pos = 0
+    unpack_head, unpack_meta, crc32 = _HEAD.unpack_from, _META.unpack_from, zlib.crc32
+    for i in range(count):
+        try:
+            magic, length, crc = unpack_head(buf, pos)
+        except struct.error:
+            magic, length, crc = -1, 0, 0
+        stop = pos + HEAD_SIZE + length
+        body = view[pos + HEAD_SIZE : stop]
+        if magic != MAGIC or stop > len(buf) or crc32(body, crc32(view[pos : pos + 5])) != crc:
+            offset = first_offset + i
+            raise LogError(
+                f"{where}: record {channel}@{offset} is corrupt (damaged since the log was "
+                "opened); refusing to return it"
+            )
+        time_us, klen = unpack_meta(buf, pos + HEAD_SIZE)
+        kstart = pos + MIN_FRAME
+        if klen < 0:
+            key, vstart = None, kstart
+        else:
+            key, vstart = buf[kstart : kstart + klen], kstart + klen
+        out.append(LogRecord(channel, first_offset + i, buf[vstart:stop], time_us, key))
+        pos = stop
+    return out
+
+
+def encode_batch(append_time_us: int, records: Sequence[tuple[bytes | None, bytes]]) -> list[bytes]:
+    """Frames for a batch of ``(key, value)`` records sharing one append time."""
+    return [encode_frame(append_time_us, key, value) for key, value in records]

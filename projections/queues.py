@@ -1,0 +1,266 @@
+"""The queue tree projection: per-queue pending/allocated roll-ups, running-app counts and
+cached priorities, updated incrementally and pushed up the tree only when they change.
+
+A leaf's raw priority is the max of its apps' priorities; a parent's, the max of its
+children's adjusted priorities (``projections.priority.adjusted``). Raising a value is
+O(depth); lowering the value that *was* the max rescans that one level's siblings.
+``recompute`` derives every value from scratch; tests prove the two always agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Protocol
+
+from events.resources import Resources, add_into, sub_into
+from projections.priority import MIN_PRIORITY, adjusted
+
+RUNNING_STATES = frozenset({"Starting", "Running"})
+
+
+class AppView(Protocol):
+    """What the queue projection reads of an application."""
+
+    @property
+    def app_id(self) -> str: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def pending(self) -> Resources: ...
+    @property
+    def allocated(self) -> Resources: ...
+    @property
+    def state(self) -> str: ...
+
+
+class QueueNode:
+    """One queue of the tree: configuration it needs at run time plus cached roll-ups."""
+
+    __slots__ = (
+        "_share",
+        "admin_acl",
+        "allocated",
+        "app_sort_policy",
+        "apps",
+        "children",
+        "fence",
+        "guaranteed",
+        "is_leaf",
+        "max",
+        "max_applications",
+        "name",
+        "offset",
+        "order",
+        "parent",
+        "path",
+        "pending",
+        "priority",
+        "raw_priority",
+        "running_apps",
+        "sort_priority",
+        "submit_acl",
+    )
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        path: str,
+        parent: QueueNode | None,
+        is_leaf: bool,
+        order: int,
+        fence: bool = False,
+        offset: int = 0,
+        sort_priority: bool = True,
+        app_sort_policy: str = "fifo",
+        guaranteed: Mapping[str, int] | None = None,
+        max_resources: Mapping[str, int] | None = None,
+        max_applications: int = 0,
+        submit_acl: str | None = None,
+        admin_acl: str | None = None,
+    ) -> None:
+        self.name = name
+        self.path = path
+        self.parent = parent
+        self.is_leaf = is_leaf
+        self.order = order
+        self.fence = fence
+        self.offset = offset
+        self.sort_priority = sort_priority
+        self.app_sort_policy = app_sort_policy
+        self.guaranteed: Resources = dict(guaranteed or {})
+        self.max: Resources = dict(max_resources or {})
+        self.max_applications = max_applications
+        self.submit_acl = submit_acl
+        self.admin_acl = admin_acl
+        self.children: list[QueueNode] = []
+        self.apps: dict[str, AppView] = {}
+        self.pending: Resources = {}
+        self.allocated: Resources = {}
+        self.running_apps = 0
+        self.raw_priority = MIN_PRIORITY
+        self.priority = MIN_PRIORITY
+        self._share: tuple[float, ...] | None = None
+
+    def __repr__(self) -> str:
+        return f"QueueNode({self.path})"
+
+    def ancestry(self) -> Iterator[QueueNode]:
+        """This queue, then each parent up to root."""
+        q: QueueNode | None = self
+        while q is not None:
+            yield q
+            q = q.parent
+
+    def walk(self) -> Iterator[QueueNode]:
+        """This queue and all descendants, depth-first in configuration order."""
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+    def fair_share(self) -> tuple[float, ...]:
+        """allocated/guaranteed per type (raw allocated where no guarantee), largest first.
+
+        Zero components are left out, so tuples compare correctly with ``<``:
+
+        >>> q = QueueNode(name="a", path="root.a", parent=None, is_leaf=True, order=0,
+        ...               guaranteed={"vcore": 4000})
+        >>> q.allocated = {"vcore": 1000, "memory": 0}
+        >>> q.fair_share()
+        (0.25,)
+        """
+        share = self._share
+        if share is None:
+            share = self._share = usage_share(self.allocated, self.guaranteed)
+        return share
+
+    # -- incremental updates --------------------------------------------------------
+
+    def add_pending(self, delta: Mapping[str, int]) -> None:
+        """A leaf's pending grew by delta: roll it up to root."""
+        for q in self.ancestry():
+            add_into(q.pending, delta)
+
+    def sub_pending(self, delta: Mapping[str, int]) -> None:
+        """A leaf's pending shrank by delta: roll it up to root."""
+        for q in self.ancestry():
+            sub_into(q.pending, delta)
+
+    def add_allocated(self, delta: Mapping[str, int]) -> None:
+        """A leaf's allocation grew by delta: roll it up and invalidate fair shares."""
+        for q in self.ancestry():
+            add_into(q.allocated, delta)
+            q._share = None
+
+    def sub_allocated(self, delta: Mapping[str, int]) -> None:
+        """A leaf's allocation shrank by delta: roll it up and invalidate fair shares."""
+        for q in self.ancestry():
+            sub_into(q.allocated, delta)
+            q._share = None
+
+    def add_running(self, delta: int) -> None:
+        """An app of this leaf entered (+1) or left (-1) Starting/Running."""
+        for q in self.ancestry():
+            q.running_apps += delta
+
+    def app_priority_changed(self, old: int, new: int) -> None:
+        """An app of this leaf changed its priority from old to new: update and push up."""
+        if new == old:
+            return
+        if new > self.raw_priority:
+            raw = new
+        elif old == self.raw_priority:
+            raw = max((a.priority for a in self.apps.values()), default=MIN_PRIORITY)
+        else:
+            return
+        self._set_raw(raw)
+
+    def app_added(self, app: AppView) -> None:
+        """Attach an app (its pending/allocated/running must be rolled up by the caller)."""
+        self.apps[app_key(app)] = app
+        if app.priority > self.raw_priority:
+            self._set_raw(app.priority)
+
+    def app_removed(self, app: AppView) -> None:
+        """Detach an app; recompute this leaf's priority if it was the max."""
+        del self.apps[app_key(app)]
+        if app.priority == self.raw_priority:
+            self._set_raw(max((a.priority for a in self.apps.values()), default=MIN_PRIORITY))
+
+    def _set_raw(self, raw: int) -> None:
+        q: QueueNode = self
+        while True:
+            if raw == q.raw_priority:
+                return
+            q.raw_priority = raw
+            old_adj = q.priority
+            new_adj = adjusted(raw, fence=q.fence, offset=q.offset) if q.parent is not None else raw
+            if new_adj == old_adj:
+                return
+            q.priority = new_adj
+            parent = q.parent
+            if parent is None:
+                return
+            if new_adj > parent.raw_priority:
+                raw = new_adj
+            elif old_adj == parent.raw_priority:
+                raw = max(c.priority for c in parent.children)
+            else:
+                return
+            q = parent
+
+
+def app_key(app: AppView) -> str:
+    """The key under which a leaf holds an app."""
+    return app.app_id
+
+
+def usage_share(used: Mapping[str, int], guaranteed: Mapping[str, int]) -> tuple[float, ...]:
+    """used/guaranteed per type (raw used where no guarantee), zeros dropped, largest first."""
+    parts = []
+    for name, qty in used.items():
+        if qty:
+            g = guaranteed.get(name, 0)
+            parts.append(qty / g if g else float(qty))
+    parts.sort(reverse=True)
+    return tuple(parts)
+
+
+def recompute(root: QueueNode) -> dict[str, tuple[int, int, Resources, Resources, int]]:
+    """From scratch, per queue path: (raw priority, priority, pending, allocated, running).
+
+    Reads only the apps attached to leaves and the tree shape, never a cached value.
+    """
+    out: dict[str, tuple[int, int, Resources, Resources, int]] = {}
+
+    def visit(q: QueueNode) -> tuple[int, Resources, Resources, int]:
+        pending: Resources = {}
+        allocated: Resources = {}
+        running = 0
+        if q.is_leaf:
+            raw = max((a.priority for a in q.apps.values()), default=MIN_PRIORITY)
+            for a in q.apps.values():
+                add_into(pending, a.pending)
+                add_into(allocated, a.allocated)
+                running += a.state in RUNNING_STATES
+        else:
+            raw = MIN_PRIORITY
+            for c in q.children:
+                c_adj, c_pending, c_alloc, c_running = visit(c)
+                raw = max(raw, c_adj)
+                add_into(pending, c_pending)
+                add_into(allocated, c_alloc)
+                running += c_running
+        adj = adjusted(raw, fence=q.fence, offset=q.offset) if q.parent is not None else raw
+        out[q.path] = (raw, adj, pending, allocated, running)
+        return adj, pending, allocated, running
+
+    visit(root)
+    return out
+
+
+def cached(root: QueueNode) -> dict[str, tuple[int, int, Resources, Resources, int]]:
+    """The cached values in the same shape as ``recompute``, for comparison."""
+    return {
+        q.path: (q.raw_priority, q.priority, dict(q.pending), dict(q.allocated), q.running_apps) for q in root.walk()
+    }

@@ -1,0 +1,5 @@
+"""``python -m scheduler`` runs the ``evsched`` command line."""
+
+from scheduler.cli import run
+
+run()

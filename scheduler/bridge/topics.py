@@ -1,0 +1,196 @@
+"""Topic mapping: which MQTT topic each output and queue status goes to, and what changed.
+
+Pure: no I/O, no clock. The layout (``<p>`` is the scheduler partition)::
+
+    evsched/<p>/decisions                   every output event, in order
+    evsched/<p>/nodes/<node_id>/allocations allocation.decided / allocation.revoked of that node
+    evsched/<p>/queues/root/a/b             retained status of queue root.a.b
+    evsched/<p>/ingest/nodes/<node_id>      node.added / node.updated from node agents (inbound)
+
+Identifiers become single topic levels through ``escape_level`` (``%``, ``/``, ``+``, ``#``
+and NUL are percent-encoded) because YuniKorn queue names may contain ``#`` and ``/``, which
+would otherwise turn a queue topic into a wildcard or split it into extra levels.
+
+>>> queue_topic("default", "root.a.b")
+'evsched/default/queues/root/a/b'
+>>> node_topic("default", "n#1")
+'evsched/default/nodes/n%231/allocations'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+from events.codec import dumps, encode_output
+from events.models import AllocationDecided, AllocationRevoked, OutputEvent
+
+ROOT = "evsched"
+STATUS_FIELDS = ("priority", "pending", "allocated", "running_apps")
+
+QueueStatus = Mapping[str, Any]
+
+_ESCAPES = {"%": "%25", "/": "%2F", "+": "%2B", "#": "%23", "\x00": "%00"}
+_UNESCAPES = {v: k for k, v in _ESCAPES.items()}
+_ESCAPE_RE = re.compile("[%/+#\x00]")
+_UNESCAPE_RE = re.compile("%(?:25|2F|2B|23|00)")
+
+
+class Outgoing(NamedTuple):
+    """One message to publish: ``(topic, payload, retain)``."""
+
+    topic: str
+    payload: bytes
+    retain: bool
+
+
+def escape_level(text: str) -> str:
+    """An identifier → one safe topic level (inverse: ``unescape_level``). Empty is an error."""
+    if not text:
+        raise ValueError("an MQTT topic level cannot be empty")
+    return _ESCAPE_RE.sub(lambda m: _ESCAPES[m.group()], text)
+
+
+def unescape_level(level: str) -> str:
+    """One topic level → the identifier ``escape_level`` made it from.
+
+    >>> unescape_level(escape_level("a/b#c%d"))
+    'a/b#c%d'
+    """
+    return _UNESCAPE_RE.sub(lambda m: _UNESCAPES[m.group()], level)
+
+
+def decisions_topic(partition: str) -> str:
+    return f"{ROOT}/{escape_level(partition)}/decisions"
+
+
+def node_topic(partition: str, node_id: str) -> str:
+    return f"{ROOT}/{escape_level(partition)}/nodes/{escape_level(node_id)}/allocations"
+
+
+def queue_topic(partition: str, queue_path: str) -> str:
+    levels = "/".join(escape_level(name) for name in queue_path.split("."))
+    return f"{ROOT}/{escape_level(partition)}/queues/{levels}"
+
+
+def ingest_filter(partition: str) -> str:
+    """The subscription filter for node agents' events of one partition."""
+    return f"{ROOT}/{escape_level(partition)}/ingest/nodes/+"
+
+
+def parse_ingest_topic(topic: str) -> tuple[str, str] | None:
+    """``evsched/<p>/ingest/nodes/<node>`` → (partition, node_id), unescaped; else ``None``.
+
+    >>> parse_ingest_topic("evsched/default/ingest/nodes/n1")
+    ('default', 'n1')
+    >>> parse_ingest_topic("evsched/default/ingest/nodes/n1/extra") is None
+    True
+    """
+    levels = topic.split("/")
+    if len(levels) != 5 or levels[0] != ROOT or levels[2:4] != ["ingest", "nodes"]:
+        return None
+    if not levels[1] or not levels[4]:
+        return None
+    return unescape_level(levels[1]), unescape_level(levels[4])
+
+
+def topic_matches(topic_filter: str, topic: str) -> bool:
+    """MQTT filter matching (``+`` one level, ``#`` the rest, including the parent level).
+
+    >>> topic_matches("evsched/+/nodes/#", "evsched/default/nodes/n1/allocations")
+    True
+    >>> topic_matches("evsched/+/decisions", "evsched/default/queues/root")
+    False
+    """
+    f_levels = topic_filter.split("/")
+    t_levels = topic.split("/")
+    for i, f in enumerate(f_levels):
+        if f == "#":
+            return True
+        if i >= len(t_levels) or (f != "+" and f != t_levels[i]):
+            return False
+    return len(f_levels) == len(t_levels)
+
+
+def encode_status(status: QueueStatus) -> bytes:
+    """Canonical JSON of a queue's status: exactly the four published fields, keys sorted."""
+    return dumps({name: status[name] for name in STATUS_FIELDS})
+
+
+class StatusTracker:
+    """Remembers the last published status of every queue, so a cycle publishes only changes.
+
+    ``changes`` treats its result as published. A queue missing from the map (removed by a
+    config update) yields an empty payload once: published retained, it clears the topic.
+
+    >>> t = StatusTracker()
+    >>> s = {"priority": 0, "pending": {}, "allocated": {}, "running_apps": 0}
+    >>> [q for q, _ in t.changes({"root.a": s, "root.b": s})]
+    ['root.a', 'root.b']
+    >>> t.changes({"root.a": s, "root.b": {**s, "running_apps": 1}})[0][0]
+    'root.b'
+    >>> t.resync(); len(t.changes({"root.a": s}))
+    1
+    """
+
+    def __init__(self) -> None:
+        self._last: dict[str, bytes] = {}
+
+    def changes(self, queue_status: Mapping[str, QueueStatus]) -> list[tuple[str, bytes]]:
+        """(queue_path, payload) for every queue whose status differs from the last published
+        one, sorted by path; payload ``b""`` for a queue that disappeared."""
+        out: list[tuple[str, bytes]] = []
+        current = {path: encode_status(status) for path, status in queue_status.items()}
+        for path in sorted(current.keys() | self._last.keys()):
+            payload = current.get(path, b"")
+            if self._last.get(path) != payload:
+                out.append((path, payload))
+        self._last = current
+        return out
+
+    def resync(self) -> None:
+        """Forget what was published: the next ``changes`` returns every queue."""
+        self._last = {}
+
+
+def route_status(
+    partition: str, queue_status: Mapping[str, QueueStatus], tracker: StatusTracker
+) -> list[Outgoing]:
+    """Retained status messages for the queues that changed (all of them after ``resync``)."""
+    return [
+        Outgoing(queue_topic(partition, path), payload, True)
+        for path, payload in tracker.changes(queue_status)
+    ]
+
+
+def route_outputs(partition: str, outputs: Iterable[OutputEvent]) -> list[Outgoing]:
+    """Each output to the decisions topic, and allocation events also to their node's topic.
+
+    ``allocation.revoked`` carries no partition, so the partition is the caller's: one
+    scheduler instance owns one partition.
+    """
+    decisions = decisions_topic(partition)
+    out: list[Outgoing] = []
+    for event in outputs:
+        payload = encode_output(event)
+        out.append(Outgoing(decisions, payload, False))
+        if isinstance(event.data, AllocationDecided | AllocationRevoked):
+            out.append(Outgoing(node_topic(partition, event.data.node_id), payload, False))
+    return out
+
+
+def route_cycle(
+    partition: str,
+    outputs: Iterable[OutputEvent],
+    queue_status: Mapping[str, QueueStatus] | None,
+    tracker: StatusTracker,
+) -> list[Outgoing]:
+    """Everything one cycle publishes, in order: its outputs, then changed queue status.
+
+    ``queue_status`` is the full map after the cycle (``None``: no status this cycle).
+    """
+    routed = route_outputs(partition, outputs)
+    if queue_status is not None:
+        routed.extend(route_status(partition, queue_status, tracker))
+    return routed

@@ -1,0 +1,39 @@
+"""The ``evsched`` command line: a thin layer that parses arguments and calls the real code."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from scheduler.cli_commands import add_commands
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser (subcommands register themselves in cli_commands)."""
+    parser = argparse.ArgumentParser(
+        prog="evsched",
+        description="An event-sourced cluster scheduler with YuniKorn semantics.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    add_commands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.handler(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    return code
+
+
+def run() -> None:
+    """``python -m scheduler``."""
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""Subcommand registration for the ``evsched`` CLI: each command's arguments and handler."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from events.codec import dumps, encode_output
+
+
+def _load_config_arg(path: str | None) -> Any:
+    """The config named by ``--config``, or None; exits 1 with every reason when invalid."""
+    if path is None:
+        return None
+    from scheduler.config import ConfigError, load_config
+
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read()
+    except OSError as exc:
+        print(f"evsched: cannot read config {path}: {exc.strerror}", file=sys.stderr)
+        raise SystemExit(1) from None
+    try:
+        return load_config(text)
+    except ConfigError as exc:
+        print(f"evsched: config {path} is invalid:", file=sys.stderr)
+        for reason in exc.reasons:
+            print(f"  - {reason}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    """``evsched simulate FILE.jsonl [--config F] [--state]``."""
+    from scheduler.simulate import Simulation
+
+    config = _load_config_arg(args.config)
+    try:
+        fh = sys.stdin.buffer if args.file == "-" else open(args.file, "rb")  # noqa: SIM115
+    except OSError as exc:
+        print(f"evsched: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
+        return 1
+    sim = Simulation(config)
+    out = sys.stdout.buffer
+    with fh:
+        for line in fh:
+            for event in sim.feed(line):
+                out.write(encode_output(event) + b"\n")
+    for event in sim.finish():
+        out.write(encode_output(event) + b"\n")
+    if args.state:
+        out.write(dumps(sim.engine.state_form()) + b"\n")
+    out.flush()
+    return 0
+
+
+def cmd_config_check(args: argparse.Namespace) -> int:
+    """``evsched config check F.yaml``."""
+    from scheduler.config import check_config_file
+
+    code, lines = check_config_file(args.file)
+    stream = sys.stdout if code == 0 else sys.stderr
+    for line in lines:
+        print(line if code == 0 else f"  - {line}", file=stream)
+    return code
+
+
+def add_commands(sub: Any) -> None:
+    """Register every subcommand on the parser's subparsers object."""
+    p = sub.add_parser("simulate", help="run the core alone over a JSONL file, deterministically")
+    p.add_argument("file", metavar="FILE.jsonl", help="input lines ('-' for stdin)")
+    p.add_argument("--config", metavar="F", help="queue configuration YAML (default: built-in)")
+    p.add_argument("--state", action="store_true", help="print the final state as the last line")
+    p.set_defaults(handler=cmd_simulate)
+
+    p = sub.add_parser("config", help="queue configuration tools")
+    csub = p.add_subparsers(dest="config_command", metavar="SUBCOMMAND")
+    csub.required = True
+    c = csub.add_parser("check", help="validate a YuniKorn queue configuration")
+    c.add_argument("file", metavar="F.yaml")
+    c.set_defaults(handler=cmd_config_check)

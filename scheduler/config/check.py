@@ -1,0 +1,29 @@
+"""``evsched config check F.yaml``: read one file, validate it, return (exit code, lines)."""
+
+from __future__ import annotations
+
+from scheduler.config.errors import ConfigError
+from scheduler.config.load import load_config
+from scheduler.config.specs import QueueSpec
+
+
+def _count(queue: QueueSpec) -> int:
+    return 1 + sum(_count(kid) for kid in queue.children)
+
+
+def check_config_file(path: str) -> tuple[int, list[str]]:
+    """(0, ["config OK: …"]) for a valid file, (1, reasons) otherwise; never raises."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        return 1, [f"cannot read config file {path!r}: {exc.strerror or exc}"]
+    try:
+        config = load_config(data)
+    except ConfigError as exc:
+        return 1, list(exc.reasons)
+    queues = sum(_count(part.root) for part in config.partitions)
+    return 0, [
+        f"config OK: {len(config.partitions)} partitions, {queues} queues, "
+        f"checksum {config.checksum}"
+    ]

@@ -1,0 +1,121 @@
+"""Validated raw partitions → resolved specs: property inheritance and parsed queue settings.
+
+Inheritance (YuniKorn ``mergeProperties``/``filterParentProperty``): a configured child gets
+every effective property of its parent, then its own properties override. Never inherited:
+``priority.policy`` and ``priority.offset`` (additive offsets would double count), and
+``preemption.policy`` unless its value is ``disabled`` (YuniKorn resets any other value to
+the default). Invalid property values never fail; they fall back to the defaults.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from scheduler.config.frozenmap import FrozenMap
+from scheduler.config.locate import ROOT
+from scheduler.config.model import RawQueue
+from scheduler.config.quantities import parse_resources
+from scheduler.config.specs import PartitionSpec, QueueSpec
+from scheduler.config.structure import NormalPartition, child_path, children, is_leaf
+
+PRIORITY_POLICY = "priority.policy"
+PRIORITY_OFFSET = "priority.offset"
+APP_SORT_PRIORITY = "application.sort.priority"
+APP_SORT_POLICY = "application.sort.policy"
+PREEMPTION_POLICY = "preemption.policy"
+
+APP_SORT_POLICIES = ("fifo", "fair", "stateaware")
+DEFAULT_APP_SORT_POLICY = "fifo"
+DEFAULT_NODE_SORT_POLICY = "fair"
+DEFAULT_RESOURCE_WEIGHTS: Mapping[str, float] = FrozenMap({"memory": 1.0, "vcore": 1.0})
+
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+_DECIMAL = re.compile(r"[+-]?[0-9]+")  # Go strconv.ParseInt(s, 10, 32): no spaces, no "_"
+
+
+def inherited_properties(parent: Mapping[str, str]) -> dict[str, str]:
+    """The part of a parent's effective properties its configured children receive."""
+    out = {}
+    for key, value in parent.items():
+        if key in (PRIORITY_POLICY, PRIORITY_OFFSET):
+            continue
+        if key == PREEMPTION_POLICY and value.lower() != "disabled":
+            continue
+        out[key] = value
+    return out
+
+
+def priority_offset(value: str | None) -> int:
+    """``priority.offset`` as int32 decimal; empty, unparsable or out of range → 0."""
+    if value is None or not _DECIMAL.fullmatch(value):
+        return 0
+    number = int(value)
+    return number if INT32_MIN <= number <= INT32_MAX else 0
+
+
+def priority_fence(value: str | None) -> bool:
+    """``priority.policy``: ``fence`` (any case) → True; default, empty or invalid → False."""
+    return value is not None and value.lower() == "fence"
+
+
+def sort_priority(value: str | None) -> bool:
+    """``application.sort.priority``: ``disabled`` (any case) → False; anything else → True."""
+    return value is None or value.lower() != "disabled"
+
+
+def app_sort_policy(value: str | None) -> str:
+    """``application.sort.policy``: fifo | fair | stateaware, case-sensitive; else fifo."""
+    return value if value in APP_SORT_POLICIES else DEFAULT_APP_SORT_POLICY
+
+
+def resource_map(values: Mapping[str, str] | None) -> FrozenMap[str, int]:
+    """Parsed quantities, zero entries dropped, keys sorted (``{}`` = not set)."""
+    parsed = parse_resources(values or {})
+    return FrozenMap({name: parsed[name] for name in sorted(parsed) if parsed[name] != 0})
+
+
+def resolve_queue(
+    queue: RawQueue, path: str, parent_properties: Mapping[str, str] | None
+) -> QueueSpec:
+    """Resolve one validated queue and its subtree; ``parent_properties`` is None at root."""
+    is_root = parent_properties is None
+    merged = inherited_properties(parent_properties or {})
+    merged.update(queue.properties or {})
+    properties = FrozenMap({key: merged[key] for key in sorted(merged)})
+    resources = queue.resources
+    kids = tuple(resolve_queue(kid, child_path(path, kid), properties) for kid in children(queue))
+    return QueueSpec(
+        name=path.rsplit(".", 1)[-1],
+        path=path,
+        is_leaf=is_leaf(queue, is_root),
+        submit_acl=queue.submitacl,
+        admin_acl=queue.adminacl,
+        max_applications=queue.maxapplications,
+        properties=properties,
+        guaranteed=resource_map(resources.guaranteed if resources else None),
+        max=resource_map(resources.max if resources else None),
+        priority_fence=False if is_root else priority_fence(properties.get(PRIORITY_POLICY)),
+        priority_offset=0 if is_root else priority_offset(properties.get(PRIORITY_OFFSET)),
+        sort_priority=sort_priority(properties.get(APP_SORT_PRIORITY)),
+        app_sort_policy=app_sort_policy(properties.get(APP_SORT_POLICY)),
+        children=kids,
+    )
+
+
+def resolve_partition(part: NormalPartition) -> PartitionSpec:
+    """Resolve one validated partition."""
+    assert part.root is not None
+    policy = part.raw.nodesortpolicy
+    node_sort = policy.type.lower() if policy is not None and policy.type else ""
+    weights = policy.resourceweights if policy is not None else None
+    return PartitionSpec(
+        name=part.name,
+        root=resolve_queue(part.root, ROOT, None),
+        node_sort_policy=node_sort or DEFAULT_NODE_SORT_POLICY,
+        resource_weights=(
+            FrozenMap({name: weights[name] for name in sorted(weights)})
+            if weights
+            else DEFAULT_RESOURCE_WEIGHTS
+        ),
+    )

@@ -1,0 +1,65 @@
+"""The resolved configuration the scheduler core consumes: frozen queue and partition specs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    """One configured queue, with inherited properties and parsed settings resolved.
+
+    ``submit_acl``/``admin_acl`` are the raw strings as configured (None when absent), in
+    YuniKorn's ACL syntax: ``"user1,user2 group1,group2"``; ``"*"`` admits everyone; ``""``
+    or ``" "`` admits nobody. Resource maps are in internal units (vcore in milli-cores),
+    with zero entries dropped and keys sorted; ``{}`` means "not set".
+    """
+
+    name: str
+    path: str
+    is_leaf: bool
+    submit_acl: str | None
+    admin_acl: str | None
+    max_applications: int
+    properties: Mapping[str, str]
+    guaranteed: Mapping[str, int]
+    max: Mapping[str, int]
+    priority_fence: bool
+    priority_offset: int
+    sort_priority: bool
+    app_sort_policy: str
+    children: tuple[QueueSpec, ...]
+
+
+@dataclass(frozen=True)
+class PartitionSpec:
+    """One partition: its root queue and node sorting settings."""
+
+    name: str
+    root: QueueSpec
+    node_sort_policy: str
+    resource_weights: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """A validated configuration: partitions in config order, the text and its sha256."""
+
+    partitions: tuple[PartitionSpec, ...]
+    checksum: str
+    yaml: str
+
+
+def find_queue(partition: PartitionSpec, path: str) -> QueueSpec | None:
+    """The queue at a fully qualified path (case-insensitive), e.g. ``"root.Sandbox"``."""
+    parts = path.lower().split(".")
+    queue = partition.root
+    if parts[0] != queue.name:
+        return None
+    for name in parts[1:]:
+        found = next((kid for kid in queue.children if kid.name == name), None)
+        if found is None:
+            return None
+        queue = found
+    return queue

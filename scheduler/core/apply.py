@@ -1,0 +1,298 @@
+"""apply(state, event): fold one validated input event into the scheduler state.
+
+Each handler checks its preconditions first and either changes the state or rejects the
+event with a stable reason code, never both: a rejected event changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from events.codec import reject
+from events.models import (
+    AllocationReleased,
+    AppAdded,
+    AppRemoved,
+    AppStateChanged,
+    AskAdded,
+    AskRemoved,
+    ConfigApplied,
+    ConfigUpdated,
+    InputEvent,
+    NodeAdded,
+    NodeRemoved,
+    NodeUpdated,
+    OutputData,
+    PriorityClassDeleted,
+    PriorityClassUpserted,
+)
+from events.resources import is_positive, normalized
+from scheduler.config import ConfigError, PartitionSpec, find_queue, load_config
+from scheduler.core.acl import may_submit
+from scheduler.core.objects import App, Ask, Node
+from scheduler.core.partition import STATEAWARE_DISABLE_TAG, PartitionState
+from scheduler.core.priorityclass import PriorityClass, PriorityError
+from scheduler.core.state import SchedulerState
+
+TERMINAL_STATES = frozenset({"Completed", "Rejected", "Failed"})
+
+
+class Rejected(Exception):
+    """An input that cannot be applied: ``reason`` is the stable code."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+def apply(state: SchedulerState, event: InputEvent, out: list[OutputData]) -> None:
+    """Apply one input event; outputs (rejections, state changes, revocations) go to out."""
+    handler = _HANDLERS[type(event.data)]
+    try:
+        handler(state, event, out)
+    except Rejected as exc:
+        out.append(reject(event.id, event.type, exc.reason, exc.message))
+
+
+def _partition(state: SchedulerState, name: str) -> PartitionState:
+    part = state.partitions.get(name)
+    if part is None:
+        raise Rejected("unknown-partition", f"partition {name!r} is not configured")
+    return part
+
+
+def _app(part: PartitionState, app_id: str) -> App:
+    app = part.apps.get(app_id)
+    if app is None:
+        raise Rejected("unknown-app", f"application {app_id!r} does not exist in partition {part.name!r}")
+    return app
+
+
+def _node(part: PartitionState, node_id: str) -> Node:
+    node = part.nodes.get(node_id)
+    if node is None:
+        raise Rejected("unknown-node", f"node {node_id!r} does not exist in partition {part.name!r}")
+    return node
+
+
+def _app_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) -> None:
+    data = event.data
+    assert isinstance(data, AppAdded)
+    part = _partition(state, data.partition)
+    if data.app_id in part.apps:
+        raise Rejected("app-exists", f"application {data.app_id!r} already exists")
+    path = data.queue.lower()
+    leaf = part.queues.get(path)
+    problem: Rejected | None = None
+    if leaf is None:
+        problem = Rejected("unknown-queue", f"queue {data.queue!r} does not exist")
+    elif not leaf.is_leaf:
+        problem = Rejected("not-a-leaf", f"queue {data.queue!r} is a parent queue; applications need a leaf")
+    elif not may_submit(leaf, data.user, data.groups):
+        problem = Rejected(
+            "acl-denied", f"user {data.user!r} (groups {data.groups}) may not submit to {leaf.path!r}"
+        )
+    if problem is not None:
+        out.append(reject(event.id, event.type, problem.reason, problem.message))
+        out.append(AppStateChanged.model_construct(app_id=data.app_id, from_="New", to="Rejected"))
+        return
+    assert leaf is not None
+    app = App(
+        app_id=data.app_id,
+        partition=part.name,
+        queue=leaf,
+        user=data.user,
+        groups=list(data.groups),
+        tags=dict(data.tags),
+        submit_us=event.time_us,
+        seq=state.next_seq(),
+        state_since_us=event.time_us,
+        stateaware_disabled=data.tags.get(STATEAWARE_DISABLE_TAG, "").lower() == "true",
+    )
+    part.add_app(app)
+
+
+def _app_removed(state: SchedulerState, event: InputEvent, out: list[OutputData]) -> None:
+    data = event.data
+    assert isinstance(data, AppRemoved)
+    part = _partition(state, data.partition)
+    part.remove_app(_app(part, data.app_id))
+
+
+def _ask_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) -> None:
+    data = event.data
+    assert isinstance(data, AskAdded)
+    part = _partition(state, data.partition)
+    app = _app(part, data.app_id)
+    if app.state in TERMINAL_STATES:
+        raise Rejected("app-completed", f"application {app.app_id!r} is {app.state}")
+    resources = normalized(data.resources)
+    if not is_positive(resources):
+        raise Rejected("invalid", f"ask {data.ask_id!r} requests no resources")
+    if data.ask_id in app.allocations:
+        raise Rejected("ask-allocated", f"ask {data.ask_id!r} of {app.app_id!r} is already allocated")
+    existing = app.asks.get(data.ask_id)
+    if existing is not None:
+        part.update_ask(app, existing, resources)
+        return
+    try:
+        priority = state.priority_classes.resolve(data.priority, data.priority_class)
+    except PriorityError as exc:
+        raise Rejected(exc.reason, str(exc)) from None
+    ask = Ask(
+        app_id=app.app_id,
+        ask_id=data.ask_id,
+        resources=resources,
+        priority=priority,
+        created_us=event.time_us,
+        seq=state.next_seq(),
+        required_node=data.required_node,
+        priority_class=data.priority_class,
+        tags=dict(data.tags),
+    )
+    part.add_ask(app, ask)
+    if app.state == "New":
+        part.transition(app, "Accepted", event.time_us, state, out)
+    elif app.state == "Completing":
+        part.transition(app, "Running", event.time_us, state, out)
+
+
+def _ask_removed(state: SchedulerState, event: InputEvent, out: list[OutputData]) -> None:
+    data = event.data
+    assert isinstance(data, AskRemoved)
+    part = _partition(state, data.partition)
+    app = _app(part, data.app_id)
+    ask = app.asks.get(data.ask_id)
+    if ask is None:
+        raise Rejected("unknown-ask", f"ask {data.ask_id!r} is not pending in {app.app_id!r}")
+    part.remove_ask(app, ask)
+    part.maybe_completing(app, event.time_us, state, out)
+
+
+def _allocation_released(state: SchedulerState, event: InputEvent, out: list[OutputData]) -> None:
+    data = event.data
+    assert isinstance(data, AllocationReleased)
+    part = _partition(state, data.partition)
+    app = _app(part, data.app_id)
+    alloc = app.allocations.get(data.ask_id)
+    if alloc is None:
+        raise Rejected("unknown-ask", f"ask {data.ask_id!r} of {app.app_id!r} has no allocation")
+    part.release(app, alloc)
+    part.maybe_completing(app, event.time_us, state, out)
+
+
+def _node_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) -> None:
+    data = event.data
+    assert isinstance(data, NodeAdded)
+    part = _partition(state, data.partition)
+    if data.node_id in part.nodes:
+        raise Rejected("node-exists", f"node {data.node_id!r} already exists")
+    part.add_node(
+        Node(
+            node_id=data.node_id,
+            partition=part.name,
+            capacity=normalized(data.capacity),
+            occupied=normalized(data.occupied),
+            schedulable=data.schedulable,
+            attributes=dict(data.attributes),
+            seq=state.next_seq(),
+        )
+    )
+
+
+def _node_updated(state: SchedulerState, event: InputEvent, out: list[OutputData]) -> None:
+    data = event.data
+    assert isinstance(data, NodeUpdated)
+    part = _partition(state, data.partition)
+    node = _node(part, data.node_id)
+    part.update_node(
+        node,
+        normalized(data.capacity) if data.capacity is not None else None,
+        normalized(data.occupied) if data.occupied is not None else None,
+        data.schedulable,
+    )
+
+
+def _node_removed(state: SchedulerState, event: InputEvent, out: list[OutputData]) -> None:
+    data = event.data
+    assert isinstance(data, NodeRemoved)
+    part = _partition(state, data.partition)
+    part.remove_node(_node(part, data.node_id), event.time_us, state, out)
+
+
+def _config_updated(state: SchedulerState, event: InputEvent, out: list[OutputData]) -> None:
+    data = event.data
+    assert isinstance(data, ConfigUpdated)
+    try:
+        config = load_config(data.yaml)
+    except ConfigError as exc:
+        raise Rejected("config-invalid", "; ".join(exc.reasons)) from None
+    new_names = {p.name for p in config.partitions}
+    problems = [
+        f"partition {name!r} still has applications or nodes"
+        for name, part in state.partitions.items()
+        if name not in new_names and (part.apps or part.nodes)
+    ]
+    for spec in config.partitions:
+        part = state.partitions.get(spec.name)
+        if part is not None:
+            problems.extend(_dry_run_reconfigure(part, spec))
+    if problems:
+        raise Rejected("config-invalid", "; ".join(problems))
+    for spec in config.partitions:
+        part = state.partitions.get(spec.name)
+        if part is None:
+            state.partitions[spec.name] = PartitionState(
+                spec.name, spec.root, spec.node_sort_policy, spec.resource_weights
+            )
+        else:
+            part.reconfigure(spec.root, spec.node_sort_policy, spec.resource_weights)
+    for name in [n for n in state.partitions if n not in new_names]:
+        del state.partitions[name]
+    state.config = config
+    out.append(ConfigApplied.model_construct(checksum=config.checksum))
+
+
+def _dry_run_reconfigure(part: PartitionState, spec: PartitionSpec) -> list[str]:
+    problems = []
+    for app in part.apps.values():
+        queue = find_queue(spec, app.queue.path)
+        if queue is None or not queue.is_leaf:
+            problems.append(f"queue {app.queue.path} still has application {app.app_id}")
+    return problems
+
+
+def _class_upserted(state: SchedulerState, event: InputEvent, out: list[OutputData]) -> None:
+    data = event.data
+    assert isinstance(data, PriorityClassUpserted)
+    try:
+        state.priority_classes.upsert(
+            PriorityClass(data.name, data.value, data.global_default, data.preemption_policy)
+        )
+    except PriorityError as exc:
+        raise Rejected(exc.reason, str(exc)) from None
+
+
+def _class_deleted(state: SchedulerState, event: InputEvent, out: list[OutputData]) -> None:
+    data = event.data
+    assert isinstance(data, PriorityClassDeleted)
+    try:
+        state.priority_classes.delete(data.name)
+    except PriorityError as exc:
+        raise Rejected(exc.reason, str(exc)) from None
+
+
+_HANDLERS: dict[type, Callable[[SchedulerState, InputEvent, list[OutputData]], None]] = {
+    AppAdded: _app_added,
+    AppRemoved: _app_removed,
+    AskAdded: _ask_added,
+    AskRemoved: _ask_removed,
+    AllocationReleased: _allocation_released,
+    NodeAdded: _node_added,
+    NodeUpdated: _node_updated,
+    NodeRemoved: _node_removed,
+    ConfigUpdated: _config_updated,
+    PriorityClassUpserted: _class_upserted,
+    PriorityClassDeleted: _class_deleted,
+}

@@ -1,0 +1,107 @@
+"""The Engine: the core's one entry point for every driver (simulate, the service, replay).
+
+It takes input records (bytes or decoded events), drops duplicates, folds the rest into
+the state, and on ``cycle(now, positions)`` runs a cycle and returns that cycle's output
+events — the inputs' rejections, state changes, decisions, then ``cycle.completed`` — each
+with a deterministic envelope id. The same inputs and cycle boundaries give the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from events.codec import decode_input, format_time, reject
+from events.models import (
+    OUTPUT_TYPE,
+    CycleCompleted,
+    InputEvent,
+    InputRejected,
+    OutputData,
+    OutputEvent,
+)
+from projections.digest import digest
+from scheduler.config import SchedulerConfig
+from scheduler.core.apply import apply
+from scheduler.core.cycle import run_cycle
+from scheduler.core.state import SchedulerState
+from scheduler.core.state_form import state_form
+
+DEFAULT_SOURCE = "evsched"
+
+
+class Engine:
+    """Decode → dedup → apply, and cycles with enveloped outputs."""
+
+    def __init__(self, config: SchedulerConfig | None = None, *, source: str = DEFAULT_SOURCE) -> None:
+        self.state = SchedulerState(config)
+        self.source = source
+        self.seen: set[tuple[str, str]] = set()
+        self.pending_outputs: list[OutputData] = []
+
+    @property
+    def cycle_number(self) -> int:
+        """Number of the last completed cycle (0 before the first)."""
+        return self.state.cycle
+
+    def ingest(self, raw: bytes, *, append_time_us: int, position: str) -> InputEvent | None:
+        """Decode and apply one raw record; returns the event when it was readable."""
+        decoded = decode_input(raw, append_time_us=append_time_us, position=position)
+        if isinstance(decoded, InputRejected):
+            self.pending_outputs.append(decoded)
+            return None
+        self.apply(decoded)
+        return decoded
+
+    def apply(self, event: InputEvent) -> None:
+        """Apply one decoded event unless its (source, id) was seen before."""
+        key = (event.source, event.id)
+        if key in self.seen:
+            self.pending_outputs.append(
+                reject(event.id, event.type, "duplicate", f"event {event.id!r} from {event.source!r} was already applied")
+            )
+            return
+        self.seen.add(key)
+        apply(self.state, event, self.pending_outputs)
+
+    def reject_raw(self, data: InputRejected) -> None:
+        """Record a rejection decided outside the core (e.g. by the log reader)."""
+        self.pending_outputs.append(data)
+
+    def cycle(
+        self, now_us: int, inputs_through: Mapping[str, int], max_allocations: int | None = None
+    ) -> list[OutputEvent]:
+        """Run one cycle; return every output of it, ``cycle.completed`` last."""
+        outputs = self.pending_outputs
+        self.pending_outputs = []
+        cycle_outputs, decisions = run_cycle(self.state, now_us, max_allocations)
+        outputs.extend(cycle_outputs)
+        time_text = format_time(now_us)
+        outputs.append(
+            CycleCompleted.model_construct(
+                cycle=self.state.cycle,
+                time=time_text,
+                inputs_through=dict(sorted(inputs_through.items())),
+                decisions=decisions,
+                state_digest=self.digest(),
+            )
+        )
+        cycle = self.state.cycle
+        return [
+            OutputEvent.model_construct(
+                specversion="1.0",
+                id=f"{cycle}-{i}",
+                source=self.source,
+                type=OUTPUT_TYPE[type(data)],
+                time=time_text,
+                data=data,
+            )
+            for i, data in enumerate(outputs)
+        ]
+
+    def state_form(self) -> dict[str, object]:
+        """The state in the contract's state form."""
+        return state_form(self.state)
+
+    def digest(self) -> str:
+        """Digest of the state form."""
+        return digest(state_form(self.state))

@@ -1,0 +1,111 @@
+"""The scheduler's live objects: asks, allocations, applications and nodes.
+
+Plain mutable records with slots; all behaviour that changes several of them at once
+lives in ``scheduler.core.state`` so that every cache is updated in one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sortedcontainers import SortedKeyList
+
+from events.resources import Resources
+from projections.priority import MIN_PRIORITY
+from projections.queues import QueueNode
+
+
+@dataclass(slots=True, eq=False)
+class Ask:
+    """A pending resource request of an application."""
+
+    app_id: str
+    ask_id: str
+    resources: Resources
+    priority: int
+    created_us: int
+    seq: int  # arrival order in the log: the last tie-break of every sort
+    required_node: str | None = None
+    priority_class: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+
+    def sort_key(self) -> tuple[int, int, int]:
+        """Asks in an app: priority desc, then creation time asc, then arrival order.
+
+        >>> a = Ask("app", "a", {"vcore": 1}, priority=5, created_us=20, seq=2)
+        >>> b = Ask("app", "b", {"vcore": 1}, priority=5, created_us=10, seq=3)
+        >>> c = Ask("app", "c", {"vcore": 1}, priority=9, created_us=30, seq=4)
+        >>> [x.ask_id for x in sorted([a, b, c], key=Ask.sort_key)]
+        ['c', 'b', 'a']
+        """
+        return (-self.priority, self.created_us, self.seq)
+
+
+@dataclass(slots=True, eq=False)
+class Allocation:
+    """Resources of one ask placed on one node, until released or revoked."""
+
+    app_id: str
+    ask_id: str
+    node_id: str
+    resources: Resources
+    priority: int
+    decision_id: str
+    seq: int  # order in which allocations were made
+
+
+def _ask_order(ask: Ask) -> tuple[int, int, int]:
+    return (-ask.priority, ask.created_us, ask.seq)
+
+
+@dataclass(slots=True, eq=False)
+class App:
+    """An application in a leaf queue with its pending asks (pre-sorted) and allocations."""
+
+    app_id: str
+    partition: str
+    queue: QueueNode
+    user: str
+    groups: list[str]
+    tags: dict[str, str]
+    submit_us: int
+    seq: int
+    state: str = "New"
+    state_since_us: int = 0
+    asks: dict[str, Ask] = field(default_factory=dict)
+    sorted_asks: SortedKeyList = field(default_factory=lambda: SortedKeyList(key=_ask_order))
+    pending: Resources = field(default_factory=dict)
+    allocated: Resources = field(default_factory=dict)
+    allocations: dict[str, Allocation] = field(default_factory=dict)
+    priority: int = MIN_PRIORITY
+    share: tuple[float, ...] | None = None  # cached usage share vs the leaf's guarantee
+    sort_key: tuple[object, ...] | None = None  # key under which the leaf's app list holds it
+    stateaware_disabled: bool = False
+
+    def head_priority(self) -> int:
+        """Priority of the first pending ask: the app's priority (MinPriority with none)."""
+        return self.sorted_asks[0].priority if self.sorted_asks else MIN_PRIORITY
+
+
+@dataclass(slots=True, eq=False)
+class Node:
+    """A node: capacity, usage reported from outside (occupied), and what we allocated."""
+
+    node_id: str
+    partition: str
+    capacity: Resources
+    occupied: Resources
+    schedulable: bool
+    attributes: dict[str, str]
+    seq: int
+    allocated: Resources = field(default_factory=dict)
+    allocations: dict[tuple[str, str], Allocation] = field(default_factory=dict)
+
+    def available(self) -> Resources:
+        """capacity − allocated − occupied, zero entries left out (may be negative)."""
+        out: Resources = {}
+        for name in self.capacity.keys() | self.allocated.keys() | self.occupied.keys():
+            v = self.capacity.get(name, 0) - self.allocated.get(name, 0) - self.occupied.get(name, 0)
+            if v:
+                out[name] = v
+        return out

@@ -1,0 +1,310 @@
+"""One scheduler partition's state and every mutation of it, each keeping all caches right.
+
+The queue tree (``projections.queues``), the node index (``projections.node_index``), the
+per-leaf sorted app lists and the apps' sorted asks are only ever changed here, so each
+operation updates all of them together. Operations append their outputs to ``out``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from sortedcontainers import SortedList
+
+from events.models import AllocationRevoked, AppStateChanged, OutputData
+from events.resources import Resources, add_into, is_positive, sub_into
+from projections.node_index import NodeIndex, NodeSortPolicy
+from projections.queues import RUNNING_STATES, QueueNode
+from scheduler.core.objects import Allocation, App, Ask, Node
+from scheduler.core.sorting import AppSortPolicy, app_sort_key
+
+STARTING_TIMEOUT_US = 5 * 60 * 1_000_000
+COMPLETING_TIMEOUT_US = 30 * 1_000_000
+STATEAWARE_DISABLE_TAG = "application.stateaware.disable"
+
+
+class QueueSpecLike(Protocol):
+    """The parts of ``scheduler.config.QueueSpec`` the state is built from."""
+
+    name: str
+    path: str
+    is_leaf: bool
+    submit_acl: str | None
+    admin_acl: str | None
+    max_applications: int
+    guaranteed: Mapping[str, int]
+    max: Mapping[str, int]
+    priority_fence: bool
+    priority_offset: int
+    sort_priority: bool
+    app_sort_policy: str
+    children: Any
+
+
+class Timers(Protocol):
+    """Where app timers are registered (the scheduler state keeps one heap)."""
+
+    def schedule(self, deadline_us: int, app: App) -> None: ...
+
+
+def build_tree(spec: QueueSpecLike, parent: QueueNode | None = None, order: int = 0) -> QueueNode:
+    """A fresh queue tree (no apps) from a queue spec."""
+    node = QueueNode(
+        name=spec.name,
+        path=spec.path,
+        parent=parent,
+        is_leaf=spec.is_leaf,
+        order=order,
+        fence=spec.priority_fence,
+        offset=spec.priority_offset,
+        sort_priority=spec.sort_priority,
+        app_sort_policy=spec.app_sort_policy,
+        guaranteed=spec.guaranteed,
+        max_resources=spec.max,
+        max_applications=spec.max_applications,
+        submit_acl=spec.submit_acl,
+        admin_acl=spec.admin_acl,
+    )
+    node.children = [build_tree(c, node, i) for i, c in enumerate(spec.children)]
+    return node
+
+
+class PartitionState:
+    """Queues, apps and nodes of one partition, with their projections."""
+
+    def __init__(self, name: str, root_spec: QueueSpecLike, node_policy: str, weights: Mapping[str, float]) -> None:
+        self.name = name
+        self.root = build_tree(root_spec)
+        self.queues: dict[str, QueueNode] = {q.path: q for q in self.root.walk()}
+        self.apps: dict[str, App] = {}
+        self.nodes: dict[str, Node] = {}
+        self.index = NodeIndex(NodeSortPolicy(node_policy), weights)
+        self.cluster_capacity: Resources = {}
+        self.candidates: dict[str, SortedList] = {p: SortedList() for p, q in self.queues.items() if q.is_leaf}
+        self.starting: dict[str, dict[str, App]] = {p: {} for p, q in self.queues.items() if q.is_leaf}
+        self.allocation_seq = 0
+
+    # -- applications -------------------------------------------------------------
+
+    def add_app(self, app: App) -> None:
+        """Attach a new (New-state, empty) app to its leaf."""
+        self.apps[app.app_id] = app
+        app.queue.app_added(app)
+
+    def remove_app(self, app: App) -> None:
+        """Remove an app with its asks and allocations; resources return to nodes and queues."""
+        for ask in list(app.asks.values()):
+            self._drop_ask(app, ask)
+        for alloc in list(app.allocations.values()):
+            self._drop_allocation(app, alloc)
+        self._set_state_quiet(app, "Completed")
+        self._refresh(app)
+        app.queue.app_removed(app)
+        self.starting[app.queue.path].pop(app.app_id, None)
+        del self.apps[app.app_id]
+
+    def transition(self, app: App, to: str, now_us: int, timers: Timers, out: list[OutputData]) -> None:
+        """Move an app to a new state, keep running counts, arm timers, emit the change."""
+        frm = app.state
+        if frm == to:
+            return
+        self._set_state_quiet(app, to)
+        app.state_since_us = now_us
+        out.append(AppStateChanged.model_construct(app_id=app.app_id, from_=frm, to=to))
+        if to == "Starting":
+            timers.schedule(now_us + STARTING_TIMEOUT_US, app)
+        elif to == "Completing":
+            timers.schedule(now_us + COMPLETING_TIMEOUT_US, app)
+
+    def _set_state_quiet(self, app: App, to: str) -> None:
+        was_running = app.state in RUNNING_STATES
+        is_running = to in RUNNING_STATES
+        if was_running != is_running:
+            app.queue.add_running(1 if is_running else -1)
+        starting = self.starting[app.queue.path]
+        if to == "Starting":
+            starting[app.app_id] = app
+        else:
+            starting.pop(app.app_id, None)
+        app.state = to
+
+    def maybe_completing(self, app: App, now_us: int, timers: Timers, out: list[OutputData]) -> None:
+        """All asks and allocations gone: the app starts completing."""
+        if not app.asks and not app.allocations and app.state in ("Accepted", "Starting", "Running"):
+            self.transition(app, "Completing", now_us, timers, out)
+
+    # -- asks ---------------------------------------------------------------------
+
+    def add_ask(self, app: App, ask: Ask) -> None:
+        """Add a pending ask."""
+        app.asks[ask.ask_id] = ask
+        app.sorted_asks.add(ask)
+        add_into(app.pending, ask.resources)
+        app.queue.add_pending(ask.resources)
+        self._refresh(app)
+
+    def update_ask(self, app: App, ask: Ask, resources: Resources) -> None:
+        """Replace the resources of a pending ask."""
+        sub_into(app.pending, ask.resources)
+        app.queue.sub_pending(ask.resources)
+        ask.resources = resources
+        add_into(app.pending, resources)
+        app.queue.add_pending(resources)
+        self._refresh(app)
+
+    def remove_ask(self, app: App, ask: Ask) -> None:
+        """Remove a pending ask."""
+        self._drop_ask(app, ask)
+        self._refresh(app)
+
+    def _drop_ask(self, app: App, ask: Ask) -> None:
+        del app.asks[ask.ask_id]
+        app.sorted_asks.remove(ask)
+        sub_into(app.pending, ask.resources)
+        app.queue.sub_pending(ask.resources)
+
+    # -- allocations --------------------------------------------------------------
+
+    def allocate(self, app: App, ask: Ask, node: Node, decision_id: str) -> Allocation:
+        """Turn a pending ask into an allocation on a node (fit already checked)."""
+        self._drop_ask(app, ask)
+        self.allocation_seq += 1
+        alloc = Allocation(
+            app.app_id, ask.ask_id, node.node_id, ask.resources, ask.priority, decision_id, self.allocation_seq
+        )
+        app.allocations[ask.ask_id] = alloc
+        add_into(app.allocated, ask.resources)
+        app.share = None
+        app.queue.add_allocated(ask.resources)
+        add_into(node.allocated, ask.resources)
+        node.allocations[(app.app_id, ask.ask_id)] = alloc
+        self._reindex(node)
+        self._refresh(app)
+        return alloc
+
+    def release(self, app: App, alloc: Allocation) -> None:
+        """An allocation ends (released by its owner)."""
+        self._drop_allocation(app, alloc)
+        self._refresh(app)
+
+    def _drop_allocation(self, app: App, alloc: Allocation) -> None:
+        del app.allocations[alloc.ask_id]
+        sub_into(app.allocated, alloc.resources)
+        app.share = None
+        app.queue.sub_allocated(alloc.resources)
+        node = self.nodes.get(alloc.node_id)
+        if node is not None:
+            sub_into(node.allocated, alloc.resources)
+            del node.allocations[(app.app_id, alloc.ask_id)]
+            self._reindex(node)
+
+    # -- nodes --------------------------------------------------------------------
+
+    def add_node(self, node: Node) -> None:
+        """Add a node to the partition and, when schedulable, to the index."""
+        self.nodes[node.node_id] = node
+        add_into(self.cluster_capacity, node.capacity)
+        self._reindex(node)
+
+    def update_node(
+        self, node: Node, capacity: Resources | None, occupied: Resources | None, schedulable: bool | None
+    ) -> None:
+        """Change a node's capacity, occupied resources or schedulability."""
+        if capacity is not None:
+            sub_into(self.cluster_capacity, node.capacity)
+            node.capacity = capacity
+            add_into(self.cluster_capacity, capacity)
+        if occupied is not None:
+            node.occupied = occupied
+        if schedulable is not None:
+            node.schedulable = schedulable
+        self._reindex(node)
+
+    def remove_node(self, node: Node, now_us: int, timers: Timers, out: list[OutputData]) -> None:
+        """Remove a node, revoking every allocation on it (oldest first)."""
+        for alloc in sorted(node.allocations.values(), key=lambda a: a.seq):
+            app = self.apps[alloc.app_id]
+            self._drop_allocation(app, alloc)
+            self._refresh(app)
+            out.append(
+                AllocationRevoked.model_construct(
+                    app_id=alloc.app_id, ask_id=alloc.ask_id, node_id=node.node_id, reason="node-removed"
+                )
+            )
+            self.maybe_completing(app, now_us, timers, out)
+        self.index.remove(node.node_id)
+        sub_into(self.cluster_capacity, node.capacity)
+        del self.nodes[node.node_id]
+
+    def _reindex(self, node: Node) -> None:
+        if node.schedulable:
+            self.index.upsert(node.node_id, node.capacity, node.available())
+        else:
+            self.index.remove(node.node_id)
+
+    # -- per-leaf sorted app lists ------------------------------------------------
+
+    def _refresh(self, app: App) -> None:
+        """Re-derive the app's priority and its place in its leaf's sorted app list."""
+        leaf = app.queue
+        new_priority = app.head_priority()
+        if new_priority != app.priority:
+            old = app.priority
+            app.priority = new_priority
+            leaf.app_priority_changed(old, new_priority)
+        candidates = self.candidates[leaf.path]
+        new_key = (
+            app_sort_key(app, AppSortPolicy.parse(leaf.app_sort_policy), leaf.sort_priority)
+            if is_positive(app.pending) and app.app_id in self.apps
+            else None
+        )
+        if new_key == app.sort_key:
+            return
+        if app.sort_key is not None:
+            candidates.remove((app.sort_key, app.app_id))
+        app.sort_key = new_key
+        if new_key is not None:
+            candidates.add((new_key, app.app_id))
+
+    def ordered_apps(self, leaf: QueueNode) -> list[App]:
+        """The leaf's apps with pending asks, in its sort policy's order."""
+        return [self.apps[app_id] for _, app_id in self.candidates[leaf.path]]
+
+    # -- reconfiguration ----------------------------------------------------------
+
+    def reconfigure(self, root_spec: QueueSpecLike, node_policy: str, weights: Mapping[str, float]) -> list[str]:
+        """Rebuild queues (and the node index if its policy changed), re-attaching apps.
+
+        Returns the reasons the new tree cannot hold the current apps (then nothing changes).
+        """
+        root = build_tree(root_spec)
+        queues = {q.path: q for q in root.walk()}
+        problems = []
+        for app in self.apps.values():
+            leaf = queues.get(app.queue.path)
+            if leaf is None or not leaf.is_leaf:
+                problems.append(f"queue {app.queue.path} still has application {app.app_id}")
+        if problems:
+            return problems
+        self.root, self.queues = root, queues
+        self.candidates = {p: SortedList() for p, q in queues.items() if q.is_leaf}
+        self.starting = {p: {} for p, q in queues.items() if q.is_leaf}
+        for app in sorted(self.apps.values(), key=lambda a: a.seq):
+            leaf = queues[app.queue.path]
+            app.queue = leaf
+            app.sort_key = None
+            app.share = None
+            leaf.app_added(app)
+            leaf.add_pending(app.pending)
+            leaf.add_allocated(app.allocated)
+            if app.state in RUNNING_STATES:
+                leaf.add_running(1)
+            if app.state == "Starting":
+                self.starting[leaf.path][app.app_id] = app
+            self._refresh(app)
+        if NodeSortPolicy(node_policy) != self.index.policy or dict(weights) != self.index.weights:
+            self.index = NodeIndex(NodeSortPolicy(node_policy), weights)
+            for node in self.nodes.values():
+                self._reindex(node)
+        return []

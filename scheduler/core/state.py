@@ -1,0 +1,71 @@
+"""The whole scheduler state: partitions, priority classes, app timers and counters.
+
+``SchedulerState`` is what a fold of the input log produces; ``scheduler.core.apply``
+changes it one event at a time and ``scheduler.core.cycle`` runs allocation cycles on it.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+from events.models import OutputData
+from scheduler.config import SchedulerConfig, default_config
+from scheduler.core.objects import App
+from scheduler.core.partition import COMPLETING_TIMEOUT_US, STARTING_TIMEOUT_US, PartitionState
+from scheduler.core.priorityclass import PriorityClasses
+
+
+@dataclass(order=True)
+class _Timer:
+    deadline_us: int
+    app_seq: int
+    app_id: str = field(compare=False)
+    partition: str = field(compare=False)
+    state: str = field(compare=False)
+    since_us: int = field(compare=False)
+
+
+class SchedulerState:
+    """Everything a fold of the input log produces."""
+
+    def __init__(self, config: SchedulerConfig | None = None) -> None:
+        self.config = config or default_config()
+        self.partitions: dict[str, PartitionState] = {}
+        for spec in self.config.partitions:
+            self.partitions[spec.name] = PartitionState(
+                spec.name, spec.root, spec.node_sort_policy, spec.resource_weights
+            )
+        self.priority_classes = PriorityClasses()
+        self.seq = 0  # arrival counter of applied inputs
+        self.cycle = 0  # number of the last completed cycle
+        self._timers: list[_Timer] = []
+
+    def next_seq(self) -> int:
+        """The next arrival number (the final tie-break of every sort)."""
+        self.seq += 1
+        return self.seq
+
+    def schedule(self, deadline_us: int, app: App) -> None:
+        """Arm a timer for the app's current state (Starting or Completing)."""
+        heapq.heappush(
+            self._timers, _Timer(deadline_us, app.seq, app.app_id, app.partition, app.state, app.state_since_us)
+        )
+
+    def fire_timers(self, now_us: int, out: list[OutputData]) -> None:
+        """Starting → Running after 5 min, Completing → Completed after 30 s (cycle start)."""
+        while self._timers and self._timers[0].deadline_us <= now_us:
+            timer = heapq.heappop(self._timers)
+            part = self.partitions.get(timer.partition)
+            app = part.apps.get(timer.app_id) if part else None
+            if app is None or part is None or app.state != timer.state or app.state_since_us != timer.since_us:
+                continue  # the app moved on since the timer was armed
+            if timer.state == "Starting":
+                part.transition(app, "Running", timer.since_us + STARTING_TIMEOUT_US, self, out)
+            elif timer.state == "Completing":
+                part.transition(app, "Completed", timer.since_us + COMPLETING_TIMEOUT_US, self, out)
+
+    def find_app(self, partition: str, app_id: str) -> App | None:
+        """The app with this id in this partition, if any."""
+        part = self.partitions.get(partition)
+        return part.apps.get(app_id) if part else None

@@ -1,0 +1,3 @@
+"""Shared pytest fixtures: the Kafka test broker (see tests/kafka_broker.py)."""
+
+from tests.kafka_broker import kafka_bootstrap, kafka_topics  # noqa: F401

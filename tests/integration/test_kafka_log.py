@@ -1,0 +1,212 @@
+"""KafkaLog against a real Kafka-protocol broker: the shared log contract plus Kafka specifics."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from events.log.kafka import KafkaLog, parse_channel
+from events.log.port import EventLog, LogError, LogRecord
+from tests.kafka_broker import KafkaTopics
+from tests.log_contract import LogContract, run
+
+pytestmark = pytest.mark.kafka
+
+# Topic names derive from tmp_path (the contract reopens a log by passing the same one);
+# this per-run tag keeps them apart from earlier runs on a long-lived external broker.
+_RUN = uuid.uuid4().hex[:8]
+
+
+def make_kafka_log(
+    bootstrap: str, topics: KafkaTopics, partitions: int = 1, **options: object
+) -> KafkaLog:
+    return KafkaLog(
+        bootstrap,
+        input_topics=[topics.inputs],
+        decisions_topic=topics.decisions,
+        deadletter_topic=topics.deadletter,
+        group_id=topics.group,
+        partitions=partitions,
+        **options,  # type: ignore[arg-type]
+    )
+
+
+class TestKafkaLog(LogContract):
+    """The contract with three input partitions: one append spreads over channels."""
+
+    partitions: ClassVar[int] = 3
+
+    @pytest.fixture(autouse=True)
+    def _broker(self, kafka_bootstrap: str) -> None:
+        self.bootstrap = kafka_bootstrap
+
+    @asynccontextmanager
+    async def make_log(
+        self, tmp_path: Path, now_us: Callable[[], int] | None = None
+    ) -> AsyncIterator[EventLog]:
+        tag = "".join(c if c.isalnum() else "-" for c in tmp_path.name)[:60]
+        name = f"evsched.{_RUN}.p{self.partitions}.{tag}"
+        topics = KafkaTopics(f"{name}.in", f"{name}.out", f"{name}.dlq", f"g-{_RUN}-{tag}")
+        log = make_kafka_log(self.bootstrap, topics, self.partitions, now_us=now_us)
+        await log.start()
+        try:
+            yield log
+        finally:
+            await log.close()
+
+
+class TestKafkaLogOnePartition(TestKafkaLog):
+    """The contract with one input partition: dense offsets 0, 1, 2, … on one channel."""
+
+    partitions = 1
+
+
+async def _read_all(log: KafkaLog, want: int) -> list[LogRecord]:
+    got: list[LogRecord] = []
+    pos: dict[str, int] = {}
+    deadline = time.monotonic() + 10
+    while len(got) < want:
+        assert time.monotonic() < deadline, f"only {len(got)} of {want} records arrived"
+        for rec in await log.read_inputs(pos, 1000):
+            pos[rec.channel] = rec.offset + 1
+            got.append(rec)
+    return got
+
+
+def test_keys_pick_partitions_like_any_kafka_producer(
+    kafka_bootstrap: str, kafka_topics: KafkaTopics
+) -> None:
+    # Kafka's default partitioner (murmur2 of the key), so a Java or Go producer keyed
+    # by app_id reaches the same partition as we do.
+    from aiokafka.partitioner import murmur2
+
+    async def body() -> None:
+        async with make_kafka_log(kafka_bootstrap, kafka_topics, partitions=4) as log:
+            sent = [(f"app-{i % 9}".encode(), f"v{i}".encode()) for i in range(90)]
+            await log.append_inputs(sent)
+            await log.append_inputs([(b"app-0", b"pinned")], partition=3)
+            got = await _read_all(log, len(sent) + 1)
+            for rec in got:
+                assert rec.key is not None
+                expected = 3 if rec.value == b"pinned" else (murmur2(rec.key) & 0x7FFFFFFF) % 4
+                assert parse_channel(rec.channel).partition == expected
+            ends = await log.input_end()
+            for channel, end in ends.items():
+                mine = [r for r in got if r.channel == channel]
+                assert [r.offset for r in mine] == list(range(end))
+                values = [r.value for r in mine if r.value != b"pinned"]
+                assert values == sorted(values, key=lambda v: int(v[1:]))  # append order
+            assert sum(ends.values()) == len(got)
+
+    run(body())
+
+
+def test_read_outputs_stops_at_the_end(kafka_bootstrap: str, kafka_topics: KafkaTopics) -> None:
+    async def body() -> None:
+        async with make_kafka_log(kafka_bootstrap, kafka_topics) as log:
+            # One call = one batch: Tansu's ListOffsets would say 1 here, not 7.
+            await log.append_outputs([f"d{i}".encode() for i in range(7)])
+            assert await log.output_end() == 7
+            started = time.monotonic()
+            assert [r.offset for r in await log.read_outputs(0)] == list(range(7))
+            assert [r.value for r in await log.read_outputs(5, 100)] == [b"d5", b"d6"]
+            assert await log.read_outputs(7) == []
+            assert await log.read_outputs(50) == []
+            assert time.monotonic() - started < 5
+            with pytest.raises(LogError):
+                await log.read_outputs(-1)
+
+    run(body())
+
+
+def test_dead_letter_keeps_bytes_and_origin(kafka_bootstrap: str, kafka_topics: KafkaTopics) -> None:
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    async def body() -> None:
+        async with make_kafka_log(kafka_bootstrap, kafka_topics) as log:
+            await log.append_inputs([(b"app-1", b"\xff not json")])
+            (bad,) = await _read_all(log, 1)
+            await log.dead_letter(bad, "invalid: not valid JSON")
+        consumer = AIOKafkaConsumer(bootstrap_servers=kafka_bootstrap, auto_offset_reset="earliest")
+        await consumer.start()
+        try:
+            tp = TopicPartition(kafka_topics.deadletter, 0)
+            consumer.assign([tp])
+            batch = await consumer.getmany(tp, timeout_ms=5000)
+        finally:
+            await consumer.stop()
+        (parked,) = batch[tp]
+        assert (parked.key, parked.value) == (b"app-1", b"\xff not json")
+        assert dict(parked.headers) == {
+            "evsched.source.topic": kafka_topics.inputs.encode(),
+            "evsched.source.partition": b"0",
+            "evsched.source.offset": str(bad.offset).encode(),
+            "evsched.error": b"invalid: not valid JSON",
+        }
+
+    run(body())
+
+
+def test_commit_survives_restart(kafka_bootstrap: str, kafka_topics: KafkaTopics) -> None:
+    async def body() -> None:
+        async with make_kafka_log(kafka_bootstrap, kafka_topics, partitions=2) as log:
+            await log.append_inputs([(f"k{i}".encode(), b"v") for i in range(10)])
+            assert await log.committed() == {}
+            positions = await log.input_end()
+            await log.commit(positions)
+        async with make_kafka_log(kafka_bootstrap, kafka_topics, partitions=2) as log:
+            assert await log.committed() == {ch: n for ch, n in positions.items() if n}
+
+    run(body())
+
+
+def test_group_subscription_revokes_through_the_callback(
+    kafka_bootstrap: str, kafka_topics: KafkaTopics
+) -> None:
+    fast = {"group_subscribe": True, "heartbeat_interval_ms": 200, "session_timeout_ms": 6000}
+
+    async def body() -> None:
+        first = make_kafka_log(kafka_bootstrap, kafka_topics, partitions=4, **fast)
+        second = make_kafka_log(kafka_bootstrap, kafka_topics, partitions=4, **fast)
+        revoked: list[list[str]] = []
+
+        async def drain(channels: list[str]) -> None:
+            # What the service does: finish the cycle, commit, then let the partitions go.
+            await first.commit({ch: 0 for ch in channels})
+            revoked.append(channels)
+
+        await first.start()
+        try:
+            everything = await first.input_channels()
+            assert len(everything) == 4
+            first.set_revoke_callback(drain)
+            await second.start()
+            deadline = time.monotonic() + 20
+            while len(await first.input_channels()) == 4:
+                assert time.monotonic() < deadline, "the group never rebalanced"
+                await asyncio.sleep(0.05)
+            assert revoked and sorted(revoked[0]) == sorted(everything)
+            mine, theirs = await first.input_channels(), await second.input_channels()
+            assert mine and theirs and sorted(mine + theirs) == sorted(everything)
+            assert await second.committed() == dict.fromkeys(theirs, 0)  # drained in time
+        finally:
+            await second.close()
+            await first.close()
+
+    run(body())
+
+
+def test_closed_log_refuses_and_hides_credentials(kafka_bootstrap: str) -> None:
+    log = KafkaLog(kafka_bootstrap, sasl_mechanism="PLAIN", sasl_plain_password="s3cret")
+    assert "s3cret" not in repr(log)
+    with pytest.raises(LogError, match="not started"):
+        run(log.read_inputs({}, 10))
+    with pytest.raises(LogError, match="not started"):
+        run(log.append_outputs([b"x"]))

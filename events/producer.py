@@ -10,9 +10,8 @@ the partition name for config and priority-class events) and the canonical JSON 
     async with EvschedProducer("kafka:9092") as producer:
         await producer.send(ev)
 
-Ids come from the caller (``id=``) or from the builder's ``id_factory`` (default: a
-random UUID). There is no global state. aiokafka is imported only when an
-``EvschedProducer`` starts, so building events needs nothing beyond ``events``.
+Ids come from the caller (``id=``) or the builder's ``id_factory`` (default: a random
+UUID); no global state. aiokafka is imported only when an ``EvschedProducer`` starts.
 """
 
 from __future__ import annotations
@@ -59,6 +58,11 @@ class ProducedEvent:
     value: bytes
     type: str
     id: str
+
+    @property
+    def record(self) -> tuple[bytes, bytes]:
+        """``(key, value)``, as ``EventLog.append_inputs`` and Kafka clients take them."""
+        return self.key, self.value
 
 
 def _key_of(event_type: str, data: Frozen) -> str:
@@ -316,6 +320,8 @@ class EvschedProducer:
     is both. Leaving ``async with`` flushes.
     """
 
+    MAX_PENDING = 10_000
+
     def __init__(
         self,
         bootstrap_servers: str | Sequence[str],
@@ -330,19 +336,17 @@ class EvschedProducer:
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.topic = topic
-        self._options: dict[str, Any] = {
+        options = {
             "bootstrap_servers": bootstrap_servers,
             "client_id": client_id,
             "linger_ms": linger_ms,
             "security_protocol": security_protocol,
-        }
-        extras = {
             "sasl_mechanism": sasl_mechanism,
             "sasl_plain_username": sasl_plain_username,
             "sasl_plain_password": sasl_plain_password,
             "ssl_context": ssl_context,
         }
-        self._options.update({k: v for k, v in extras.items() if v is not None})
+        self._options = {k: v for k, v in options.items() if v is not None}
         self._producer: Any = None
         self._pending: list[Any] = []
 
@@ -364,6 +368,8 @@ class EvschedProducer:
             self.topic, value=event.value, key=event.key, partition=partition
         )
         self._pending.append(future)
+        if len(self._pending) >= self.MAX_PENDING:  # bound memory when callers never flush
+            await self.flush()
 
     async def flush(self) -> None:
         """Wait for every queued event to be acknowledged; raise the first failure."""
@@ -378,7 +384,7 @@ class EvschedProducer:
             raise first
 
     async def send_all(self, events: Iterable[ProducedEvent]) -> None:
-        """Queue every event, then wait for all acknowledgements."""
+        """Queue every event, then wait for all acknowledgements (one round of batches)."""
         for event in events:
             await self.send(event)
         await self.flush()

@@ -41,10 +41,7 @@ def sub_into(target: Resources, delta: ResourcesView) -> None:
 
 def fits(request: ResourcesView, available: ResourcesView) -> bool:
     """True when every requested quantity is available (missing types count as 0)."""
-    for k, v in request.items():
-        if v > available.get(k, 0):
-            return False
-    return True
+    return all(v <= available.get(k, 0) for k, v in request.items())
 
 
 def is_positive(res: ResourcesView) -> bool:

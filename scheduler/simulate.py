@@ -53,17 +53,18 @@ class Simulation:
             return []
         position = f"{INPUT_CHANNEL}@{self.inputs_consumed}"
         obj: Any
+        unreadable_time = 0 if self.last_time_us is None else self.last_time_us + ONE_MS_US
         try:
             obj = orjson.loads(line) if len(line) <= MAX_RECORD_BYTES else None
         except orjson.JSONDecodeError as exc:
             self.inputs_consumed += 1
-            self.engine.reject_raw(reject(f"@{position}", None, "invalid", f"line {self.line_number}: not JSON: {exc}"))
+            self.last_time_us = unreadable_time
+            self.engine.reject_raw(reject(position, None, "invalid", f"line {self.line_number}: not JSON: {exc}"))
             return []
         if obj is None:
             self.inputs_consumed += 1
-            self.engine.reject_raw(
-                reject(f"@{position}", None, "too-large", f"line {self.line_number} exceeds 1 MiB")
-            )
+            self.last_time_us = unreadable_time
+            self.engine.reject_raw(reject(position, None, "too-large", f"line {self.line_number} exceeds 1 MiB"))
             return []
         if isinstance(obj, dict) and obj.get("type") == "schedule":
             return self._schedule(obj)
@@ -73,7 +74,7 @@ class Simulation:
             obj.setdefault("id", f"line-{self.line_number}")
             obj.setdefault("source", SIMULATE_SOURCE)
         else:
-            now = self.last_time_us or 0
+            now = self.last_time_us = unreadable_time
         decoded = decode_input_object(obj, append_time_us=now, position=position)
         self.inputs_consumed += 1
         if isinstance(decoded, InputRejected):

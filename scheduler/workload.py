@@ -102,7 +102,9 @@ def events(spec: WorkloadSpec) -> Iterator[dict[str, Any]]:
         }
 
 
-def numbered(evts: Iterator[dict[str, Any]], *, source: str = "workload", start_us: int = 0) -> Iterator[dict[str, Any]]:
+def numbered(
+    evts: Iterator[dict[str, Any]], *, source: str = "workload", start_us: int = 0
+) -> Iterator[dict[str, Any]]:
     """Give each event an id, a source and a time (1 ms apart) so it is a full input record."""
     for i, evt in enumerate(evts):
         yield {"id": f"{source}-{i}", "source": source, "time": format_time(start_us + i * 1000), **evt}

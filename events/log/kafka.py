@@ -101,6 +101,21 @@ class KafkaLog:
             raise ValueError("at least one input topic is required")
         servers = bootstrap_servers
         self._bootstrap = servers if isinstance(servers, str) else list(servers)
+        # Credentials live only in these options and the clients built from them: never
+        # in logs, exceptions or __repr__.
+        security = {
+            "security_protocol": security_protocol,
+            "sasl_mechanism": sasl_mechanism,
+            "sasl_plain_username": sasl_plain_username,
+            "sasl_plain_password": sasl_plain_password,
+            "ssl_context": ssl_context,
+        }
+        self._options: dict[str, Any] = {
+            "bootstrap_servers": self._bootstrap,
+            "client_id": client_id,
+            "request_timeout_ms": request_timeout_ms,
+            **{k: v for k, v in security.items() if v is not None},
+        }
         self._input_topics = list(input_topics)
         self._decisions, self._deadletter = decisions_topic, deadletter_topic
         self._group_id, self._client_id = group_id, client_id
@@ -111,16 +126,6 @@ class KafkaLog:
         self._heartbeat_interval_ms = heartbeat_interval_ms
         self._assignment_timeout_s = assignment_timeout_s
         self._now_us = now_us or wall_clock_us
-        # Credentials live only here and in the clients built from them: never in logs,
-        # exceptions or __repr__.
-        security = {
-            "sasl_mechanism": sasl_mechanism,
-            "sasl_plain_username": sasl_plain_username,
-            "sasl_plain_password": sasl_plain_password,
-            "ssl_context": ssl_context,
-        }
-        self._security: dict[str, Any] = {"security_protocol": security_protocol}
-        self._security.update({k: v for k, v in security.items() if v is not None})
         self._producer: Any = None
         self._consumer: Any = None
         self._reader: Any = None  # outputs and end offsets; never touches group offsets
@@ -137,14 +142,6 @@ class KafkaLog:
             f"decisions={self._decisions!r}, group={self._group_id!r})"
         )
 
-    def _client_options(self) -> dict[str, Any]:
-        return {
-            "bootstrap_servers": self._bootstrap,
-            "client_id": self._client_id,
-            "request_timeout_ms": self._request_timeout_ms,
-            **self._security,
-        }
-
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
@@ -153,13 +150,17 @@ class KafkaLog:
         log.info("connecting to Kafka %s as %s (%s)", self._bootstrap, self._group_id, mode)
         try:
             partition_counts = await self._ensure_topics()
-            options = self._client_options()
+            options = self._options
+            # linger 0: records queued in one call still share a batch (the sender task
+            # only runs once we await), and a lone record is not held back.
             self._producer = AIOKafkaProducer(acks="all", linger_ms=0, **options)
             await self._producer.start()
             self._consumer = AIOKafkaConsumer(
                 group_id=self._group_id,
                 enable_auto_commit=False,
                 auto_offset_reset="earliest",
+                # A seek waits for the in-flight fetch; keep its long poll as short as ours.
+                fetch_max_wait_ms=self._poll_timeout_ms,
                 session_timeout_ms=self._session_timeout_ms,
                 heartbeat_interval_ms=self._heartbeat_interval_ms,
                 **options,
@@ -184,13 +185,13 @@ class KafkaLog:
                     for p in range(partition_counts[topic])
                 ]
                 self._consumer.assign(self._manual)
-        except (KafkaError, OSError, TimeoutError) as exc:
+        except (KafkaError, LogError, OSError, TimeoutError) as exc:
             await self.close()
             raise LogError(f"cannot start Kafka log on {self._bootstrap}: {exc!r}") from exc
 
     async def _ensure_topics(self) -> dict[str, int]:
         """Create the topics that do not exist yet; return each input topic's partition count."""
-        admin = AIOKafkaAdminClient(**self._client_options())
+        admin = AIOKafkaAdminClient(**self._options)
         await admin.start()
         try:
             existing = set(await admin.list_topics())
@@ -264,11 +265,11 @@ class KafkaLog:
 
     def _assignment(self) -> list[TopicPartition]:
         """Assigned input partitions in a fixed order: topic order, then partition."""
-        self._require(self._consumer)
+        consumer = self._require(self._consumer)
         if not self._group_subscribe:
             return list(self._manual)
         order = {topic: i for i, topic in enumerate(self._input_topics)}
-        current = self._require(self._consumer).assignment()
+        current = consumer.assignment()
         return sorted(current, key=lambda tp: (order.get(tp.topic, len(order)), tp.partition))
 
     @staticmethod
@@ -363,6 +364,8 @@ class KafkaLog:
         offsets = {}
         for channel, offset in positions.items():
             tp = parse_channel(channel)
+            if tp.topic not in self._input_topics:
+                raise LogError(f"{channel!r} is not a channel of the input topics")
             if tp in assigned:  # a revoked partition's offsets are its new owner's business
                 offsets[tp] = offset
         if not offsets:
@@ -375,12 +378,8 @@ class KafkaLog:
     async def committed(self) -> dict[str, int]:
         """The group's committed offsets of the assigned partitions (absent: none committed)."""
         consumer = self._require(self._consumer)
-        out = {}
-        for tp in self._assignment():
-            offset = await consumer.committed(tp)
-            if offset is not None:
-                out[channel_name(tp)] = offset
-        return out
+        found = {channel_name(tp): await consumer.committed(tp) for tp in self._assignment()}
+        return {channel: offset for channel, offset in found.items() if offset is not None}
 
     async def dead_letter(self, record: LogRecord, error: str) -> None:
         """Park an unprocessable record's raw bytes on the dead-letter topic, with its origin."""
@@ -473,7 +472,7 @@ class KafkaLog:
         """
         producer = AIOKafkaProducer(
             transactional_id=f"{self._client_id}-probe-{uuid.uuid4().hex[:8]}",
-            **self._client_options(),
+            **self._options,
         )
         try:
             await asyncio.wait_for(producer.start(), timeout_s)

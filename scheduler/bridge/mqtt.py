@@ -12,6 +12,7 @@ import asyncio
 import logging
 import ssl
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 
 import aiomqtt
@@ -119,7 +120,9 @@ class _Reconnecting:
                 # outlive it (the scheduler keeps running), so it is logged and retried too.
                 lost = self._up.is_set()
                 self._up.clear()
-                detail = str(exc) or type(exc).__name__
+                # aiomqtt wraps the real reason ("connection lost", "refused") as the cause.
+                reason = exc.__cause__ or exc
+                detail = str(reason) or type(reason).__name__
                 if outage_since is None:
                     outage_since = self._now()
                     what = "connection lost" if lost else "cannot connect"
@@ -191,7 +194,7 @@ class MqttPublisher(_Reconnecting):
     ) -> None:
         super().__init__(url, tls, client_id, username, password, keepalive, now)
         self._outbox = Outbox(max_queue)
-        self._inflight: list[Message] = []  # taken from the outbox, not yet acknowledged
+        self._unacked: deque[Message] = deque()  # sent on a connection that broke before PUBACK
         self._wakeup = asyncio.Event()
         self._on_reconnect = on_reconnect
         self._resync_due = False
@@ -233,8 +236,8 @@ class MqttPublisher(_Reconnecting):
         self._closing = True
         self._wakeup.set()
         await self._stop_task(drain_timeout)
-        left = self._outbox.clear() + len(self._inflight)
-        self._inflight.clear()
+        left = self._outbox.clear() + len(self._unacked)
+        self._unacked.clear()
         if left:
             self._dropped += left
             log.warning("MQTT publisher %s: closed with %d messages undelivered", self.url, left)
@@ -248,7 +251,7 @@ class MqttPublisher(_Reconnecting):
         )
 
     def _done(self) -> bool:
-        return self._closing and not self._inflight and not self._outbox
+        return self._closing and not self._unacked and not self._outbox
 
     def _on_connected(self, again: bool) -> None:
         self._up.set()
@@ -256,24 +259,9 @@ class MqttPublisher(_Reconnecting):
         self._resync_due = self._resync_due or again
 
     async def _session(self, client: aiomqtt.Client) -> None:
-        # Up to WINDOW publishes wait for PUBACK at once; keep aiomqtt from warning about it.
+        # Up to WINDOW publishes await PUBACK at once by design; keep aiomqtt from warning.
         client.pending_calls_threshold = WINDOW + 1
         await _race(self._send_loop(client), client)
-
-    async def _send_loop(self, client: aiomqtt.Client) -> None:
-        while True:
-            self._resync_if_due()
-            if not self._inflight:
-                self._inflight = self._outbox.take(WINDOW)
-            if not self._inflight:
-                self._overflowing = False
-                if self._closing:
-                    return
-                # No await since take(): no publish() can have slipped in before clear().
-                self._wakeup.clear()
-                await self._wakeup.wait()
-                continue
-            await self._send_inflight(client)
 
     def _resync_if_due(self) -> None:
         if not self._resync_due:
@@ -286,34 +274,42 @@ class MqttPublisher(_Reconnecting):
         except Exception:
             log.exception("MQTT publisher %s: on_reconnect callback failed", self.url)
 
-    async def _send_inflight(self, client: aiomqtt.Client) -> None:
-        """Publish the in-flight window; on failure keep it from the first unacknowledged
-        message, to resend in order after reconnecting (at least once: later ones may repeat)."""
-        batch = self._inflight
-        # Tasks start in creation order and each hands its message to paho before its first
-        # await, so the messages go out on the wire in publish order.
-        tasks = [
-            asyncio.create_task(client.publish(m.topic, m.payload, qos=m.qos, retain=m.retain))
-            for m in batch
-        ]
-        errors: list[BaseException | None] = []
+    async def _send_loop(self, client: aiomqtt.Client) -> None:
+        """Keep up to WINDOW publishes awaiting PUBACK (a sliding window, not batches: brokers
+        with Nagle on, mosquitto's default, delay the PUBACKs at the end of a burst by a
+        delayed-ACK period, which made batch-and-wait ~10x slower than one at a time)."""
+        window: deque[tuple[Message, asyncio.Task[None]]] = deque()
         try:
-            await asyncio.wait(tasks)
+            while True:
+                self._resync_if_due()
+                while window and window[0][1].done():
+                    window[0][1].result()  # a failed publish: the connection is broken
+                    window.popleft()
+                    self._published += 1
+                while len(window) < WINDOW and (self._unacked or self._outbox):
+                    m = self._unacked.popleft() if self._unacked else self._outbox.take(1)[0]
+                    # Each task hands its message to paho before its first await, in creation
+                    # order, so messages go on the wire in publish order.
+                    task = asyncio.create_task(
+                        client.publish(m.topic, m.payload, qos=m.qos, retain=m.retain)
+                    )
+                    task.add_done_callback(lambda _: self._wakeup.set())
+                    window.append((m, task))
+                if not window:
+                    self._overflowing = False
+                    if self._closing:
+                        return
+                # No await since the checks above, so no wake-up can be lost by clearing here.
+                self._wakeup.clear()
+                await self._wakeup.wait()
         finally:
-            for task in tasks:
-                task.cancel()  # only those still waiting: we are being cancelled
-            # Reading every outcome also keeps asyncio from logging "never retrieved" errors.
-            errors = [t.exception() if t.done() and not t.cancelled() else None for t in tasks]
-            acked = 0
-            for task, error in zip(tasks, errors, strict=True):
-                if not task.done() or task.cancelled() or error is not None:
-                    break
-                acked += 1
-            self._published += acked
-            del batch[:acked]
-        for error in errors:
-            if error is not None:
-                raise error
+            # Unacknowledged messages go back to the front, in order, for the next connection
+            # (at least once: one acknowledged behind a lost one is sent again).
+            for _, task in window:
+                task.cancel()
+                if task.done() and not task.cancelled():
+                    task.exception()  # read, so asyncio does not log it as never retrieved
+            self._unacked.extendleft(reversed([m for m, _ in window]))
 
 
 def _wall_clock_us() -> int:

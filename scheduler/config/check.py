@@ -23,7 +23,4 @@ def check_config_file(path: str) -> tuple[int, list[str]]:
     except ConfigError as exc:
         return 1, list(exc.reasons)
     queues = sum(_count(part.root) for part in config.partitions)
-    return 0, [
-        f"config OK: {len(config.partitions)} partitions, {queues} queues, "
-        f"checksum {config.checksum}"
-    ]
+    return 0, [f"config OK: {len(config.partitions)} partitions, {queues} queues, checksum {config.checksum}"]

@@ -1,6 +1,7 @@
-"""Schema errors → reasons that name the partition, queue path and key, e.g.
+"""Schema errors → human-readable reasons naming the partition, queue path and key.
 
-``partition 'default', queue 'root.a': key 'resources.max': expected a mapping, found 'x'``.
+Example: ``partition 'default', queue 'root.a': key 'resources.max': expected a mapping,
+found 'x'``. Queue paths follow YuniKorn's root insertion (see ``structure``).
 """
 
 from __future__ import annotations
@@ -10,16 +11,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from scheduler.config.structure import ROOT, partition_label
 from scheduler.config.yamltree import Scalar, Tree
-
-ROOT = "root"
-DEFAULT_PARTITION = "default"
-
-
-def partition_label(name: str) -> str:
-    """YuniKorn's partition naming: empty or any case of 'default' → 'default', else lower."""
-    lowered = name.lower()
-    return DEFAULT_PARTITION if lowered in ("", DEFAULT_PARTITION) else lowered
 
 
 def where(partition: str | None, queue: str | None = None, key: str | None = None) -> str:
@@ -50,6 +43,10 @@ def _message(item: Any) -> str:
     msg = str(item["msg"])
     if kind == "value_error":
         return msg.removeprefix("Value error, ")
+    if kind in ("model_type", "dict_type", "model_attributes_type"):
+        msg = "expected a mapping"
+    elif kind == "list_type":
+        msg = "expected a list"
     found = item.get("input")
     if isinstance(found, Scalar):
         return f"{msg}, found {found.describe()}"
@@ -66,9 +63,7 @@ def _name_of(node: Tree, index: int) -> str:
     return f"#{index}"
 
 
-def _locate(
-    tree: dict[str, Tree], loc: Sequence[int | str]
-) -> tuple[str | None, str | None, list[str]]:
+def _locate(tree: dict[str, Tree], loc: Sequence[int | str]) -> tuple[str | None, str | None, list[str]]:
     """Walk ``loc`` through the raw tree, tracking the partition and queue it passes."""
     partition: str | None = None
     queue: str | None = None
@@ -77,20 +72,17 @@ def _locate(
     i = 0
     while i < len(loc):
         step = loc[i]
-        nxt = loc[i + 1] if i + 1 < len(loc) else None
         child = _step(node, step)
-        if step == "partitions" and queue is None and partition is None and isinstance(nxt, int):
-            item = _step(child, nxt)
-            name = _name_of(item, nxt) if isinstance(item, dict) and "name" in item else ""
-            partition = partition_label(name if isinstance(item, dict) else f"#{nxt}")
-            node, keys, i = item, [], i + 2
-            continue
-        if step == "queues" and isinstance(nxt, int) and partition is not None:
-            item = _step(child, nxt)
-            name = _name_of(item, nxt) if item is not None else f"#{nxt}"
-            queue = _queue_path(queue, name, child)
-            node, keys, i = item, [], i + 2
-            continue
+        nxt = loc[i + 1] if i + 1 < len(loc) else None
+        if isinstance(nxt, int) and isinstance(item := _step(child, nxt), dict):
+            if step == "partitions" and partition is None:
+                partition = partition_label(_name_of(item, nxt) if "name" in item else "")
+                node, keys, i = item, [], i + 2
+                continue
+            if step == "queues" and partition is not None:
+                queue = _queue_path(queue, _name_of(item, nxt), child)
+                node, keys, i = item, [], i + 2
+                continue
         keys.append(str(step))
         node, i = child, i + 1
     return partition, queue, keys

@@ -54,9 +54,7 @@ def parse_quantity(resource_name: str, value: object) -> int:
     (1000, 500, 1073741824)
     """
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise ValueError(
-            f"invalid quantity {value!r} for {resource_name!r}: expected a string or an integer"
-        )
+        raise ValueError(f"invalid quantity {value!r} for {resource_name!r}: expected a string or an integer")
     text = str(value)
     match = _LEGAL.fullmatch(trim_space(text))
     if match is None:
@@ -70,8 +68,7 @@ def parse_quantity(resource_name: str, value: object) -> int:
     if scale is None or (suffix == "m" and not milli):
         allowed = "k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei" + (", m" if milli else "")
         raise ValueError(
-            f"invalid quantity {text!r} for {resource_name!r}: invalid suffix "
-            f"{suffix!r} (allowed: {allowed})"
+            f"invalid quantity {text!r} for {resource_name!r}: invalid suffix {suffix!r} (allowed: {allowed})"
         )
     result = number * scale
     if milli and suffix != "m":

@@ -13,11 +13,10 @@ import re
 from collections.abc import Mapping
 
 from scheduler.config.frozenmap import FrozenMap
-from scheduler.config.locate import ROOT
 from scheduler.config.model import RawQueue
 from scheduler.config.quantities import parse_resources
 from scheduler.config.specs import PartitionSpec, QueueSpec
-from scheduler.config.structure import NormalPartition, child_path, children, is_leaf
+from scheduler.config.structure import ROOT, NormalPartition, child_path, children, is_leaf
 
 PRIORITY_POLICY = "priority.policy"
 PRIORITY_OFFSET = "priority.offset"
@@ -75,9 +74,7 @@ def resource_map(values: Mapping[str, str] | None) -> FrozenMap[str, int]:
     return FrozenMap({name: parsed[name] for name in sorted(parsed) if parsed[name] != 0})
 
 
-def resolve_queue(
-    queue: RawQueue, path: str, parent_properties: Mapping[str, str] | None
-) -> QueueSpec:
+def resolve_queue(queue: RawQueue, path: str, parent_properties: Mapping[str, str] | None) -> QueueSpec:
     """Resolve one validated queue and its subtree; ``parent_properties`` is None at root."""
     is_root = parent_properties is None
     merged = inherited_properties(parent_properties or {})
@@ -114,8 +111,6 @@ def resolve_partition(part: NormalPartition) -> PartitionSpec:
         root=resolve_queue(part.root, ROOT, None),
         node_sort_policy=node_sort or DEFAULT_NODE_SORT_POLICY,
         resource_weights=(
-            FrozenMap({name: weights[name] for name in sorted(weights)})
-            if weights
-            else DEFAULT_RESOURCE_WEIGHTS
+            FrozenMap({name: weights[name] for name in sorted(weights)}) if weights else DEFAULT_RESOURCE_WEIGHTS
         ),
     )

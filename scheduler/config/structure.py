@@ -11,8 +11,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from scheduler.config.locate import ROOT, partition_label
 from scheduler.config.model import RawPartition, RawQueue
+
+ROOT = "root"
+DEFAULT_PARTITION = "default"
+
+
+def partition_label(name: str) -> str:
+    """YuniKorn's partition naming: empty or any case of 'default' → 'default', else lower."""
+    lowered = name.lower()
+    return DEFAULT_PARTITION if lowered in ("", DEFAULT_PARTITION) else lowered
 
 
 @dataclass(frozen=True)

@@ -53,9 +53,7 @@ def rule_unique_partition_names(partitions: list[NormalPartition]) -> list[str]:
     reasons = []
     for part in partitions:
         if part.name in seen:
-            reasons.append(
-                f"{where(part.name)}: duplicate partition name (partition #{part.index})"
-            )
+            reasons.append(f"{where(part.name)}: duplicate partition name (partition #{part.index})")
         seen.add(part.name)
     return reasons
 
@@ -78,8 +76,7 @@ def rule_node_sort_policy(part: NormalPartition) -> list[str]:
     reasons = []
     if policy.type.lower() not in ("", *NODE_SORT_TYPES):
         reasons.append(
-            f"{where(part.name, key='nodesortpolicy.type')}: undefined policy {policy.type!r} "
-            "(use fair or binpacking)"
+            f"{where(part.name, key='nodesortpolicy.type')}: undefined policy {policy.type!r} (use fair or binpacking)"
         )
     for name, weight in (policy.resourceweights or {}).items():
         if math.isnan(weight) or weight < 0 or math.isinf(weight):
@@ -130,9 +127,7 @@ def rule_unique_sibling_names(part: NormalPartition) -> list[str]:
         for kid in children(node.queue):
             lowered = kid.name.lower()
             if lowered in seen:
-                reasons.append(
-                    f"{where(part.name, node.path)}: duplicate child queue name {kid.name!r}"
-                )
+                reasons.append(f"{where(part.name, node.path)}: duplicate child queue name {kid.name!r}")
             seen.add(lowered)
     return reasons
 
@@ -145,10 +140,7 @@ def acl_problem(acl: str) -> str | None:
     splitting the raw string on single spaces. Both are enforced here.
     """
     if len(fields(trim_space(acl))) > 2 or len(acl.split(" ")) > 2:
-        return (
-            f"ACL {acl!r} has more than two space-separated fields "
-            "(format: 'user1,user2 group1,group2')"
-        )
+        return f"ACL {acl!r} has more than two space-separated fields (format: 'user1,user2 group1,group2')"
     return None
 
 
@@ -192,9 +184,7 @@ def rule_quantities(part: NormalPartition) -> list[str]:
         reasons += _quantity_reasons(part.name, node.path, "resources", node.queue.resources)
         template = node.queue.childtemplate
         if template is not None:
-            reasons += _quantity_reasons(
-                part.name, node.path, "childtemplate.resources", template.resources
-            )
+            reasons += _quantity_reasons(part.name, node.path, "childtemplate.resources", template.resources)
     return reasons
 
 

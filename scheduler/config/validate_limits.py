@@ -46,9 +46,7 @@ def rule_limits_structure(part: NormalPartition) -> list[str]:
     return []
 
 
-def _check_names(
-    names: list[str], kind: str, pattern: re.Pattern[str], seen: set[str]
-) -> list[str]:
+def _check_names(names: list[str], kind: str, pattern: re.Pattern[str], seen: set[str]) -> list[str]:
     problems = []
     for name in names:
         if name != WILDCARD and not pattern.fullmatch(name):
@@ -61,9 +59,7 @@ def _check_names(
     return problems
 
 
-def _limit_problems(
-    queue: RawQueue, is_root: bool, limit: RawLimit, users: set[str], groups: set[str]
-) -> list[str]:
+def _limit_problems(queue: RawQueue, is_root: bool, limit: RawLimit, users: set[str], groups: set[str]) -> list[str]:
     problems = []
     if not limit.users and not limit.groups:
         problems.append("empty user and group lists")
@@ -81,8 +77,7 @@ def _limit_problems(
         problems.append("neither maxresources nor maxapplications is set")
     if queue.maxapplications != 0 and queue.maxapplications < limit.maxapplications:
         problems.append(
-            f"maxapplications {limit.maxapplications} exceeds the queue's maxapplications "
-            f"{queue.maxapplications}"
+            f"maxapplications {limit.maxapplications} exceeds the queue's maxapplications {queue.maxapplications}"
         )
     if not is_root and res is not None:
         configured_max = queue.resources.max if queue.resources is not None else None
@@ -92,8 +87,7 @@ def _limit_problems(
             queue_max = {}
         if not resmath.fits_max_undef(queue_max, res):
             problems.append(
-                f"maxresources {resmath.fmt(res)} exceed the queue's max resources "
-                f"{resmath.fmt(queue_max)}"
+                f"maxresources {resmath.fmt(res)} exceed the queue's max resources {resmath.fmt(queue_max)}"
             )
     return problems
 
@@ -107,24 +101,18 @@ def rule_limit_entries(part: NormalPartition) -> list[str]:
         only_wildcard_group_reported = False
         for index, limit in enumerate(node.queue.limits or []):
             head = f"{where(part.name, node.path, 'limits')}: {_label(limit, index)}"
-            for problem in _limit_problems(
-                node.queue, node.parent_path is None, limit, users, groups
-            ):
+            for problem in _limit_problems(node.queue, node.parent_path is None, limit, users, groups):
                 reasons.append(f"{head}: {problem}")
             if groups == {WILDCARD} and not only_wildcard_group_reported:
                 only_wildcard_group_reported = True
-                reasons.append(
-                    f"{head}: a wildcard group limit needs at least one named group limit before it"
-                )
+                reasons.append(f"{head}: a wildcard group limit needs at least one named group limit before it")
     return reasons
 
 
 Limits = dict[str, dict[str, int]]
 
 
-def _merge_resource_limit(
-    kind: str, name: str, res: dict[str, int], parent: Limits, current: Limits
-) -> str | None:
+def _merge_resource_limit(kind: str, name: str, res: dict[str, int], parent: Limits, current: Limits) -> str | None:
     if name in parent:
         current[name] = resmath.min_permissive(res, parent[name])
         if not resmath.fits_max_undef(parent[name], res):
@@ -134,11 +122,7 @@ def _merge_resource_limit(
             )
         return None
     current[name] = res
-    if (
-        name != WILDCARD
-        and WILDCARD in parent
-        and not resmath.fits_max_undef(parent[WILDCARD], res)
-    ):
+    if name != WILDCARD and WILDCARD in parent and not resmath.fits_max_undef(parent[WILDCARD], res):
         return (
             f"{kind} {name!r} maxresources {resmath.fmt(res)} exceed the wildcard {kind} "
             f"limit {resmath.fmt(parent[WILDCARD])} set on a parent queue"
@@ -179,9 +163,7 @@ def rule_limit_hierarchy_apps(part: NormalPartition) -> list[str]:
     """A user's/group's maxapplications fit the limit set for it (or the wildcard) higher up."""
     reasons: list[str] = []
 
-    def visit(
-        queue: RawQueue, path: str, p_users: dict[str, int], p_groups: dict[str, int]
-    ) -> None:
+    def visit(queue: RawQueue, path: str, p_users: dict[str, int], p_groups: dict[str, int]) -> None:
         users, groups = dict(p_users), dict(p_groups)
         for limit in queue.limits or []:
             value = limit.maxapplications

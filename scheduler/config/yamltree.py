@@ -11,7 +11,8 @@ Guards against hostile input (each violation is a ``ConfigError``, never a crash
 * collections nest at most ``MAX_DEPTH`` levels (bounded recursion, also for cyclic aliases);
 * anchors and aliases are allowed, but the *expanded* tree may hold at most ``MAX_NODES``
   nodes, so an alias bomb ("billion laughs") is rejected after bounded work;
-* duplicate mapping keys, non-scalar keys, multiple documents and unknown tags are rejected;
+* duplicate mapping keys, non-scalar keys, merge keys (``<<``), multiple documents and
+  unknown tags are rejected;
 * the document must be a mapping (an empty document yields ``None``).
 """
 
@@ -30,6 +31,7 @@ MAX_NODES = 100_000
 
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,8 @@ class _Converter:
             for key_node, value_node in node.value:
                 if not isinstance(key_node, ScalarNode):
                     raise ConfigError([f"line {_line(key_node)}: mapping keys must be scalars"])
+                if key_node.tag == _MERGE_TAG:
+                    raise ConfigError([f"line {_line(key_node)}: merge keys ('<<') are not supported"])
                 key = self._scalar(key_node, _line(key_node)).text
                 if key in out:
                     raise ConfigError([f"line {_line(key_node)}: duplicate key {key!r}"])

@@ -56,9 +56,8 @@ class Engine:
         """Apply one decoded event unless its (source, id) was seen before."""
         key = (event.source, event.id)
         if key in self.seen:
-            self.pending_outputs.append(
-                reject(event.id, event.type, "duplicate", f"event {event.id!r} from {event.source!r} was already applied")
-            )
+            message = f"event {event.id!r} from {event.source!r} was already applied"
+            self.pending_outputs.append(reject(event.id, event.type, "duplicate", message))
             return
         self.seen.add(key)
         apply(self.state, event, self.pending_outputs)

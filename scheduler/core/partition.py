@@ -8,7 +8,7 @@ operation updates all of them together. Operations append their outputs to ``out
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from sortedcontainers import SortedList
 
@@ -16,6 +16,7 @@ from events.models import AllocationRevoked, AppStateChanged, OutputData
 from events.resources import Resources, add_into, is_positive, sub_into
 from projections.node_index import NodeIndex, NodeSortPolicy
 from projections.queues import RUNNING_STATES, QueueNode
+from scheduler.config import QueueSpec
 from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.sorting import AppSortPolicy, app_sort_key
 
@@ -24,31 +25,13 @@ COMPLETING_TIMEOUT_US = 30 * 1_000_000
 STATEAWARE_DISABLE_TAG = "application.stateaware.disable"
 
 
-class QueueSpecLike(Protocol):
-    """The parts of ``scheduler.config.QueueSpec`` the state is built from."""
-
-    name: str
-    path: str
-    is_leaf: bool
-    submit_acl: str | None
-    admin_acl: str | None
-    max_applications: int
-    guaranteed: Mapping[str, int]
-    max: Mapping[str, int]
-    priority_fence: bool
-    priority_offset: int
-    sort_priority: bool
-    app_sort_policy: str
-    children: Any
-
-
 class Timers(Protocol):
     """Where app timers are registered (the scheduler state keeps one heap)."""
 
     def schedule(self, deadline_us: int, app: App) -> None: ...
 
 
-def build_tree(spec: QueueSpecLike, parent: QueueNode | None = None, order: int = 0) -> QueueNode:
+def build_tree(spec: QueueSpec, parent: QueueNode | None = None, order: int = 0) -> QueueNode:
     """A fresh queue tree (no apps) from a queue spec."""
     node = QueueNode(
         name=spec.name,
@@ -73,7 +56,7 @@ def build_tree(spec: QueueSpecLike, parent: QueueNode | None = None, order: int 
 class PartitionState:
     """Queues, apps and nodes of one partition, with their projections."""
 
-    def __init__(self, name: str, root_spec: QueueSpecLike, node_policy: str, weights: Mapping[str, float]) -> None:
+    def __init__(self, name: str, root_spec: QueueSpec, node_policy: str, weights: Mapping[str, float]) -> None:
         self.name = name
         self.root = build_tree(root_spec)
         self.queues: dict[str, QueueNode] = {q.path: q for q in self.root.walk()}
@@ -273,7 +256,7 @@ class PartitionState:
 
     # -- reconfiguration ----------------------------------------------------------
 
-    def reconfigure(self, root_spec: QueueSpecLike, node_policy: str, weights: Mapping[str, float]) -> list[str]:
+    def reconfigure(self, root_spec: QueueSpec, node_policy: str, weights: Mapping[str, float]) -> list[str]:
         """Rebuild queues (and the node index if its policy changed), re-attaching apps.
 
         Returns the reasons the new tree cannot hold the current apps (then nothing changes).

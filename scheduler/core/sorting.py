@@ -92,6 +92,7 @@ def sort_queues(children: Sequence[QueueNode], sort_priority: bool) -> list[Queu
     candidates = [c for c in children if c.pending and any(v > 0 for v in c.pending.values())]
     if len(candidates) < 2:
         return candidates
+    primary: list[tuple[object, object]]
     if sort_priority:
         candidates.sort(key=lambda q: (-q.priority, q.fair_share(), q.order))
         primary = [(-q.priority, q.fair_share()) for q in candidates]

@@ -126,7 +126,9 @@ def test_read_outputs_stops_at_the_end(kafka_bootstrap: str, kafka_topics: Kafka
     run(body())
 
 
-def test_dead_letter_keeps_bytes_and_origin(kafka_bootstrap: str, kafka_topics: KafkaTopics) -> None:
+def test_dead_letter_keeps_bytes_and_origin(
+    kafka_bootstrap: str, kafka_topics: KafkaTopics
+) -> None:
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
     async def body() -> None:

@@ -60,7 +60,7 @@ def test_empty_queue_has_min_priority_even_when_fenced() -> None:
 def test_priority_drops_when_the_top_ask_is_allocated() -> None:
     lines = [node("n1", vcore=1000), app("a", "root.parent.leaf"),
              ask("a", "hi", vcore=1000, priority=7), ask("a", "lo", vcore=1000, priority=2), SCHEDULE]
-    outputs, state = run(lines, tree("priority.offset: '5'", "priority.offset: '3'"))
+    _, state = run(lines, tree("priority.offset: '5'", "priority.offset: '3'"))
     assert state["apps"]["a"]["priority"] == 2
     assert priorities(state, "root.parent.leaf", "root.parent") == (5, 10)
 

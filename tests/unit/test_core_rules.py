@@ -44,10 +44,13 @@ def test_max_applications_holds_back_accepted_apps_only() -> None:
 
 
 def test_root_max_is_the_cluster() -> None:
-    lines = [node("n1", vcore=1000, memory=1000), app("a"), ask("a", "gpu", vcore=1, memory=1, gpu=1)]
-    lines[-1]["data"]["resources"]["gpu"] = 1
-    outputs, _ = run([*lines, SCHEDULE])
-    assert of_type(outputs, "allocation.decided") == []
+    # The cluster has no gpu at all: root's max counts it as 0, so the gpu ask never fits.
+    lines = [node("n1", vcore=1000, memory=1000), app("a"), ask("a", "gpu", vcore=1, memory=1), ask("a", "cpu")]
+    lines[2]["data"]["resources"]["gpu"] = 1
+    outputs, state = run([*lines, SCHEDULE])
+    assert of_type(outputs, "input.rejected") == []
+    assert placements(outputs) == [("cpu", "n1")]
+    assert state["apps"]["a"]["pending"] == {"gpu": 1, "memory": 1, "vcore": 1}
 
 
 def test_app_lifecycle_transitions() -> None:
@@ -77,6 +80,7 @@ def test_new_ask_while_completing_resumes_running() -> None:
     outputs, state = run(lines)
     changes = [(c["from"], c["to"]) for c in of_type(outputs, "app.state_changed")]
     assert changes[-2:] == [("Starting", "Completing"), ("Completing", "Running")]
+    assert state["apps"]["a"]["state"] == "Running"
 
 
 def test_stateaware_disable_tag_runs_at_once() -> None:

@@ -56,9 +56,11 @@ def values(n: int, start: int = 0) -> list[bytes]:
     return [f"value-{i:04d}".encode() for i in range(start, start + n)]
 
 
-def fill(path: Path, n: int, **kwargs: object) -> None:
+def fill(
+    path: Path, n: int, *, fsync: FsyncPolicy = FsyncPolicy.BATCH, segment_bytes: int = 64 << 20
+) -> None:
     """A log at ``path`` with ``n`` unkeyed 10-byte inputs (one append) and 2 outputs."""
-    with FileLog(path, **kwargs) as log:  # type: ignore[arg-type]
+    with FileLog(path, fsync=fsync, segment_bytes=segment_bytes) as log:
         log.append_inputs_sync([(None, v) for v in values(n)])
         log.append_outputs_sync([b"out-0", b"out-1"])
 
@@ -295,30 +297,42 @@ def test_readonly_open_of_a_missing_directory(tmp_path: Path) -> None:
 # -- disk full -------------------------------------------------------------------------------
 
 
-def _fail_writes_after(monkeypatch: pytest.MonkeyPatch, ok_calls: int, code: int) -> None:
-    """``os.write``: the first ``ok_calls`` calls write half their data, then ENOSPC."""
+def _fail_writes_after(monkeypatch: pytest.MonkeyPatch, ok_calls: int) -> None:
+    """``os.write`` writes at most 20 bytes a call, and after ``ok_calls`` calls: ENOSPC."""
     real, calls = os.write, [0]
 
     def write(fd: int, data: bytes) -> int:
         calls[0] += 1
         if calls[0] > ok_calls:
-            raise OSError(code, os.strerror(code))
-        return real(fd, bytes(data)[: max(1, len(data) // 2)])
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(fd, bytes(data)[:20])
 
     monkeypatch.setattr(os, "write", write)
 
 
-@pytest.mark.parametrize("segment_bytes", [64 << 20, 100])
+@pytest.mark.parametrize(
+    ("segment_bytes", "ok_calls", "created"),
+    [(64 << 20, 4, 0), (100, 4, 1), (100, 1, 0)],  # created: segments the append had started
+)
 def test_disk_full_rolls_the_append_back(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, segment_bytes: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, segment_bytes: int, ok_calls: int, created: int
 ) -> None:
     fill(tmp_path, 5, segment_bytes=segment_bytes)
     before = {p.name: p.stat().st_size for p in segments(tmp_path)}
     with FileLog(tmp_path, segment_bytes=segment_bytes) as log:
+        seen: list[int] = []
         with monkeypatch.context() as m:
-            _fail_writes_after(m, 2, errno.ENOSPC)
+            _fail_writes_after(m, ok_calls)
+            real_unlink = os.unlink
+
+            def unlink(path: str | os.PathLike[str]) -> None:
+                seen.append(1)
+                real_unlink(path)
+
+            m.setattr(os, "unlink", unlink)
             with pytest.raises(LogError, match=r"disk full \(ENOSPC\).*rolled back"):
                 log.append_inputs_sync([(None, v) for v in values(6, 100)])
+        assert len(seen) == created
         assert {p.name: p.stat().st_size for p in segments(tmp_path)} == before
         assert all_inputs(log) == values(5)
         assert asyncio.run(log.input_end()) == {"inputs": 5}

@@ -1,0 +1,158 @@
+"""Property tests: caches equal a from-scratch fold; capacity and queue max are never exceeded;
+simulate is byte-for-byte deterministic, also under different hash seeds."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from events.resources import Resources, add_into
+from projections.node_index import sorted_node_ids
+from projections.priority import MIN_PRIORITY
+from projections.queues import cached, recompute
+from scheduler.config import load_config
+from scheduler.core.engine import Engine
+from scheduler.simulate import Simulation
+from scheduler.workload import WorkloadSpec, config_yaml, events, numbered
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CONFIG = """
+partitions:
+  - name: default
+    nodesortpolicy: {type: binpacking}
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: p
+            maxapplications: 3
+            properties: {priority.offset: '4'}
+            resources: {max: {vcore: 6000}}
+            queues:
+              - name: fifo
+                maxapplications: 2
+                properties: {priority.offset: '-2'}
+              - name: fair
+                maxapplications: 3
+                properties: {application.sort.policy: fair, priority.policy: fence, priority.offset: '9'}
+          - name: sa
+            properties: {application.sort.policy: stateaware, application.sort.priority: disabled}
+"""
+LEAVES = ["root.p.fifo", "root.p.fair", "root.sa"]
+APPS = [f"a{i}" for i in range(5)]
+NODES = [f"n{i}" for i in range(4)]
+
+resources = st.fixed_dictionaries({"vcore": st.integers(1, 3000), "memory": st.integers(1, 3000)})
+line = st.one_of(
+    st.builds(lambda a, q: {"type": "app.added", "data": {"app_id": a, "queue": q, "user": "u"}},
+              st.sampled_from(APPS), st.sampled_from(LEAVES)),
+    st.builds(lambda a: {"type": "app.removed", "data": {"app_id": a}}, st.sampled_from(APPS)),
+    st.builds(lambda a, k, r, p: {"type": "ask.added", "data": {"app_id": a, "ask_id": k, "resources": r,
+                                                               "priority": p}},
+              st.sampled_from(APPS), st.sampled_from(["k0", "k1", "k2", "k3"]), resources, st.integers(-3, 3)),
+    st.builds(lambda a, k: {"type": "ask.removed", "data": {"app_id": a, "ask_id": k}},
+              st.sampled_from(APPS), st.sampled_from(["k0", "k1", "k2", "k3"])),
+    st.builds(lambda a, k: {"type": "allocation.released", "data": {"app_id": a, "ask_id": k}},
+              st.sampled_from(APPS), st.sampled_from(["k0", "k1", "k2", "k3"])),
+    st.builds(lambda n, r: {"type": "node.added", "data": {"node_id": n, "capacity": r}},
+              st.sampled_from(NODES), resources),
+    st.builds(lambda n, s: {"type": "node.updated", "data": {"node_id": n, "schedulable": s}},
+              st.sampled_from(NODES), st.booleans()),
+    st.builds(lambda n: {"type": "node.removed", "data": {"node_id": n}}, st.sampled_from(NODES)),
+    st.builds(lambda m, t: {"type": "schedule", "data": {"max_allocations": m}, "time": t},
+              st.one_of(st.none(), st.integers(0, 3)),
+              st.sampled_from([None, "1970-01-01T00:10:00Z", "1970-01-01T01:00:00Z"])),
+)
+
+
+SETUP: list[dict[str, Any]] = [
+    *({"type": "node.added", "data": {"node_id": n, "capacity": {"vcore": 4000, "memory": 4000}}} for n in NODES[:3]),
+    *({"type": "app.added", "data": {"app_id": a, "queue": LEAVES[i % 3], "user": "u"}} for i, a in enumerate(APPS)),
+]
+
+
+def check_invariants(engine: Engine) -> None:
+    for part in engine.state.partitions.values():
+        assert cached(part.root) == recompute(part.root)
+        part.index.check()
+        schedulable = {
+            n.node_id: (n.capacity, n.available()) for n in part.nodes.values() if n.schedulable
+        }
+        assert list(part.index.ordered()) == sorted_node_ids(part.index.policy, part.index.weights, schedulable)
+        for app in part.apps.values():
+            pending: Resources = {}
+            for a in app.asks.values():
+                add_into(pending, a.resources)
+            allocated: Resources = {}
+            for al in app.allocations.values():
+                add_into(allocated, al.resources)
+            assert app.pending == pending and app.allocated == allocated
+            assert app.priority == max((a.priority for a in app.asks.values()), default=MIN_PRIORITY)
+            assert [a.ask_id for a in app.sorted_asks] == [
+                a.ask_id for a in sorted(app.asks.values(), key=lambda a: (-a.priority, a.created_us, a.seq))]
+        for node in part.nodes.values():
+            used: Resources = {}
+            for al in node.allocations.values():
+                add_into(used, al.resources)
+            assert node.allocated == used
+            for name, qty in node.allocated.items():
+                assert qty + node.occupied.get(name, 0) <= node.capacity.get(name, 0), "node over capacity"
+        for q in part.root.walk():
+            for name, limit in q.max.items():
+                assert q.allocated.get(name, 0) <= limit, f"{q.path} over max"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(line, min_size=1, max_size=60))
+def test_caches_match_a_from_scratch_fold(lines: list[dict[str, Any]]) -> None:
+    sim = Simulation(load_config(CONFIG))
+    for obj in [*SETUP, *lines]:
+        if obj.get("time") is None:
+            obj.pop("time", None)
+        sim.feed(orjson.dumps(obj))
+        check_invariants(sim.engine)
+    sim.finish()
+    check_invariants(sim.engine)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(line, min_size=1, max_size=40))
+def test_simulate_is_deterministic(lines: list[dict[str, Any]]) -> None:
+    def once() -> bytes:
+        sim = Simulation(load_config(CONFIG))
+        out = []
+        for obj in [*SETUP, *lines]:
+            clean = {k: v for k, v in obj.items() if v is not None}
+            out.extend(sim.feed(orjson.dumps(clean)))
+        out.extend(sim.finish())
+        return b"".join(o.model_dump_json().encode() for o in out) + orjson.dumps(sim.engine.state_form())
+
+    assert once() == once()
+
+
+def test_simulate_is_identical_under_different_hash_seeds(tmp_path: Path) -> None:
+    spec = WorkloadSpec(nodes=40, apps=12, asks=400, leaves=6)
+    workload = tmp_path / "w.jsonl"
+    lines = [orjson.dumps(e) for e in numbered(events(spec))]
+    lines.insert(len(lines) // 2, b'{"type": "schedule"}')
+    workload.write_bytes(b"\n".join(lines) + b"\n")
+    config = tmp_path / "c.yaml"
+    config.write_text(config_yaml(spec))
+    results = []
+    for seed in ("0", "1", "12345"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        proc = subprocess.run(
+            [sys.executable, "-m", "scheduler", "simulate", str(workload), "--config", str(config), "--state"],
+            capture_output=True, env=env, cwd=ROOT, check=True,
+        )
+        results.append(proc.stdout)
+    assert results[0] == results[1] == results[2]
+    assert results[0].count(b'"allocation.decided"') == 400

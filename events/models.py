@@ -212,6 +212,16 @@ class ConfigApplied(Frozen):
     checksum: str
 
 
+class CycleStarted(Frozen):
+    """Written first in every cycle's batch (additive, see docs/events.md): the inputs the
+    cycle consumes and its time, so a cycle cut short by a crash can be re-run exactly."""
+
+    cycle: int
+    time: str
+    inputs_from: dict[str, int]
+    inputs_through: dict[str, int]
+
+
 class CycleCompleted(Frozen):
     cycle: int
     time: str
@@ -220,7 +230,15 @@ class CycleCompleted(Frozen):
     state_digest: str
 
 
-OutputData = AllocationDecided | AllocationRevoked | AppStateChanged | InputRejected | ConfigApplied | CycleCompleted
+OutputData = (
+    AllocationDecided
+    | AllocationRevoked
+    | AppStateChanged
+    | InputRejected
+    | ConfigApplied
+    | CycleStarted
+    | CycleCompleted
+)
 
 OUTPUT_DATA: dict[str, type[Frozen]] = {
     "allocation.decided": AllocationDecided,
@@ -228,6 +246,7 @@ OUTPUT_DATA: dict[str, type[Frozen]] = {
     "app.state_changed": AppStateChanged,
     "input.rejected": InputRejected,
     "config.applied": ConfigApplied,
+    "cycle.started": CycleStarted,
     "cycle.completed": CycleCompleted,
 }
 

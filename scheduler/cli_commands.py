@@ -67,6 +67,23 @@ def cmd_config_check(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """Register every subcommand on the parser's subparsers object."""
+    from scheduler.cli_run import add_log_arguments, cmd_run, cmd_submit
+
+    p = sub.add_parser("run", help="the scheduler service")
+    p.add_argument("--config", metavar="F", help="queue configuration YAML, appended to the log as config.updated")
+    add_log_arguments(p)
+    p.add_argument("--mqtt", metavar="URL", help="publish outputs to MQTT: mqtt://[user:pass@]host:port")
+    p.add_argument("--mqtt-ingest", action="store_true", help="accept node events from MQTT into the input log")
+    p.add_argument("--once", action="store_true", help="process every input present, then exit")
+    p.add_argument("--batch", type=int, default=5_000, metavar="N", help="max inputs per cycle (default 5000)")
+    p.add_argument("-v", "--verbose", action="store_true")
+    p.set_defaults(handler=cmd_run)
+
+    p = sub.add_parser("submit", help="validate and append input events")
+    p.add_argument("file", metavar="FILE.jsonl", help="input events, one per line ('-' for stdin)")
+    add_log_arguments(p)
+    p.set_defaults(handler=cmd_submit)
+
     p = sub.add_parser("simulate", help="run the core alone over a JSONL file, deterministically")
     p.add_argument("file", metavar="FILE.jsonl", help="input lines ('-' for stdin)")
     p.add_argument("--config", metavar="F", help="queue configuration YAML (default: built-in)")

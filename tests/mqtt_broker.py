@@ -1,5 +1,5 @@
-"""MQTT brokers for tests: the session fixture ``mqtt_url`` and ``PrivateBroker`` (a mosquitto a
-test may stop and restart).
+"""MQTT brokers for tests: the session fixture ``mqtt_url``, ``PrivateBroker`` (a mosquitto a
+test may stop and restart) and ``MqttReader`` / ``read_retained`` (plain subscribers to assert with).
 
 ``mqtt_url`` picks, in order: ``$MQTT_URL``; a broker already listening on 127.0.0.1:1883;
 a ``mosquitto`` started on a free port; the pure-Python ``amqtt`` broker; else skip with the
@@ -20,11 +20,14 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import pytest
+
+from scheduler.bridge.address import parse_broker_url
 
 _MOSQUITTO_FALLBACKS = ("/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto", "/opt/homebrew/sbin/mosquitto")
 
@@ -80,8 +83,7 @@ class PrivateBroker:
         self._dir = Path(tempfile.mkdtemp(prefix="evsched-mosquitto-"))
         self._conf = self._dir / "mosquitto.conf"
         self._conf.write_text(
-            f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
-            "log_dest stderr\n"
+            f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stderr\n"
         )
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: Any = None
@@ -110,16 +112,15 @@ class PrivateBroker:
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is not None:
-            if proc.poll() is None:
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
                 with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait(timeout=5)
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=5)
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -148,6 +149,63 @@ def private_mosquitto() -> Iterator[PrivateBroker]:
         pytest.skip("no mosquitto binary (PATH, /usr/sbin): cannot run a broker this test may stop")
     with PrivateBroker(binary) as broker:
         yield broker
+
+
+async def eventually(predicate: Callable[[], bool], timeout: float = 5.0, what: str = "condition") -> None:
+    """Poll ``predicate`` on the running loop until true; fail the test after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached within {timeout} s")
+        await asyncio.sleep(0.01)
+
+
+class MqttReader:
+    """An aiomqtt subscriber (QoS 1) for assertions: subscribes on enter, ``get`` collects."""
+
+    def __init__(self, url: str, topic_filter: str) -> None:
+        import aiomqtt  # tests may use the client directly; the package keeps it in bridge.mqtt
+
+        a = parse_broker_url(url)
+        self._filter = topic_filter
+        self._client = aiomqtt.Client(a.host, a.port, username=a.username, password=a.password)
+
+    async def __aenter__(self) -> MqttReader:
+        await self._client.__aenter__()
+        await self._client.subscribe(self._filter, qos=1)
+        self._messages = self._client.messages
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self._client.__aexit__(exc_type, exc, tb)
+
+    async def get_full(self, count: int, timeout: float = 5.0) -> list[tuple[str, bytes, bool]]:
+        """Up to ``count`` messages as (topic, payload, retain), waiting at most ``timeout`` s."""
+        out: list[tuple[str, bytes, bool]] = []
+        deadline = time.monotonic() + timeout
+        while len(out) < count and (left := deadline - time.monotonic()) > 0:
+            try:
+                message = await asyncio.wait_for(self._messages.__anext__(), left)
+            except TimeoutError:
+                break
+            payload = message.payload if isinstance(message.payload, bytes) else b""
+            out.append((message.topic.value, payload, message.retain))
+        return out
+
+    async def get(self, count: int, timeout: float = 5.0) -> list[tuple[str, bytes]]:
+        return [(topic, payload) for topic, payload, _ in await self.get_full(count, timeout)]
+
+
+async def read_retained(url: str, topic_filter: str, settle: float = 0.3) -> dict[str, bytes]:
+    """What a subscriber arriving now finds retained under ``topic_filter`` (the broker sends
+    retained messages right after SUBACK; ``settle`` s of silence ends the read)."""
+    found: dict[str, bytes] = {}
+    async with MqttReader(url, topic_filter) as reader:
+        while batch := await reader.get_full(1, timeout=settle):
+            found.update((topic, payload) for topic, payload, retain in batch if retain)
+    return found
 
 
 class _AmqttBroker:
@@ -211,6 +269,4 @@ def mqtt_url() -> Iterator[str]:
         finally:
             amqtt_broker.stop()
         return
-    pytest.skip(
-        "no MQTT broker: MQTT_URL unset, nothing on 127.0.0.1:1883, no mosquitto, no amqtt"
-    )
+    pytest.skip("no MQTT broker: MQTT_URL unset, nothing on 127.0.0.1:1883, no mosquitto, no amqtt")

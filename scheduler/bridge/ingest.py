@@ -54,27 +54,19 @@ def validate_ingest(topic: str, payload: bytes, *, partition: str, now_us: int) 
     ``now_us`` stands in for a missing ``time`` while validating, as the log would.
     """
     if len(payload) > MAX_INGEST_BYTES:
-        return None, Rejection(
-            "ingest-too-large", f"message of {len(payload)} bytes exceeds {MAX_INGEST_BYTES} bytes"
-        )
+        return None, Rejection("ingest-too-large", f"message of {len(payload)} bytes exceeds {MAX_INGEST_BYTES} bytes")
     parsed = parse_ingest_topic(topic)
     if parsed is None:
-        return None, Rejection(
-            "ingest-topic", f"topic {topic!r} is not evsched/<partition>/ingest/nodes/<node_id>"
-        )
+        return None, Rejection("ingest-topic", f"topic {topic!r} is not evsched/<partition>/ingest/nodes/<node_id>")
     topic_partition, topic_node = parsed
     if topic_partition != partition:
-        return None, Rejection(
-            "ingest-partition", f"topic partition {topic_partition!r} is not {partition!r}"
-        )
+        return None, Rejection("ingest-partition", f"topic partition {topic_partition!r} is not {partition!r}")
 
-    decoded = decode_input(payload, append_time_us=now_us, position=topic)
+    decoded = decode_input(payload, append_time_us=now_us, position=f"mqtt:{topic}")
     if isinstance(decoded, InputRejected):
         if decoded.input_type is not None and decoded.input_type not in INGEST_TYPES:
             return None, _wrong_type(decoded.input_id, decoded.input_type)
-        return None, Rejection(
-            decoded.reason, decoded.message, decoded.input_id, decoded.input_type
-        )
+        return None, Rejection(decoded.reason, decoded.message, decoded.input_id, decoded.input_type)
     if decoded.type not in INGEST_TYPES or not isinstance(decoded.data, NodeAdded | NodeUpdated):
         return None, _wrong_type(decoded.id, decoded.type)
 

@@ -290,9 +290,7 @@ class MqttPublisher(_Reconnecting):
                     m = self._unacked.popleft() if self._unacked else self._outbox.take(1)[0]
                     # Each task hands its message to paho before its first await, in creation
                     # order, so messages go on the wire in publish order.
-                    task = asyncio.create_task(
-                        client.publish(m.topic, m.payload, qos=m.qos, retain=m.retain)
-                    )
+                    task = asyncio.create_task(client.publish(m.topic, m.payload, qos=m.qos, retain=m.retain))
                     task.add_done_callback(lambda _: self._wakeup.set())
                     window.append((m, task))
                 if not window:
@@ -367,9 +365,7 @@ class MqttIngest(_Reconnecting):
         raise aiomqtt.MqttError("message stream ended")
 
     async def _handle(self, topic: str, payload: bytes) -> None:
-        raw, rejection = validate_ingest(
-            topic, payload, partition=self._partition, now_us=self._clock_us()
-        )
+        raw, rejection = validate_ingest(topic, payload, partition=self._partition, now_us=self._clock_us())
         try:
             if raw is not None:
                 self._accepted += 1

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 BACKOFF_START = 0.1
 BACKOFF_MAX = 5.0
-# QoS 1 messages awaiting PUBACK at once: hides the round trip without making the resend
-# after a lost connection large.
+# QoS 1 messages awaiting PUBACK at once (a sliding window): hides the round trip without
+# making the resend after a lost connection large.
 WINDOW = 64
 
 
@@ -39,6 +39,8 @@ class Backoff:
 
 @dataclass(slots=True)
 class Message:
+    """One queued message; ``seq`` restores publish order across the two deques."""
+
     seq: int
     topic: str
     payload: bytes
@@ -72,9 +74,7 @@ class Outbox:
         if len(self) >= self.max_size:
             dropped = (self._plain or self._retained).popleft()
         self._seq += 1
-        (self._retained if retain else self._plain).append(
-            Message(self._seq, topic, payload, qos, retain)
-        )
+        (self._retained if retain else self._plain).append(Message(self._seq, topic, payload, qos, retain))
         return dropped
 
     def take(self, limit: int) -> list[Message]:

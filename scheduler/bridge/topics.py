@@ -154,14 +154,9 @@ class StatusTracker:
         self._last = {}
 
 
-def route_status(
-    partition: str, queue_status: Mapping[str, QueueStatus], tracker: StatusTracker
-) -> list[Outgoing]:
+def route_status(partition: str, queue_status: Mapping[str, QueueStatus], tracker: StatusTracker) -> list[Outgoing]:
     """Retained status messages for the queues that changed (all of them after ``resync``)."""
-    return [
-        Outgoing(queue_topic(partition, path), payload, True)
-        for path, payload in tracker.changes(queue_status)
-    ]
+    return [Outgoing(queue_topic(partition, path), payload, True) for path, payload in tracker.changes(queue_status)]
 
 
 def route_outputs(partition: str, outputs: Iterable[OutputEvent]) -> list[Outgoing]:

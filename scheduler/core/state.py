@@ -52,6 +52,10 @@ class SchedulerState:
             self._timers, _Timer(deadline_us, app.seq, app.app_id, app.partition, app.state, app.state_since_us)
         )
 
+    def timer_due(self, now_us: int) -> bool:
+        """True when an app timer would fire in a cycle at ``now_us``."""
+        return bool(self._timers) and self._timers[0].deadline_us <= now_us
+
     def fire_timers(self, now_us: int, out: list[OutputData]) -> None:
         """Starting → Running after 5 min, Completing → Completed after 30 s (cycle start)."""
         while self._timers and self._timers[0].deadline_us <= now_us:

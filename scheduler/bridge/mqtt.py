@@ -175,7 +175,11 @@ async def _race(main: Awaitable[None], client: aiomqtt.Client) -> None:
 
 
 class MqttPublisher(_Reconnecting):
-    """``Publisher`` over MQTT: ``publish`` enqueues, a background task delivers at QoS 1."""
+    """``Publisher`` over MQTT: ``publish`` enqueues, a background task delivers at QoS 1.
+
+    Call ``publish`` from the event loop's thread (the service's cycle runs there). Register
+    the status re-sync with ``on_reconnect=`` or ``set_on_reconnect``.
+    """
 
     _role = "publisher"
 

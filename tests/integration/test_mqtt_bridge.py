@@ -136,7 +136,7 @@ def test_publisher_survives_a_broker_restart_and_resyncs_status(caplog: pytest.L
             outputs = [decided(cycle * 10 + i, "n1", p) for i in range(10)]
             sent += publish_cycle(pub, p, outputs, queues, tracker)
             slowest = max(slowest, time.perf_counter() - began)
-        assert slowest < 0.01, f"a cycle's publish took {slowest:.3f} s with the broker down"
+        assert slowest < 0.05, f"a cycle's publish took {slowest:.3f} s with the broker down"
         await asyncio.sleep(0.4)  # a few refused reconnects
         assert pub.stats().published < sent
 

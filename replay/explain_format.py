@@ -1,0 +1,115 @@
+"""Shared vocabulary of explanations: the SEMANTICS rule names they cite and value formatting.
+
+Every reason an explanation gives carries one of the ``RULE_*`` names, so a reader can look
+the rule up in SEMANTICS.md (section, then sub-rule). Formatting helpers turn resources,
+priorities, fair shares and times into the short phrases the summaries use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from events.codec import format_time
+from projections.priority import MIN_PRIORITY
+from projections.queues import QueueNode
+
+RULE_QUEUE_SORT = "SEMANTICS Sorting/Queues"
+RULE_QUEUE_PRIORITY = "SEMANTICS Priorities/Queue priority (adjusted value: fence, offset)"
+RULE_APP_SORT = "SEMANTICS Sorting/Apps in a leaf"
+RULE_STATEAWARE = "SEMANTICS Sorting/Apps in a leaf (stateaware)"
+RULE_ASK_SORT = "SEMANTICS Sorting/Asks in an app"
+RULE_NODE_SORT = "SEMANTICS Sorting/Nodes"
+RULE_NODE_FIT = "SEMANTICS Sorting/Nodes (first schedulable node that fits wins)"
+RULE_QUEUE_MAX = "SEMANTICS Limits/resources.max"
+RULE_ROOT_MAX = "SEMANTICS Limits/resources.max (root: sum of node capacities)"
+RULE_MAX_APPS = "SEMANTICS Limits/maxapplications"
+RULE_STEP = "SEMANTICS One allocation step"
+
+# Explanations list at most this many nodes, apps and queues in order; the rest are counted.
+SHOW_NODES = 10
+SHOW_ITEMS = 20
+
+
+@dataclass(frozen=True)
+class Blocker:
+    """Why something was passed over: the SEMANTICS rule and a sentence naming the culprit."""
+
+    rule: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        """JSON form."""
+        return {"rule": self.rule, "message": self.message}
+
+
+def fmt_res(res: Mapping[str, int]) -> str:
+    """``{vcore: 1000, memory: 2}`` → ``memory 2, vcore 1000`` (sorted; ``nothing`` when empty)."""
+    items = [f"{k} {v}" for k, v in sorted(res.items()) if v]
+    return ", ".join(items) if items else "nothing"
+
+
+def fmt_priority(value: int) -> str:
+    """A priority, with MinPriority spelled out."""
+    return "none (nothing pending)" if value == MIN_PRIORITY else str(value)
+
+
+def fmt_share(share: Sequence[float]) -> str:
+    """A fair-share vector (largest component first) as text; ``0`` when nothing is allocated."""
+    return "(" + ", ".join(f"{x:.4g}" for x in share) + ")" if share else "0"
+
+
+def fmt_time(us: int) -> str:
+    """Microseconds since the epoch as RFC 3339."""
+    return format_time(us)
+
+
+def share_list(share: Sequence[float]) -> list[float]:
+    """A fair-share vector for JSON, rounded so goldens do not depend on float noise."""
+    return [round(x, 6) for x in share]
+
+
+def priority_formula(q: QueueNode) -> str:
+    """How a queue's priority came about (SEMANTICS Priorities: adjusted value).
+
+    ``8 = offset 5 + 3``, ``100 (fenced at offset 100; raw 0 ignored)``, ``3`` or
+    ``none (nothing pending)``.
+    """
+    if q.raw_priority == MIN_PRIORITY:
+        return fmt_priority(MIN_PRIORITY)
+    if q.parent is None:
+        return str(q.priority)
+    if q.fence:
+        return f"{q.priority} (fenced at offset {q.offset}; raw {q.raw_priority} ignored)"
+    if q.offset:
+        return f"{q.priority} = offset {q.offset} + {q.raw_priority}"
+    return str(q.priority)
+
+
+def shortfall(request: Mapping[str, int], available: Mapping[str, int]) -> dict[str, tuple[int, int]]:
+    """Per requested type that does not fit: (needed, available)."""
+    return {
+        name: (qty, available.get(name, 0))
+        for name, qty in sorted(request.items())
+        if qty > 0 and qty > available.get(name, 0)
+    }
+
+
+def fmt_shortfall(short: Mapping[str, tuple[int, int]]) -> str:
+    """``vcore short: needs 2000, has 1500`` for each short type."""
+    return "; ".join(f"{name} short: needs {need}, has {have}" for name, (need, have) in short.items())
+
+
+def ordinal(n: int) -> str:
+    """1 → 1st, 2 → 2nd, 11 → 11th."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def jsonable(value: object) -> object:
+    """Sort keys (tuples, possibly nested, floats) in a JSON-friendly, stable form."""
+    if isinstance(value, tuple | list):
+        return [jsonable(v) for v in value]
+    if isinstance(value, float):
+        return round(value, 6)
+    return value

@@ -1,0 +1,253 @@
+"""The explaining walk: one allocation step re-walked, recording why each queue, app, ask and node won or lost.
+
+It mirrors ``scheduler.core.cycle``'s walk (SEMANTICS "One allocation step") over the
+same state but without a ``CycleMemo``: the memo only skips work known to fail again, so
+this walk reaches the same (app, ask, node) — ``replay.explain`` checks that it does. It
+only reads the state; every failure is kept as a ``Blocker`` naming its rule and culprit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from events.resources import Resources
+from projections.queues import QueueNode
+from replay.explain_format import (
+    RULE_MAX_APPS,
+    RULE_NODE_FIT,
+    RULE_QUEUE_MAX,
+    RULE_ROOT_MAX,
+    RULE_STATEAWARE,
+    Blocker,
+    fmt_shortfall,
+    shortfall,
+)
+from scheduler.core.objects import App, Ask, Node
+from scheduler.core.partition import PartitionState
+from scheduler.core.sorting import AppSortPolicy, sort_queues, stateaware_allowed
+
+Choice = tuple[App, Ask, Node]
+
+
+@dataclass
+class AskTry:
+    """One ask tried: the node it got, or why none."""
+
+    ask: Ask
+    node: Node | None
+    why_not: Blocker | None = None
+
+
+@dataclass
+class AppTry:
+    """One app tried: its asks in order until one placed, or why it was skipped."""
+
+    app: App
+    asks: list[AskTry] = field(default_factory=list)
+    why_not: Blocker | None = None
+
+    @property
+    def choice(self) -> Choice | None:
+        """(app, ask, node) when one of its asks was placed."""
+        last = self.asks[-1] if self.asks else None
+        if last is None or last.node is None:
+            return None
+        return self.app, last.ask, last.node
+
+
+@dataclass
+class QueueTry:
+    """One queue walked: for a parent its sorted children, for a leaf its apps, in order."""
+
+    queue: QueueNode
+    order: list[QueueNode] = field(default_factory=list)  # parent: children with pending, sorted
+    children: list[QueueTry] = field(default_factory=list)  # parent: children tried, in order
+    apps: list[App] = field(default_factory=list)  # leaf: apps with pending, in sort order
+    app_tries: list[AppTry] = field(default_factory=list)  # leaf: apps tried, in order
+    allowed: set[str] | None = None  # leaf with stateaware: apps the gate lets through
+    choice: Choice | None = None
+    why_not: Blocker | None = None
+
+
+class Walker:
+    """Re-walks one partition's step; caches cluster-wide facts the reasons quote."""
+
+    def __init__(self, part: PartitionState) -> None:
+        self.part = part
+        self._max_available: Resources | None = None
+
+    # -- facts about nodes ------------------------------------------------------------
+
+    def max_available(self) -> Resources:
+        """Per resource type, the most any one schedulable node has available."""
+        if self._max_available is None:
+            best: Resources = {}
+            for node_id in self.part.index.ordered():
+                for name, qty in self.part.nodes[node_id].available().items():
+                    if qty > best.get(name, 0):
+                        best[name] = qty
+            self._max_available = best
+        return self._max_available
+
+    def no_node_fits(self, request: Resources) -> Blocker:
+        """Why no schedulable node holds a request: the short types with their best node."""
+        if len(self.part.index) == 0:
+            return Blocker(RULE_NODE_FIT, "no schedulable node in the partition")
+        best = self.max_available()
+        short = shortfall(request, best)
+        if short:
+            parts = [
+                f"no schedulable node has {need} {name} available (the most on any node is {have})"
+                for name, (need, have) in short.items()
+            ]
+            return Blocker(RULE_NODE_FIT, "; ".join(parts))
+        most = ", ".join(f"{name} {best.get(name, 0)}" for name in sorted(request))
+        return Blocker(
+            RULE_NODE_FIT,
+            f"each type is available somewhere (most on one node: {most}) but no single schedulable node has all",
+        )
+
+    # -- limits -----------------------------------------------------------------------
+
+    def headroom_block(self, leaf: QueueNode, request: Resources) -> Blocker | None:
+        """The first queue up the tree whose ``max − allocated`` cannot take the request."""
+        for q in leaf.ancestry():
+            if q.parent is None:
+                cap = self.part.cluster_capacity
+                for name, qty in sorted(request.items()):
+                    used = q.allocated.get(name, 0)
+                    if name not in cap:
+                        return Blocker(RULE_ROOT_MAX, f"the cluster has no resource type {name!r} (root max counts it 0)")
+                    if used + qty > cap[name]:
+                        return Blocker(
+                            RULE_ROOT_MAX,
+                            f"root: {name} {used} allocated + {qty} asked exceeds the cluster's capacity {cap[name]}",
+                        )
+            elif q.max:
+                for name, qty in sorted(request.items()):
+                    limit = q.max.get(name)
+                    used = q.allocated.get(name, 0)
+                    if limit is not None and used + qty > limit:
+                        return Blocker(
+                            RULE_QUEUE_MAX,
+                            f"queue {q.path} max {name} {limit}: {used} allocated + {qty} asked exceeds it",
+                        )
+        return None
+
+    @staticmethod
+    def max_apps_block(app: App) -> Blocker | None:
+        """An Accepted app held back by its queue's (or an ancestor's) maxapplications."""
+        if app.state != "Accepted":
+            return None
+        for q in app.queue.ancestry():
+            if q.max_applications and q.running_apps >= q.max_applications:
+                return Blocker(
+                    RULE_MAX_APPS,
+                    f"app {app.app_id} is Accepted and queue {q.path} already runs "
+                    f"{q.running_apps} of its maxapplications {q.max_applications}",
+                )
+        return None
+
+    def stateaware_block(self, app: App, allowed: set[str] | None) -> Blocker | None:
+        """The stateaware gate of the app's leaf, naming the app that holds it."""
+        if allowed is None or app.app_id in allowed:
+            return None
+        starting = list(self.part.starting[app.queue.path].values())
+        if starting:
+            oldest = min(starting, key=lambda a: (a.submit_us, a.seq))
+            return Blocker(
+                RULE_STATEAWARE,
+                f"stateaware queue {app.queue.path}: app {oldest.app_id} is Starting, which holds back "
+                f"app {app.app_id} ({app.state}) until it runs",
+            )
+        return Blocker(
+            RULE_STATEAWARE,
+            f"stateaware queue {app.queue.path}: only the oldest Accepted app may start, "
+            f"and app {app.app_id} is not it",
+        )
+
+    def stateaware_gate(self, leaf: QueueNode) -> set[str] | None:
+        """The apps a stateaware leaf lets through now (None: not stateaware)."""
+        if leaf.app_sort_policy != AppSortPolicy.STATEAWARE.value:
+            return None
+        return stateaware_allowed(self.part.ordered_apps(leaf), list(self.part.starting[leaf.path].values()))
+
+    # -- the walk ---------------------------------------------------------------------
+
+    def try_ask(self, app: App, ask: Ask) -> AskTry:
+        """Queue limits first, then the required node or the first node in order that fits."""
+        request = ask.resources
+        block = self.headroom_block(app.queue, request)
+        if block is not None:
+            return AskTry(ask, None, block)
+        if ask.required_node is not None:
+            node = self.part.nodes.get(ask.required_node)
+            if node is None:
+                return AskTry(ask, None, Blocker(RULE_NODE_FIT, f"required node {ask.required_node} does not exist"))
+            if not node.schedulable or node.node_id not in self.part.index:
+                return AskTry(ask, None, Blocker(RULE_NODE_FIT, f"required node {node.node_id} is unschedulable"))
+            short = shortfall(request, node.available())
+            if short:
+                return AskTry(
+                    ask, None, Blocker(RULE_NODE_FIT, f"required node {node.node_id} does not fit: {fmt_shortfall(short)}")
+                )
+            return AskTry(ask, node)
+        node_id = self.part.index.first_fit(request)
+        if node_id is None:
+            return AskTry(ask, None, self.no_node_fits(request))
+        return AskTry(ask, self.part.nodes[node_id])
+
+    def try_app(self, app: App, allowed: set[str] | None) -> AppTry:
+        """The gate, then maxapplications, then its asks in order (a failing ask does not block the next)."""
+        out = AppTry(app)
+        out.why_not = self.stateaware_block(app, allowed) or self.max_apps_block(app)
+        if out.why_not is not None:
+            return out
+        for ask in app.sorted_asks:
+            attempt = self.try_ask(app, ask)
+            out.asks.append(attempt)
+            if attempt.node is not None:
+                return out
+        out.why_not = _summarise(
+            f"none of app {app.app_id}'s {len(out.asks)} pending asks fits",
+            [(f"ask {t.ask.ask_id}", t.why_not) for t in out.asks],
+        )
+        return out
+
+    def try_queue(self, queue: QueueNode) -> QueueTry:
+        """Depth first in sorted order; the first success ends the walk."""
+        out = QueueTry(queue)
+        if queue.is_leaf:
+            out.apps = self.part.ordered_apps(queue)
+            out.allowed = self.stateaware_gate(queue)
+            for app in out.apps:
+                attempt = self.try_app(app, out.allowed)
+                out.app_tries.append(attempt)
+                if attempt.choice is not None:
+                    out.choice = attempt.choice
+                    return out
+            out.why_not = _summarise(
+                f"no app of {queue.path} could allocate", [(f"app {t.app.app_id}", t.why_not) for t in out.app_tries]
+            )
+            return out
+        out.order = sort_queues(queue.children, queue.sort_priority)
+        for child in out.order:
+            attempt = self.try_queue(child)
+            out.children.append(attempt)
+            if attempt.choice is not None:
+                out.choice = attempt.choice
+                return out
+        out.why_not = _summarise(
+            f"no child queue of {queue.path} could allocate", [(t.queue.path, t.why_not) for t in out.children]
+        )
+        return out
+
+
+def _summarise(head: str, parts: list[tuple[str, Blocker | None]], limit: int = 3) -> Blocker:
+    """One Blocker for a group of failures: the first few reasons, the rule of the first."""
+    reasons = [(who, b) for who, b in parts if b is not None]
+    if not reasons:
+        return Blocker(RULE_NODE_FIT, f"{head}: nothing to try")
+    text = "; ".join(f"{who}: {b.message}" for who, b in reasons[:limit])
+    more = f"; and {len(reasons) - limit} more" if len(reasons) > limit else ""
+    return Blocker(reasons[0][1].rule, f"{head} — {text}{more}")

@@ -75,6 +75,7 @@ class Walker:
     def __init__(self, part: PartitionState) -> None:
         self.part = part
         self._max_available: Resources | None = None
+        self._unschedulable: list[Node] | None = None
 
     # -- facts about nodes ------------------------------------------------------------
 
@@ -91,13 +92,27 @@ class Walker:
 
     def no_node_fits(self, request: Resources) -> Blocker:
         """Why no schedulable node holds a request: the short types with their best node."""
+        block = self._no_node_fits(request)
+        if self._unschedulable is None:
+            self._unschedulable = sorted(
+                (n for n in self.part.nodes.values() if not n.schedulable), key=lambda n: n.node_id
+            )
+        idle = [n.node_id for n in self._unschedulable if not shortfall(request, n.available())]
+        if idle:
+            names = ", ".join(idle[:3]) + (" …" if len(idle) > 3 else "")
+            return Blocker(block.rule, f"{block.message} (unschedulable node(s) {names} would fit)")
+        return block
+
+    def _no_node_fits(self, request: Resources) -> Blocker:
         if len(self.part.index) == 0:
             return Blocker(RULE_NODE_FIT, "no schedulable node in the partition")
         best = self.max_available()
         short = shortfall(request, best)
         if short:
             parts = [
-                f"no schedulable node has {need} {name} available (the most on any node is {have})"
+                f"no node has resource type {name!r} at all"
+                if name not in self.part.cluster_capacity
+                else f"no schedulable node has {need} {name} available (the most on any node is {have})"
                 for name, (need, have) in short.items()
             ]
             return Blocker(RULE_NODE_FIT, "; ".join(parts))
@@ -176,26 +191,29 @@ class Walker:
 
     def try_ask(self, app: App, ask: Ask) -> AskTry:
         """Queue limits first, then the required node or the first node in order that fits."""
-        request = ask.resources
-        block = self.headroom_block(app.queue, request)
+        block = self.headroom_block(app.queue, ask.resources)
         if block is not None:
             return AskTry(ask, None, block)
+        node, block = self.node_for(ask)
+        return AskTry(ask, node, block)
+
+    def node_for(self, ask: Ask) -> tuple[Node | None, Blocker | None]:
+        """The required node or the first node in index order that holds the ask, or why none."""
+        request = ask.resources
         if ask.required_node is not None:
             node = self.part.nodes.get(ask.required_node)
             if node is None:
-                return AskTry(ask, None, Blocker(RULE_NODE_FIT, f"required node {ask.required_node} does not exist"))
+                return None, Blocker(RULE_NODE_FIT, f"required node {ask.required_node} does not exist")
             if not node.schedulable or node.node_id not in self.part.index:
-                return AskTry(ask, None, Blocker(RULE_NODE_FIT, f"required node {node.node_id} is unschedulable"))
+                return None, Blocker(RULE_NODE_FIT, f"required node {node.node_id} is unschedulable")
             short = shortfall(request, node.available())
             if short:
-                return AskTry(
-                    ask, None, Blocker(RULE_NODE_FIT, f"required node {node.node_id} does not fit: {fmt_shortfall(short)}")
-                )
-            return AskTry(ask, node)
+                return None, Blocker(RULE_NODE_FIT, f"required node {node.node_id} does not fit: {fmt_shortfall(short)}")
+            return node, None
         node_id = self.part.index.first_fit(request)
         if node_id is None:
-            return AskTry(ask, None, self.no_node_fits(request))
-        return AskTry(ask, self.part.nodes[node_id])
+            return None, self.no_node_fits(request)
+        return self.part.nodes[node_id], None
 
     def try_app(self, app: App, allowed: set[str] | None) -> AppTry:
         """The gate, then maxapplications, then its asks in order (a failing ask does not block the next)."""

@@ -157,7 +157,7 @@ async def _run(args: argparse.Namespace, config_text: bytes | None) -> int:
     if args.mqtt:
         from scheduler.bridge_wiring import start_bridge
 
-        bridge = await start_bridge(args)
+        bridge = await start_bridge(args.mqtt, log, ingest=args.mqtt_ingest)
         listeners.append(bridge)
     service = Service(log, batch_records=args.batch, listeners=listeners)
     loop = asyncio.get_running_loop()

@@ -10,6 +10,7 @@ current cycle, then stop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -148,10 +149,8 @@ class Service:
                 continue
             if once:
                 break
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), self.poll_interval_s)
-            except TimeoutError:
-                pass
         p = self.progress
         LOG.info(
             "stopped after cycle %d: %d events, %d decisions in %.1f s",

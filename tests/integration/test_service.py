@@ -141,7 +141,9 @@ def test_bad_records_are_each_rejected_once_and_the_rest_processed(tmp_path: Pat
     bad = [
         b"garbage {{{",
         b"\xff\xfe not utf8",
-        b'{"id": "big", "source": "t", "type": "node.added", "data": {"node_id": "x", "pad": "' + b"x" * (1 << 20) + b'"}}',
+        b'{"id": "big", "source": "t", "type": "node.added", "data": {"node_id": "x", "pad": "'
+        + b"x" * (1 << 20)
+        + b'"}}',
         orjson.dumps({"id": "u1", "source": "t", "type": "pod.created", "data": {}}),
         orjson.dumps({"id": "s1", "source": "t", "type": "ask.added", "data": {"app_id": "a"}}),
         orjson.dumps([1, 2, 3]),

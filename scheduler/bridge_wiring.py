@@ -1,0 +1,94 @@
+"""Wires the MQTT bridge into the service: a cycle listener that publishes, and node ingest.
+
+Publishing never blocks a cycle: ``publish`` only enqueues (``scheduler.bridge.mqtt``).
+Ingested node events are appended to the input log, so the log stays the only truth and
+replay still reproduces every decision; refused messages are logged and counted.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from events.log.port import EventLog
+from events.models import OutputEvent
+from events.resources import normalized
+from scheduler.bridge.address import credentials_from_env
+from scheduler.bridge.ingest import Rejection
+from scheduler.bridge.port import Publisher
+from scheduler.bridge.topics import StatusTracker, route_cycle, route_status
+from scheduler.core.engine import Engine
+
+LOG = logging.getLogger("evsched.bridge")
+
+
+def queue_status(engine: Engine, partition: str) -> dict[str, dict[str, Any]]:
+    """Every queue's published status (priority, pending, allocated, running apps)."""
+    part = engine.state.partitions.get(partition)
+    if part is None:
+        return {}
+    return {
+        q.path: {
+            "priority": q.priority,
+            "pending": normalized(q.pending),
+            "allocated": normalized(q.allocated),
+            "running_apps": q.running_apps,
+        }
+        for q in part.root.walk()
+    }
+
+
+class MqttBridge:
+    """Publishes each cycle's outputs and changed queue status; re-syncs status on reconnect."""
+
+    def __init__(self, publisher: Publisher, partition: str = "default") -> None:
+        self.publisher = publisher
+        self.partition = partition
+        self.tracker = StatusTracker()
+        self.last_status: dict[str, dict[str, Any]] = {}
+        self.ingest: Any = None
+        publisher.set_on_reconnect(self.resync)
+
+    def cycle_done(self, engine: Engine, outputs: list[OutputEvent]) -> None:
+        """Route one cycle (outputs first, then changed status) to the publisher."""
+        self.last_status = queue_status(engine, self.partition)
+        for msg in route_cycle(self.partition, outputs, self.last_status, self.tracker):
+            self.publisher.publish(msg.topic, msg.payload, retain=msg.retain)
+
+    def resync(self) -> None:
+        """After a reconnect the broker may have lost retained status: publish all of it."""
+        self.tracker.resync()
+        for msg in route_status(self.partition, self.last_status, self.tracker):
+            self.publisher.publish(msg.topic, msg.payload, retain=True)
+        LOG.info("MQTT reconnected: re-published status of %d queues", len(self.last_status))
+
+    async def close(self) -> None:
+        """Stop ingest, flush what can be flushed, disconnect."""
+        if self.ingest is not None:
+            await self.ingest.close()
+        await self.publisher.close()
+        stats = self.publisher.stats()
+        LOG.info("MQTT bridge closed: %d published, %d dropped, %d reconnects",
+                 stats.published, stats.dropped, stats.reconnects)
+
+
+async def start_bridge(url: str, log: EventLog, *, ingest: bool, partition: str = "default") -> MqttBridge:
+    """Connect the publisher (and, when asked, node ingest into ``log``)."""
+    from scheduler.bridge.mqtt import MqttIngest, MqttPublisher
+
+    username, password = credentials_from_env(os.environ)
+    publisher = MqttPublisher(url, username=username, password=password)
+    bridge = MqttBridge(publisher, partition)
+    await publisher.start()
+    if ingest:
+        async def accept(raw: bytes) -> None:
+            key = None
+            await log.append_inputs([(key, raw)])
+
+        async def refuse(topic: str, rejection: Rejection) -> None:
+            LOG.warning("MQTT ingest refused a message on %s: %s: %s", topic, rejection.reason, rejection.message)
+
+        bridge.ingest = MqttIngest(url, partition, accept, refuse, username=username, password=password)
+        await bridge.ingest.start()
+    return bridge

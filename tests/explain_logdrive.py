@@ -1,0 +1,109 @@
+"""Test helper: drive the engine over a FileLog the way the service does (inputs, then cycles).
+
+``LogDriver`` appends input events to ``<dir>/inputs`` and, on ``cycle()``, runs
+``run_logged_cycle`` on the records not consumed yet and appends ``cycle.started``, the
+engine's outputs and ``cycle.completed`` to ``<dir>/outputs`` in one batch. Times are
+synthetic (1 ms apart) so every run writes the same bytes. ``copy_log`` writes a tampered
+copy of a log for audit tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from events.codec import encode_output, format_time
+from events.log.file import FileLog
+from scheduler.core.engine import Engine
+from scheduler.cycle_runner import advance, run_logged_cycle
+
+MS = 1000
+
+
+class LogDriver:
+    """Writes inputs and runs cycles into a FileLog (close it, or use as a context manager)."""
+
+    def __init__(self, directory: Path, config_yaml: str | None = None) -> None:
+        self.now_us = 0
+        self.log = FileLog(directory, now_us=lambda: self.now_us)
+        self.engine = Engine()
+        self.position = 0
+        self.count = 0
+        if config_yaml is not None:
+            self.submit({"type": "config.updated", "data": {"yaml": config_yaml}})
+
+    def __enter__(self) -> LogDriver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the log."""
+        self.log.close_sync()
+
+    def submit(self, *events: dict[str, Any]) -> None:
+        """Append input events (``id``, ``source`` and ``time`` are filled in)."""
+        values = []
+        for event in events:
+            self.count += 1
+            self.now_us += MS
+            full = {"id": f"in-{self.count}", "source": "test", "time": format_time(self.now_us), **event}
+            values.append((None, orjson.dumps(full)))
+        self.log.append_inputs_sync(values)
+
+    def cycle(self) -> int:
+        """Run one cycle over the unconsumed inputs; returns its number of decisions."""
+        self.now_us += MS
+        start = {"inputs": self.position}
+        records = list(self.log.iter_inputs(start))
+        through = advance(start, records)
+        outs = run_logged_cycle(self.engine, records, ["inputs"], self.now_us, start, through)
+        self.log.append_outputs_sync([encode_output(o) for o in outs])
+        self.position = through["inputs"]
+        return sum(1 for o in outs if o.type == "allocation.decided")
+
+
+def node(node_id: str, vcore: int = 4000, memory: int = 4000, **extra: Any) -> dict[str, Any]:
+    """A node.added event."""
+    return {"type": "node.added", "data": {"node_id": node_id, "capacity": {"vcore": vcore, "memory": memory}, **extra}}
+
+
+def app(app_id: str, queue: str = "root.default", **extra: Any) -> dict[str, Any]:
+    """An app.added event."""
+    return {"type": "app.added", "data": {"app_id": app_id, "queue": queue, "user": "alice", **extra}}
+
+
+def ask(app_id: str, ask_id: str, vcore: int = 1000, memory: int = 1000, **extra: Any) -> dict[str, Any]:
+    """An ask.added event."""
+    data = {"app_id": app_id, "ask_id": ask_id, "resources": {"vcore": vcore, "memory": memory}, **extra}
+    return {"type": "ask.added", "data": data}
+
+
+def read_log(directory: Path) -> tuple[list[bytes], list[list[bytes]]]:
+    """Input values, and output values grouped by cycle batch (each starts at cycle.started)."""
+    with FileLog(directory, readonly=True) as log:
+        inputs = [r.value for r in log.iter_inputs()]
+        batches: list[list[bytes]] = []
+        for r in log.iter_outputs():
+            if orjson.loads(r.value)["type"] == "cycle.started" or not batches:
+                batches.append([])
+            batches[-1].append(r.value)
+    return inputs, batches
+
+
+Tamper = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+
+
+def copy_log(src: Path, dst: Path, tamper_outputs: Callable[[list[list[dict[str, Any]]]], None]) -> None:
+    """Copy a log, letting ``tamper_outputs`` edit the output batches (dicts) in place first."""
+    inputs, batches = read_log(src)
+    decoded = [[orjson.loads(v) for v in batch] for batch in batches]
+    tamper_outputs(decoded)
+    with FileLog(dst, now_us=lambda: 0) as log:
+        log.append_inputs_sync([(None, v) for v in inputs])
+        for batch in decoded:
+            log.append_outputs_sync([orjson.dumps(o, option=orjson.OPT_SORT_KEYS) for o in batch])

@@ -128,7 +128,10 @@ def _ids(choice: Choice | None) -> dict[str, str] | None:
 
 
 def _verify(
-    mine: dict[str, str] | None, engine: dict[str, str] | None, scan_node: str | None, recorded: AllocationDecided | None
+    mine: dict[str, str] | None,
+    engine: dict[str, str] | None,
+    scan_node: str | None,
+    recorded: AllocationDecided | None,
 ) -> list[str]:
     problems = []
     if mine != engine:

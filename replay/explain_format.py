@@ -72,7 +72,7 @@ def share_list(share: Sequence[float]) -> list[float]:
 def priority_formula(q: QueueNode) -> str:
     """How a queue's priority came about (SEMANTICS Priorities: adjusted value).
 
-    ``8 = offset 5 + 3``, ``100 (fenced at offset 100; raw 0 ignored)``, ``3`` or
+    ``8 = offset 5 + 3``, ``100 = fenced at offset 100, raw 0 ignored``, ``3`` or
     ``none (nothing pending)``.
     """
     if q.raw_priority == MIN_PRIORITY:
@@ -80,7 +80,7 @@ def priority_formula(q: QueueNode) -> str:
     if q.parent is None:
         return str(q.priority)
     if q.fence:
-        return f"{q.priority} (fenced at offset {q.offset}; raw {q.raw_priority} ignored)"
+        return f"{q.priority} = fenced at offset {q.offset}, raw {q.raw_priority} ignored"
     if q.offset:
         return f"{q.priority} = offset {q.offset} + {q.raw_priority}"
     return str(q.priority)

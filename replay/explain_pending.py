@@ -10,11 +10,12 @@ goes past anything that fails, so order alone never blocks an ask at a cycle's e
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from events.resources import normalized
-from replay.explain_format import RULE_QUEUE_SORT, Blocker, fmt_time, ordinal, priority_formula, share_list
+from replay.explain_format import RULE_QUEUE_SORT, Blocker, fmt_res, fmt_time, ordinal, priority_formula, share_list
 from replay.explain_report import ASK_ORDER, app_key_names
 from replay.explain_walk import Walker
 from scheduler.core.engine import Engine
@@ -59,7 +60,7 @@ def _queue_path(app: App) -> list[dict[str, Any]]:
     """For each level under root, where the app's queue sits among its siblings."""
     out = []
     chain = list(app.queue.ancestry())[::-1]
-    for parent, q in zip(chain, chain[1:], strict=False):
+    for parent, q in itertools.pairwise(chain):
         order = sort_queues(parent.children, parent.sort_priority)
         pos = order.index(q) + 1 if q in order else None
         out.append(
@@ -151,7 +152,7 @@ def _summary(out: PendingExplanation, app: App) -> str:
     assert out.ask is not None and out.app_position is not None and out.ask_position is not None
     head = (
         f"Ask {out.ask_id} of app {out.app_id} (queue {out.queue}, priority {out.ask['priority']}, "
-        f"asking {out.ask['resources']}) is still pending after cycle {out.after_cycle}"
+        f"asking {fmt_res(out.ask['resources'])}) is still pending after cycle {out.after_cycle}"
     )
     if out.reasons:
         why = "; ".join(f"{r['message']} [{r['rule']}]" for r in out.reasons)

@@ -76,8 +76,8 @@ def queue_entry(q: QueueNode, position: int, outcome: str, why_not: dict[str, st
 def deciding_queue(chosen: QueueNode, other: QueueNode, sort_priority: bool) -> str:
     """Why ``chosen`` sorts before ``other`` under a parent (SEMANTICS Sorting/Queues)."""
     cs, os_ = chosen.fair_share(), other.fair_share()
-    prio = f"priority {fmt_priority(chosen.priority)} vs {fmt_priority(other.priority)}"
-    share = f"fair share {fmt_share(cs)} vs {fmt_share(os_)}"
+    prio = f"{fmt_priority(chosen.priority)} vs {fmt_priority(other.priority)}"
+    share = f"{fmt_share(cs)} vs {fmt_share(os_)}"
     if sort_priority:
         if chosen.priority != other.priority:
             return f"higher priority ({prio})"
@@ -85,8 +85,9 @@ def deciding_queue(chosen: QueueNode, other: QueueNode, sort_priority: bool) -> 
             return f"equal priority, lower fair share ({share})"
     else:
         if cs != os_:
-            despite = f", despite {prio}" if chosen.priority < other.priority else ""
-            return f"lower fair share ({share}; application.sort.priority is disabled, so fair share comes first{despite})"
+            despite = f", despite lower priority ({prio})" if chosen.priority < other.priority else ""
+            why = "application.sort.priority is disabled, so fair share comes first"
+            return f"lower fair share ({share}){despite}: {why}"
         if chosen.priority != other.priority:
             return f"equal fair share, higher priority ({prio})"
     if dominates(chosen.pending, other.pending):
@@ -207,6 +208,7 @@ def leaf_section(leaf: QueueTry) -> dict[str, Any]:
         "sort_policy": q.app_sort_policy,
         "priority_sorting": q.sort_priority,
         "sort_key": app_key_names(q),
+        "sort_key_order": "ascending; priority is negated so that higher priority sorts first",
         "rule": RULE_APP_SORT,
         "stateaware_allowed": sorted(leaf.allowed) if leaf.allowed is not None else None,
         "apps": apps,
@@ -287,19 +289,27 @@ def node_section(part: PartitionState, ask: Ask) -> tuple[dict[str, Any], str | 
         if node is not None:
             short = shortfall(ask.resources, node.available())
             fit = node.schedulable and not short
-            why = None if fit else ("unschedulable" if not node.schedulable else "does not fit: " + fmt_shortfall(short))
+            why = None
+            if not fit:
+                why = "unschedulable" if not node.schedulable else "does not fit: " + fmt_shortfall(short)
             section["nodes"].append(_node_entry(part, node, None, "chosen" if fit else "passed over", why))
             return section, node.node_id if fit else None
         return section, None
     reasons: dict[str, int] = {}
+    winner: str | None = None
     for rank, node_id in enumerate(part.index.ordered(), start=1):
         node = part.nodes[node_id]
         short = shortfall(ask.resources, node.available())
+        if winner is not None:
+            if not short:  # the runner-up: what the winner beat (on score, or on node id when tied)
+                section["nodes"].append(_node_entry(part, node, rank, "runner-up (fits, not reached)", None))
+                break
+            continue
         if not short:
             section["nodes"].append(_node_entry(part, node, rank, "chosen", None))
             section["winner_rank"] = rank
-            section["passed_over_reasons"] = dict(sorted(reasons.items()))
-            return section, node_id
+            winner = node_id
+            continue
         why = "does not fit: " + fmt_shortfall(short)
         if rank <= SHOW_NODES:
             section["nodes"].append(_node_entry(part, node, rank, "passed over", why))
@@ -308,4 +318,4 @@ def node_section(part: PartitionState, ask: Ask) -> tuple[dict[str, Any], str | 
             key = "does not fit: " + ", ".join(f"{name} short" for name in short)
             reasons[key] = reasons.get(key, 0) + 1
     section["passed_over_reasons"] = dict(sorted(reasons.items()))
-    return section, None
+    return section, winner

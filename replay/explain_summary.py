@@ -40,8 +40,6 @@ def queue_clause(level: dict[str, Any]) -> str:
         text += f", ahead of {later[0]['queue']} ({_queue_desc(later[0], sorting)}): {level['deciding_factor']}"
     elif level["deciding_factor"]:
         text += f" ({level['deciding_factor']})"
-    if not sorting:
-        text += f" [application.sort.priority disabled on {level['parent']}]"
     return text + _skipped(entries, "queue")
 
 
@@ -72,7 +70,15 @@ def node_clause(nodes: dict[str, Any], node_id: str) -> str:
     text = f"{node_id} was the {which} used node that fit{score} under the {nodes['policy']} node sort policy"
     rank = nodes["winner_rank"] or 1
     if rank > 1:
-        text += f"; the {rank - 1} node{'s' if rank > 2 else ''} before it in order did not fit"
+        passed = [e["node_id"] for e in nodes["nodes"] if e["outcome"] == "passed over"]
+        names = f" ({', '.join(passed)})" if rank <= 4 else ""
+        text += f"; {'the node' if rank == 2 else f'the {rank - 1} nodes'} before it in order{names} did not fit"
+    runner = next((e for e in nodes["nodes"] if e["outcome"].startswith("runner-up")), None)
+    if entry is not None and runner is not None:
+        if runner["sort_key"] == entry["sort_key"]:
+            text += f"; it tied with {runner['node_id']} on score and the lower node id wins"
+        else:
+            text += f"; next that fit was {runner['node_id']} (score {runner['usage_score']:.4g})"
     return text
 
 

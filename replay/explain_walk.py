@@ -132,7 +132,8 @@ class Walker:
                 for name, qty in sorted(request.items()):
                     used = q.allocated.get(name, 0)
                     if name not in cap:
-                        return Blocker(RULE_ROOT_MAX, f"the cluster has no resource type {name!r} (root max counts it 0)")
+                        why = f"the cluster has no resource type {name!r} (root's max counts it as 0)"
+                        return Blocker(RULE_ROOT_MAX, why)
                     if used + qty > cap[name]:
                         return Blocker(
                             RULE_ROOT_MAX,
@@ -208,7 +209,8 @@ class Walker:
                 return None, Blocker(RULE_NODE_FIT, f"required node {node.node_id} is unschedulable")
             short = shortfall(request, node.available())
             if short:
-                return None, Blocker(RULE_NODE_FIT, f"required node {node.node_id} does not fit: {fmt_shortfall(short)}")
+                why = f"required node {node.node_id} does not fit: {fmt_shortfall(short)}"
+                return None, Blocker(RULE_NODE_FIT, why)
             return node, None
         node_id = self.part.index.first_fit(request)
         if node_id is None:
@@ -239,10 +241,10 @@ class Walker:
             out.apps = self.part.ordered_apps(queue)
             out.allowed = self.stateaware_gate(queue)
             for app in out.apps:
-                attempt = self.try_app(app, out.allowed)
-                out.app_tries.append(attempt)
-                if attempt.choice is not None:
-                    out.choice = attempt.choice
+                tried = self.try_app(app, out.allowed)
+                out.app_tries.append(tried)
+                if tried.choice is not None:
+                    out.choice = tried.choice
                     return out
             out.why_not = _summarise(
                 f"no app of {queue.path} could allocate", [(f"app {t.app.app_id}", t.why_not) for t in out.app_tries]

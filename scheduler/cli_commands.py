@@ -76,6 +76,9 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--mqtt-ingest", action="store_true", help="accept node events from MQTT into the input log")
     p.add_argument("--once", action="store_true", help="process every input present, then exit")
     p.add_argument("--batch", type=int, default=5_000, metavar="N", help="max inputs per cycle (default 5000)")
+    p.add_argument("--snapshot-dir", metavar="DIR",
+                   help="where snapshots go (default: DIR/snapshots for the embedded log; none for Kafka)")
+    p.add_argument("--snapshot-every", type=int, default=100, metavar="N", help="cycles between snapshots")
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(handler=cmd_run)
 

@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -40,10 +41,24 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input-topic", action="append", dest="input_topics", metavar="TOPIC",
                    help="Kafka input topic (repeatable; default evsched.inputs)")
     p.add_argument("--decisions-topic", default="evsched.decisions", help="Kafka topic for outputs")
+    p.add_argument("--deadletter-topic", default="evsched.deadletter",
+                   help="Kafka topic for unreadable input records (raw bytes, origin in headers)")
     p.add_argument("--group", default="evsched", metavar="ID", help="Kafka consumer group id")
     p.add_argument("--security-protocol", default="PLAINTEXT", help="Kafka security protocol (SASL_SSL, SSL, …)")
     p.add_argument("--sasl-mechanism", default=None, help="Kafka SASL mechanism (PLAIN, SCRAM-SHA-256, …); "
                    "credentials come from EVSCHED_KAFKA_USERNAME / EVSCHED_KAFKA_PASSWORD")
+    # cli_commands registers the run parser and calls only this function; until it calls
+    # add_service_arguments itself, the service's Kafka flags are added here for `run`.
+    if p.prog.rsplit(" ", 1)[-1] == "run":
+        add_service_arguments(p)
+
+
+def add_service_arguments(p: argparse.ArgumentParser) -> None:
+    """``evsched run``'s Kafka-only flags."""
+    p.add_argument("--transactions", action="store_true",
+                   help="require a broker with transactional producers: probe at start and exit 1 with the "
+                   "broker's reason when it has none. Probe only: outputs and offsets are still committed "
+                   "separately (outputs first), which the design relies on, so a crash never loses a decision")
 
 
 async def open_log(args: argparse.Namespace, *, readonly: bool = False) -> EventLog:
@@ -54,6 +69,7 @@ async def open_log(args: argparse.Namespace, *, readonly: bool = False) -> Event
         kwargs: dict[str, Any] = {
             "input_topics": args.input_topics or ["evsched.inputs"],
             "decisions_topic": args.decisions_topic,
+            "deadletter_topic": args.deadletter_topic,
             "group_id": args.group,
             "security_protocol": args.security_protocol,
         }
@@ -150,8 +166,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 async def _run(args: argparse.Namespace, config_text: bytes | None) -> int:
     from scheduler.config import load_config
     from scheduler.service import Service
+    from scheduler.snapshots import SnapshotStore
 
     log = await open_log(args)
+    if getattr(args, "transactions", False):
+        probe = getattr(log, "probe_transactions", None)
+        supported, reason = await probe() if probe is not None else (False, "only Kafka has them (use --kafka)")
+        if not supported:
+            LOG.error("--transactions: no transactional producer: %s", reason)
+            await log.close()
+            return 1
+        LOG.info("--transactions: %s (outputs and offsets are still committed separately)", reason)
     listeners: list[Any] = []
     bridge = None
     if args.mqtt:
@@ -159,7 +184,10 @@ async def _run(args: argparse.Namespace, config_text: bytes | None) -> int:
 
         bridge = await start_bridge(args.mqtt, log, ingest=args.mqtt_ingest)
         listeners.append(bridge)
-    service = Service(log, batch_records=args.batch, listeners=listeners)
+    snapshot_dir = args.snapshot_dir or (None if args.kafka else str(Path(args.log or DEFAULT_LOG_DIR) / "snapshots"))
+    store = SnapshotStore(snapshot_dir) if snapshot_dir else None
+    service = Service(log, batch_records=args.batch, listeners=listeners, snapshots=store,
+                      snapshot_every=args.snapshot_every)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, service.stop)

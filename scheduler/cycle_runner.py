@@ -87,12 +87,22 @@ def run_logged_cycle(
     now_us: int,
     inputs_from: Mapping[str, int],
     inputs_through: Mapping[str, int],
+    unreadable: list[tuple[LogRecord, str]] | None = None,
 ) -> list[OutputEvent]:
-    """Apply the batch and run the next cycle; returns ``cycle.started`` then its outputs."""
+    """Apply the batch and run the next cycle; returns ``cycle.started`` then its outputs.
+
+    ``unreadable``, when given, receives ``(record, "reason: message")`` for every record
+    that could not be read as an event at all — its rejection has no ``input_type``: not
+    JSON, not an object, too large, no string ``type`` — so the live service can
+    dead-letter the raw bytes.
+    Replay and recovery leave it out; the outputs are the same either way.
+    """
     start = started_event(engine, engine.cycle_number + 1, now_us, inputs_from, inputs_through)
     for d in merge(decode_records(records), channel_order):
         if isinstance(d.result, InputRejected):
             engine.reject_raw(d.result)
+            if unreadable is not None and d.result.input_type is None:
+                unreadable.append((d.record, f"{d.result.reason}: {d.result.message}"))
         else:
             engine.apply(d.result)
     return [start, *engine.cycle(now_us, inputs_through)]

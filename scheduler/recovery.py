@@ -20,6 +20,7 @@ from events.codec import encode_output, parse_time
 from events.log.port import EventLog, LogError, LogRecord
 from scheduler.core.engine import Engine
 from scheduler.cycle_runner import run_logged_cycle
+from scheduler.snapshots import Restored, SnapshotStore
 
 LOG = logging.getLogger("evsched.recovery")
 READ_BATCH = 10_000
@@ -46,6 +47,7 @@ class Recovered:
     positions: dict[str, int]
     cycles: int
     repaired_outputs: int = 0
+    from_snapshot: int | None = None
     digest_mismatches: list[int] = field(default_factory=list)
 
 
@@ -88,13 +90,42 @@ async def read_range(log: EventLog, start: Mapping[str, int], end: Mapping[str, 
     return out
 
 
-async def recover(log: EventLog, *, source: str, engine: Engine | None = None) -> Recovered:
-    """Rebuild the engine from the log and complete a torn last cycle."""
-    engine = engine or Engine(source=source)
+async def _from_snapshot(log: EventLog, store: SnapshotStore) -> Restored | None:
+    end = await log.output_end()
+    for path in store.candidates():
+        body = store.read(path)
+        if body is None:
+            continue
+        offset = body["output_offset"]
+        recorded = None
+        if 0 < offset <= end:
+            last = await log.read_outputs(offset - 1, 1)
+            obj = orjson.loads(last[0].value) if last else {}
+            if obj.get("type") == "cycle.completed" and obj["data"]["cycle"] == body["cycle"]:
+                recorded = obj["data"]["state_digest"]
+        restored = store.restore(path, body, recorded)
+        if restored is not None:
+            return restored
+    return None
+
+
+async def recover(
+    log: EventLog, *, source: str, engine: Engine | None = None, snapshots: SnapshotStore | None = None
+) -> Recovered:
+    """Rebuild the engine (from the newest trustworthy snapshot, then the log) and complete a
+    torn last cycle."""
     channels = await log.input_channels()
-    cycles = scan_cycles(await log.read_outputs(0))
     positions: dict[str, int] = {}
-    result = Recovered(engine, positions, 0)
+    output_start = 0
+    restored = await _from_snapshot(log, snapshots) if snapshots is not None else None
+    if restored is not None:
+        engine = restored.engine
+        positions = dict(restored.positions)
+        output_start = restored.output_offset
+        LOG.info("restored cycle %d from %s", restored.cycle, restored.path)
+    engine = engine or Engine(source=source)
+    cycles = scan_cycles(await log.read_outputs(output_start))
+    result = Recovered(engine, positions, 0, from_snapshot=restored.cycle if restored else None)
     for rec in cycles:
         if rec.cycle <= engine.cycle_number:
             continue  # already in the engine (restored from a snapshot)
@@ -113,5 +144,5 @@ async def recover(log: EventLog, *, source: str, engine: Engine | None = None) -
             LOG.error("cycle %d: re-derived state digest differs from the recorded one", rec.cycle)
         positions = dict(rec.inputs_through)
         result.cycles += 1
-    result.positions = positions or {ch: 0 for ch in channels}
+    result.positions = positions or dict.fromkeys(channels, 0)
     return result

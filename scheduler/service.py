@@ -18,13 +18,15 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from events.codec import encode_output
-from events.log.port import EventLog
+from events.log.port import EventLog, LogRecord
 from events.models import OutputEvent
 from scheduler.core.engine import DEFAULT_SOURCE, Engine
 from scheduler.cycle_runner import advance, run_logged_cycle
 from scheduler.recovery import recover
+from scheduler.snapshots import SnapshotStore
 
 LOG = logging.getLogger("evsched.service")
+ONCE_STALL_S = 30.0  # run(once=True): give up on inputs the log reports but never delivers
 
 
 class CycleListener(Protocol):
@@ -63,6 +65,8 @@ class Service:
         poll_interval_s: float = 0.2,
         progress_every_s: float = 5.0,
         listeners: list[CycleListener] | None = None,
+        snapshots: SnapshotStore | None = None,
+        snapshot_every: int = 100,
     ) -> None:
         self.log = log
         self.now_us = now_us
@@ -71,6 +75,10 @@ class Service:
         self.poll_interval_s = poll_interval_s
         self.progress_every_s = progress_every_s
         self.listeners = listeners or []
+        self.snapshots = snapshots
+        self.snapshot_every = snapshot_every
+        self.output_offset = 0
+        self._snapshot_cycle = 0
         self.engine = Engine(source=source)
         self.positions: dict[str, int] = {}
         self.channels: list[str] = []
@@ -79,14 +87,18 @@ class Service:
 
     async def start(self) -> None:
         """Recover state from the log and report what was found."""
-        rec = await recover(self.log, source=self.source, engine=self.engine)
+        rec = await recover(self.log, source=self.source, snapshots=self.snapshots)
+        self.engine = rec.engine
         self.positions = rec.positions
+        self._snapshot_cycle = self.engine.cycle_number if rec.from_snapshot == self.engine.cycle_number else 0
+        self.output_offset = await self.log.output_end()
         self.channels = await self.log.input_channels()
         end = await self.log.input_end()
         lag = sum(max(0, end.get(ch, 0) - self.positions.get(ch, 0)) for ch in end)
-        if rec.cycles:
+        if rec.cycles or rec.from_snapshot:
+            origin = f"snapshot of cycle {rec.from_snapshot} + " if rec.from_snapshot else ""
             LOG.info(
-                "recovered %d cycles (last cycle %d, state %s); resuming at %s with %d inputs waiting",
+                origin + "recovered %d cycles from the log (last cycle %d, state %s); resuming at %s with %d inputs waiting",
                 rec.cycles, self.engine.cycle_number, self.engine.digest()[:19], self.positions, lag,
             )
         else:
@@ -107,17 +119,45 @@ class Service:
         if not records and not self.engine.state.timer_due(now):
             return 0
         through = advance(self.positions, records)
-        outputs = run_logged_cycle(self.engine, records, self.channels, now, self.positions, through)
+        unreadable: list[tuple[LogRecord, str]] = []
+        outputs = run_logged_cycle(
+            self.engine, records, self.channels, now, self.positions, through, unreadable=unreadable
+        )
         await self.log.append_outputs([encode_output(o) for o in outputs])
+        await self._dead_letter(unreadable)
+        self.output_offset += len(outputs)
         commit = getattr(self.log, "commit", None)
         if commit is not None:
             await commit(through)
         self.positions = through
+        if self.snapshots is not None and self.engine.cycle_number % self.snapshot_every == 0:
+            self._snapshot()
         for listener in self.listeners:
             listener.cycle_done(self.engine, outputs)
         decisions = sum(1 for o in outputs if o.type == "allocation.decided")
         self._count(len(records), decisions)
         return len(records)
+
+    async def _dead_letter(self, unreadable: list[tuple[LogRecord, str]]) -> None:
+        """Park unreadable records' raw bytes where the log has a dead-letter topic (Kafka).
+
+        Sent after the cycle's outputs and before its offsets are committed; positions
+        come from the output log, so the record is never read again (no stall) and never
+        parked twice. A crash between the outputs and this send loses the parked copy
+        only: the ``input.rejected`` output and the record's bytes at its input offset remain.
+        """
+        dead_letter = getattr(self.log, "dead_letter", None)
+        if dead_letter is None:
+            return
+        for record, error in unreadable:
+            await dead_letter(record, error)
+            LOG.warning("dead-lettered unreadable input %s: %s", record.position, error[:200])
+
+    def _snapshot(self) -> None:
+        assert self.snapshots is not None
+        path = self.snapshots.save(self.engine, self.positions, self.output_offset)
+        self._snapshot_cycle = self.engine.cycle_number
+        LOG.debug("wrote %s", path)
 
     def _count(self, events: int, decisions: int) -> None:
         p = self.progress
@@ -143,14 +183,27 @@ class Service:
 
     async def run(self, *, once: bool = False) -> None:
         """Run until stopped (or, with ``once``, until every present input is processed)."""
+        idle_since = time.monotonic()
         while not self.stopping.is_set():
             consumed = await self.run_cycle_once()
             if consumed:
+                idle_since = time.monotonic()
                 continue
             if once:
-                break
+                # Kafka can answer a poll with nothing while records wait (the fetch after a
+                # seek is still in flight), so "done" is an empty read *and* no lag — bounded,
+                # in case the end offset counts records that never arrive.
+                waiting = await self.lag()
+                if not waiting:
+                    break
+                if time.monotonic() - idle_since > ONCE_STALL_S:
+                    LOG.warning("--once: %d inputs reported but none arrived in %.0f s; stopping", waiting, ONCE_STALL_S)
+                    break
+                continue
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), self.poll_interval_s)
+        if self.snapshots is not None and self.engine.cycle_number > self._snapshot_cycle:
+            self._snapshot()  # a clean stop leaves nothing to re-derive on the next start
         p = self.progress
         LOG.info(
             "stopped after cycle %d: %d events, %d decisions in %.1f s",

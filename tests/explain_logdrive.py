@@ -95,9 +95,6 @@ def read_log(directory: Path) -> tuple[list[bytes], list[list[bytes]]]:
     return inputs, batches
 
 
-Tamper = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
-
-
 def copy_log(src: Path, dst: Path, tamper_outputs: Callable[[list[list[dict[str, Any]]]], None]) -> None:
     """Copy a log, letting ``tamper_outputs`` edit the output batches (dicts) in place first."""
     inputs, batches = read_log(src)

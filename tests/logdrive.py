@@ -8,6 +8,7 @@ the inputs after the last cycle, takes up to ``batch_size`` of them, runs
 Works with ``FileLog`` and ``MemoryLog`` (anything with sync ``iter_inputs`` /
 ``iter_outputs`` plus ``append_*_sync`` or async ``append_*``).
 
+``workload_records(spec)`` gives realistic input records (``scheduler.workload``).
 ``copy_log(src, dst_dir, inputs=..., outputs=...)`` writes a new FileLog holding the
 records of ``src`` — each input keeping its append time — after passing the lists of
 records through the given functions: the way tests build tampered logs.
@@ -22,14 +23,15 @@ from typing import Any
 
 import orjson
 
-from events.codec import encode_output
+from events.codec import encode_output, format_time
 from events.log.file import FileLog
 from events.log.port import LogRecord
 from scheduler.config import SchedulerConfig
 from scheduler.core.engine import Engine
 from scheduler.cycle_runner import advance, run_logged_cycle
+from scheduler.workload import WorkloadSpec, config_yaml, events, numbered
 
-__all__ = ["copy_log", "drive", "write_inputs"]
+__all__ = ["copy_log", "drive", "workload_records", "write_inputs"]
 
 
 def _encode(item: dict[str, Any] | bytes) -> bytes:
@@ -61,12 +63,14 @@ def drive(
     source: str = "evsched",
     config: SchedulerConfig | None = None,
     max_cycles: int | None = None,
+    on_cycle: Callable[[Engine], None] | None = None,
 ) -> None:
     """Run cycles over every unconsumed input, ``batch_size`` records per cycle.
 
     Cycle ``k`` (1-based) runs at ``start_us + k * step_us``. The log must not hold any
     outputs yet (a fresh Engine is used; ``config`` replaces the built-in default, as a
     service embedding the config in its Engine would). Stops after ``max_cycles``.
+    ``on_cycle(engine)`` is called after each cycle's outputs are appended.
     """
     if next(iter(log.iter_outputs()), None) is not None:
         raise ValueError("drive() needs a log without outputs")
@@ -83,6 +87,8 @@ def drive(
         _append_outputs(log, [encode_output(o) for o in outputs])
         positions = through
         cycles += 1
+        if on_cycle is not None:
+            on_cycle(engine)
 
 
 def copy_log(
@@ -105,3 +111,14 @@ def copy_log(
     values = outputs([rec.value for rec in src.iter_outputs()])
     dst.append_outputs_sync(values)
     return dst
+
+
+def workload_records(spec: WorkloadSpec, *, with_config: bool = True, start_us: int = 0) -> list[dict[str, Any]]:
+    """Input records of a generated workload (``scheduler.workload``), optionally preceded by
+    its queue configuration as a ``config.updated`` input (as ``evsched run --config`` does)."""
+    records = list(numbered(events(spec), start_us=start_us))
+    if with_config:
+        cfg = {"id": "config-0", "source": "evsched-cli", "time": format_time(start_us), "type": "config.updated",
+               "data": {"yaml": config_yaml(spec)}}
+        records.insert(0, cfg)
+    return records

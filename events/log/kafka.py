@@ -28,7 +28,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.abc import ConsumerRebalanceListener
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaError, MessageSizeTooLargeError, RecordListTooLargeError
 
 from events.log.clock import wall_clock_us
 from events.log.port import LogError, LogRecord
@@ -38,6 +38,7 @@ log = logging.getLogger("evsched.kafka")
 RevokeCallback = Callable[[list[str]], Awaitable[None]]
 
 _TOPIC_ALREADY_EXISTS = 36
+_SEEK_ANSWER_S = 5.0  # read_inputs: how long an empty read after a seek waits for the fetch
 _MAX_ERROR_HEADER = 8192  # a dead-letter reason is for people; keep headers bounded
 
 
@@ -324,16 +325,28 @@ class KafkaLog:
         assigned = self._assignment()
         if max_records <= 0 or not assigned:
             return []
+        sought = []
         for tp in assigned:
             wanted = positions.get(channel_name(tp), 0)
             # Seeking drops the consumer's prefetched records, so only seek on a change.
             if self._delivered.get(tp) != wanted:
                 consumer.seek(tp, wanted)
                 self._delivered[tp] = wanted
+                sought.append(tp)
+        deadline = time.monotonic() + _SEEK_ANSWER_S
         try:
-            batches = await consumer.getmany(
-                *assigned, timeout_ms=self._poll_timeout_ms, max_records=max_records
-            )
+            while True:
+                batches = await consumer.getmany(
+                    *assigned, timeout_ms=self._poll_timeout_ms, max_records=max_records
+                )
+                if any(batches.values()) or not sought or time.monotonic() > deadline:
+                    break
+                # After a seek the fetch for the new position is often not back within one
+                # poll; "nothing there" holds only once a fetch's high watermark says so
+                # (recovery and --once must not mistake a slow answer for the log's end).
+                ends = [(consumer.highwater(tp), self._delivered[tp]) for tp in sought]
+                if all(end is not None and end <= wanted for end, wanted in ends):
+                    break
         except KafkaError as exc:
             raise LogError(f"reading input records failed: {exc!r}") from exc
         out: list[LogRecord] = []
@@ -391,7 +404,16 @@ class KafkaLog:
             ("evsched.error", error.encode("utf-8", "replace")[:_MAX_ERROR_HEADER]),
         ]
         what = f"dead-lettering {record.position}"
-        await self._send_all(what, self._deadletter, [(record.key, record.value)], None, headers)
+        try:
+            await self._send_all(what, self._deadletter, [(record.key, record.value)], None, headers)
+        except LogError as exc:
+            if not isinstance(exc.__cause__, (MessageSizeTooLargeError, RecordListTooLargeError)):
+                raise
+            # Too large for the producer or the broker: this would fail on every attempt, so
+            # park the origin without the bytes (they stay readable at their input offset).
+            dropped = f"value of {len(record.value)} bytes not copied: {exc.__cause__}"
+            headers.append(("evsched.value-dropped", dropped.encode()[:_MAX_ERROR_HEADER]))
+            await self._send_all(what, self._deadletter, [(record.key, b"")], None, headers)
 
     # ------------------------------------------------------------------ outputs
 

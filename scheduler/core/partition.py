@@ -166,6 +166,28 @@ class PartitionState:
         self._refresh(app)
         return alloc
 
+    def restore_allocations(self, app: App, allocations: list[Allocation], state: str) -> None:
+        """Re-attach an app's allocations and state read from a snapshot.
+
+        Nodes are not re-indexed here (``restore_done`` does each once): restoring a
+        snapshot must not cost one index move per allocation.
+        """
+        for alloc in allocations:
+            app.allocations[alloc.ask_id] = alloc
+            add_into(app.allocated, alloc.resources)
+            node = self.nodes[alloc.node_id]
+            add_into(node.allocated, alloc.resources)
+            node.allocations[(app.app_id, alloc.ask_id)] = alloc
+        app.share = None
+        app.queue.add_allocated(app.allocated)
+        self._set_state_quiet(app, state)
+        self._refresh(app)
+
+    def restore_done(self) -> None:
+        """Index every node once, after all allocations are restored."""
+        for node in self.nodes.values():
+            self._reindex(node)
+
     def release(self, app: App, alloc: Allocation) -> None:
         """An allocation ends (released by its owner)."""
         self._drop_allocation(app, alloc)

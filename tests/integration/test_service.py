@@ -161,3 +161,34 @@ def test_bad_records_are_each_rejected_once_and_the_rest_processed(tmp_path: Pat
     assert sorted(r["reason"] for r in rejected) == sorted(
         ["invalid", "invalid", "too-large", "unknown-type", "invalid", "invalid", "duplicate"])
     assert [d["ask_id"] for d in decisions(outs)] == ["k"]
+
+
+def test_restart_uses_a_matching_snapshot_and_discards_a_bad_one(tmp_path: Path) -> None:
+    log_dir = tmp_path / "log"
+    spec = WorkloadSpec(nodes=60, apps=10, asks=1500, leaves=4, seed=4)
+    submit(log_dir, workload(spec), tmp_path)
+    evsched("run", "--log", str(log_dir), "--once", "--batch", "20", "--snapshot-every", "25")
+    snaps = sorted((log_dir / "snapshots").glob("snapshot-*.json"))
+    assert len(snaps) == 2
+    before = outputs(log_dir)
+
+    restart = evsched("run", "--log", str(log_dir), "--once").stderr.decode()
+    newest_cycle = int(snaps[-1].stem.split("-")[1])
+    assert f"snapshot of cycle {newest_cycle}" in restart, restart
+    assert outputs(log_dir) == before  # nothing re-written
+
+    # Damage the newest snapshot: it is discarded and the older one is used instead.
+    body = orjson.loads(snaps[-1].read_bytes())
+    body["state_digest"] = "sha256:" + "0" * 64
+    snaps[-1].write_bytes(orjson.dumps(body))
+    restart = evsched("run", "--log", str(log_dir), "--once").stderr.decode()
+    assert "discarding snapshot" in restart
+    older_cycle = int(snaps[0].stem.split("-")[1])
+    assert f"snapshot of cycle {older_cycle}" in restart, restart
+
+    # No usable snapshot at all: recovery re-derives the whole log and still agrees.
+    for snap in snaps:
+        snap.write_bytes(b"{not json")
+    restart = evsched("run", "--log", str(log_dir), "--once").stderr.decode()
+    assert "recovered" in restart and "snapshot of cycle" not in restart
+    assert outputs(log_dir) == before

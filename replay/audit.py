@@ -1,0 +1,318 @@
+"""An independent audit of a decision log: invariants checked without the scheduler core's decision code.
+
+Feed it the output records in order (``feed``); it buffers each cycle until its
+``cycle.completed``, then folds that cycle's inputs (``inputs_from`` … ``inputs_through``,
+fetched through the ``InputSource`` callback, minus what the cycle's ``input.rejected``
+outputs say the scheduler refused) into ``replay.audit_state`` and checks every output:
+
+- ``cycle-sequence``: cycles run 1, 2, 3 … each opened by ``cycle.started`` and closed by
+  ``cycle.completed`` of the same number; ``inputs-contiguous``: each cycle's inputs start
+  where the previous cycle's ended; ``cycle-number``: outputs carry their cycle's number;
+  ``decision-count``: ``cycle.completed.decisions`` equals the decisions in the cycle;
+- ``decision-id-duplicate``: a repeated ``decision_id`` must repeat the same content (a
+  copy is then dropped); ``ask-not-pending``/``app-unknown``: every decision names an ask
+  that is pending in an existing app (``decision-mismatch``: with that ask's resources and
+  the app's queue); ``node-unknown``/``node-unschedulable``;
+- ``node-capacity``: allocated + occupied ≤ capacity on the decision's node, for each type it
+  allocates, at the time of the decision; ``queue-max``: each queue's allocated ≤ its max
+  for the types the max names (root: the cluster's capacity; a missing type counts as 0).
+
+A decision naming no pending ask is reported and not applied (nothing was really placed);
+any other violating decision is applied, as the scheduler did. A cycle re-run after a
+crash (the same ``cycle.started`` again before ``cycle.completed``) counts once.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from events.codec import decode_input, decode_output
+from events.log.port import LogRecord
+from events.models import (
+    AllocationDecided,
+    AllocationRevoked,
+    CycleCompleted,
+    CycleStarted,
+    InputEvent,
+    InputRejected,
+    OutputEvent,
+)
+from replay.audit_state import AuditState, queue_prefixes
+
+InputSource = Callable[[Mapping[str, int], Mapping[str, int]], Iterable[LogRecord]]
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken invariant."""
+
+    rule: str
+    cycle: int | None
+    message: str
+    decision_id: str | None = None
+
+    def as_event(self) -> dict[str, Any]:
+        """The output-event style record: ``{"type": "audit.violation", "data": {...}}``."""
+        data: dict[str, Any] = {"rule": self.rule, "cycle": self.cycle, "message": self.message}
+        if self.decision_id is not None:
+            data["decision_id"] = self.decision_id
+        return {"type": "audit.violation", "data": data}
+
+
+@dataclass
+class _Cycle:
+    started: CycleStarted
+    outputs: list[OutputEvent] = field(default_factory=list)
+
+
+class Auditor:
+    """Consumes output records and reports violations (see the module docstring)."""
+
+    def __init__(self, inputs: InputSource, channel_order: Sequence[str] = ("inputs",)) -> None:
+        self.inputs = inputs
+        self.channel_order = list(channel_order)
+        self.state = AuditState()
+        self.violations: list[Violation] = []
+        self.positions: dict[str, int] = {}
+        self.last_cycle = 0
+        self.open: _Cycle | None = None
+        self.decisions: dict[str, AllocationDecided] = {}
+        self.completed: dict[int, CycleCompleted] = {}
+        self.counts: Counter[str] = Counter()
+
+    def _flag(self, rule: str, cycle: int | None, message: str, decision_id: str | None = None) -> None:
+        self.violations.append(Violation(rule, cycle, message, decision_id))
+
+    # -- the output stream ------------------------------------------------------------
+
+    def feed(self, record: LogRecord) -> None:
+        """One output record, in log order."""
+        self.counts["outputs"] += 1
+        try:
+            event = decode_output(record.value)
+        except (ValueError, KeyError) as exc:
+            cycle = self.open.started.cycle if self.open else None
+            self._flag("unreadable-output", cycle, f"output {record.position} cannot be read: {exc}")
+            return
+        data = event.data
+        if isinstance(data, CycleStarted):
+            self._start(data)
+        elif self.open is None:
+            self._flag("cycle-sequence", None, f"output {event.id} ({event.type}) is outside any cycle")
+        elif isinstance(data, CycleCompleted):
+            open_cycle, self.open = self.open, None
+            self._close(open_cycle, data)
+        else:
+            self.open.outputs.append(event)
+
+    def _start(self, started: CycleStarted) -> None:
+        if self.open is not None:
+            prev = self.open.started
+            if prev.cycle == started.cycle:
+                if (prev.inputs_from, prev.inputs_through, prev.time) != (
+                    started.inputs_from, started.inputs_through, started.time
+                ):
+                    self._flag("cycle-sequence", started.cycle, f"cycle {started.cycle} was re-run with other inputs")
+                self.counts["reruns"] += 1  # a crashed cycle's re-run: its partial outputs are copies
+            else:
+                self._flag("cycle-sequence", prev.cycle, f"cycle {prev.cycle} started but never completed")
+                self._close(self.open, None)
+        self.open = _Cycle(started)
+
+    def _close(self, cycle: _Cycle, completed: CycleCompleted | None) -> None:
+        k = cycle.started.cycle
+        if completed is not None and completed.cycle != k:
+            self._flag("cycle-sequence", k, f"cycle {k} closed by cycle.completed of cycle {completed.cycle}")
+        if k <= self.last_cycle:
+            seen = self.completed.get(k)
+            if completed is None or seen is None or seen.state_digest != completed.state_digest:
+                self._flag("cycle-sequence", k, f"cycle {k} appears again after cycle {self.last_cycle}")
+            for event in cycle.outputs:
+                if isinstance(event.data, AllocationDecided):
+                    self._duplicate(event.data, k)
+            return
+        if k != self.last_cycle + 1:
+            missing = f"{self.last_cycle + 1}" if k == self.last_cycle + 2 else f"{self.last_cycle + 1}–{k - 1}"
+            self._flag("cycle-sequence", k, f"cycle {k} follows cycle {self.last_cycle}: cycle {missing} is missing")
+        self.last_cycle = k
+        self.counts["cycles"] += 1
+        if completed is not None:
+            self.completed[k] = completed
+        self._apply_inputs(cycle)
+        decided = 0
+        for event in cycle.outputs:
+            if not event.id.startswith(f"{k}-"):
+                self._flag("cycle-number", k, f"output {event.id} in cycle {k} has another cycle's id")
+            if isinstance(event.data, AllocationDecided):
+                decided += self._decision(event.data, k)
+            elif isinstance(event.data, AllocationRevoked):
+                d = event.data
+                part = next((p for p, a in self.state.apps if a == d.app_id), "default")
+                self.state.release((part, d.app_id, d.ask_id))
+        if completed is not None and completed.decisions != decided:
+            self._flag("decision-count", k, f"cycle {k} reports {completed.decisions} decisions but has {decided}")
+        if completed is not None and completed.inputs_through != cycle.started.inputs_through:
+            self._flag("inputs-contiguous", k, f"cycle {k}'s cycle.started and cycle.completed disagree on inputs")
+
+    # -- inputs -----------------------------------------------------------------------
+
+    def _apply_inputs(self, cycle: _Cycle) -> None:
+        started = cycle.started
+        k = started.cycle
+        if any(started.inputs_from.get(ch, 0) != self.positions.get(ch, 0) for ch in started.inputs_from):
+            self._flag(
+                "inputs-contiguous", k,
+                f"cycle {k} reads inputs from {dict(started.inputs_from)} but earlier cycles ended at {self.positions}",
+            )
+        # Read from where the audit stopped, so a gap is still folded in and an overlap not twice.
+        start = {ch: self.positions.get(ch, 0) for ch in started.inputs_through}
+        rejected = Counter(
+            e.data.input_id for e in cycle.outputs
+            if isinstance(e.data, InputRejected) and e.data.reason != "duplicate"
+        )
+        decoded: list[tuple[int, int, int, InputEvent]] = []
+        rank = {ch: i for i, ch in enumerate(self.channel_order)}
+        for rec in self.inputs(start, started.inputs_through):
+            event = decode_input(rec.value, append_time_us=rec.append_time_us, position=rec.position)
+            if isinstance(event, InputEvent):
+                decoded.append((event.time_us, rank.get(rec.channel, len(rank)), rec.offset, event))
+        for event in _merged(decoded):
+            self.counts["inputs"] += 1
+            if rejected[event.id] > 0:
+                rejected[event.id] -= 1
+                continue
+            self.state.apply(event)
+        for ch, end in started.inputs_through.items():
+            self.positions[ch] = max(self.positions.get(ch, 0), end)
+
+    # -- decisions --------------------------------------------------------------------
+
+    def _duplicate(self, d: AllocationDecided, k: int) -> bool:
+        """True when the id was seen; flags it when the content differs."""
+        seen = self.decisions.get(d.decision_id)
+        if seen is None:
+            return False
+        if seen != d:
+            self._flag(
+                "decision-id-duplicate", k,
+                f"decision {d.decision_id} repeated with other content ({_diff(seen, d)})", d.decision_id,
+            )
+        return True
+
+    def _decision(self, d: AllocationDecided, k: int) -> bool:
+        """Check one decision and fold it in; False for a repeated id (not counted again)."""
+        did = d.decision_id
+        if self._duplicate(d, k):
+            return False
+        self.decisions[did] = d
+        self.counts["decisions"] += 1
+        if d.cycle != k or not did.startswith(f"{d.partition}-{k}-"):
+            self._flag("cycle-number", k, f"decision {did} (cycle {d.cycle}) is written in cycle {k}", did)
+        st = self.state
+        key = (d.partition, d.app_id, d.ask_id)
+        queue = st.apps.get((d.partition, d.app_id))
+        if queue is None:
+            self._flag("app-unknown", k, f"decision {did} is for app {d.app_id}, which does not exist", did)
+            return True
+        pending = st.pending.get(key)
+        if pending is None:
+            alloc = st.allocs.get(key)
+            what = f"is already allocated by {alloc.decision_id}" if alloc else "was never added (or was removed)"
+            self._flag("ask-not-pending", k, f"decision {did} names ask {d.app_id}/{d.ask_id}, which {what}", did)
+            return True
+        if pending != {n: v for n, v in d.resources.items() if v}:
+            self._flag("decision-mismatch", k, f"decision {did} allocates {d.resources}, the ask asks {pending}", did)
+        if d.queue != queue:
+            self._flag("decision-mismatch", k, f"decision {did} names queue {d.queue}, the app is in {queue}", did)
+        node = st.nodes.get((d.partition, d.node_id))
+        if node is None:
+            self._flag("node-unknown", k, f"decision {did} uses node {d.node_id}, which does not exist", did)
+        elif not node.schedulable:
+            self._flag("node-unschedulable", k, f"decision {did} uses node {d.node_id}, which is unschedulable", did)
+        st.allocate(key, d.node_id, pending, queue, did)
+        if node is not None:
+            for name in sorted(pending):
+                used = node.allocated.get(name, 0) + node.occupied.get(name, 0)
+                if used > node.capacity.get(name, 0):
+                    self._flag(
+                        "node-capacity", k,
+                        f"decision {did} puts node {d.node_id} over capacity: {name} allocated + occupied "
+                        f"{used} > capacity {node.capacity.get(name, 0)}", did,
+                    )
+        for path in queue_prefixes(queue):
+            self._check_queue(d.partition, path, pending, k, did)
+        return True
+
+    def _check_queue(self, partition: str, path: str, request: Mapping[str, int], k: int, did: str) -> None:
+        limit = self.state.queue_max(partition, path)
+        if limit is None:
+            return
+        allocated = self.state.queue_allocated.get((partition, path), {})
+        is_root = "." not in path
+        for name in sorted(request):
+            if name not in limit and not is_root:
+                continue  # types a max does not name are unlimited (except at root)
+            cap = limit.get(name, 0)
+            if allocated.get(name, 0) > cap:
+                what = "the cluster's capacity" if is_root else "its max"
+                self._flag(
+                    "queue-max", k,
+                    f"decision {did} puts queue {path} over {what}: {name} allocated {allocated.get(name, 0)} > {cap}",
+                    did,
+                )
+
+    # -- results ----------------------------------------------------------------------
+
+    def summary(self) -> dict[str, Any]:
+        """Counts, violations by rule, and whether the log is clean."""
+        by_rule = Counter(v.rule for v in self.violations)
+        return {
+            "type": "audit.summary",
+            "data": {
+                "clean": not self.violations,
+                "cycles": self.counts["cycles"],
+                "decisions": self.counts["decisions"],
+                "inputs": self.counts["inputs"],
+                "outputs": self.counts["outputs"],
+                "reruns": self.counts["reruns"],
+                "violations": len(self.violations),
+                "by_rule": dict(sorted(by_rule.items())),
+                "open_cycle": self.open.started.cycle if self.open else None,
+            },
+        }
+
+
+def _merged(items: list[tuple[int, int, int, InputEvent]]) -> list[InputEvent]:
+    """CONTRACT §4 merge: by event time then channel order, each channel kept in offset order."""
+    channels: dict[int, list[tuple[int, int, int, InputEvent]]] = {}
+    for item in items:
+        channels.setdefault(item[1], []).append(item)
+    if len(channels) <= 1:
+        return [item[3] for item in sorted(items, key=lambda i: i[2])]
+    lists = {ch: sorted(v, key=lambda i: i[2]) for ch, v in channels.items()}
+    heap = [(v[0][0], ch, 0) for ch, v in lists.items()]
+    heapq.heapify(heap)
+    out = []
+    while heap:
+        _, ch, i = heapq.heappop(heap)
+        out.append(lists[ch][i][3])
+        if i + 1 < len(lists[ch]):
+            heapq.heappush(heap, (lists[ch][i + 1][0], ch, i + 1))
+    return out
+
+
+def _diff(a: AllocationDecided, b: AllocationDecided) -> str:
+    da, db = a.model_dump(), b.model_dump()
+    return ", ".join(f"{k}: {da[k]!r} vs {db[k]!r}" for k in sorted(da) if da[k] != db[k])
+
+
+def audit_records(outputs: Iterable[LogRecord], inputs: InputSource) -> Auditor:
+    """Audit a whole output log; the returned Auditor holds violations and the summary."""
+    auditor = Auditor(inputs)
+    for rec in outputs:
+        auditor.feed(rec)
+    return auditor

@@ -1,0 +1,200 @@
+"""The audit's own picture of the cluster, folded from inputs and decisions without the scheduler core.
+
+Nodes (capacity, occupied, schedulable, what decisions put on them), applications and
+their leaf queue, pending asks, live allocations, and per-queue allocated totals rolled
+up the queue path. Inputs the scheduler rejected (told by ``input.rejected`` in the same
+cycle) or could not apply (unknown app, node, queue) are skipped, as the scheduler does.
+Queue limits come from the configuration via ``scheduler.config.load_config`` (parsing,
+not decision code). Nothing here imports the scheduler core.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from events.models import (
+    AllocationReleased,
+    AppAdded,
+    AppRemoved,
+    AskAdded,
+    AskRemoved,
+    ConfigUpdated,
+    InputEvent,
+    NodeAdded,
+    NodeRemoved,
+    NodeUpdated,
+)
+from events.resources import Resources, add_into, normalized, sub_into
+from scheduler.config import ConfigError, QueueSpec, SchedulerConfig, default_config, load_config
+
+AskKey = tuple[str, str, str]  # partition, app, ask
+
+
+@dataclass
+class NodeView:
+    """A node as its events describe it, plus what decisions placed on it."""
+
+    capacity: Resources
+    occupied: Resources
+    schedulable: bool
+    allocated: Resources = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AllocView:
+    """A live allocation: where it is, how big, in which queue, by which decision."""
+
+    node_id: str
+    resources: Resources
+    queue: str
+    decision_id: str
+
+
+@dataclass
+class QueueLimits:
+    """One partition's configured queues: leaf paths and the max of each queue that sets one."""
+
+    leaves: set[str]
+    maxes: dict[str, Resources]
+
+
+def queue_prefixes(path: str) -> Iterator[str]:
+    """``root.a.b`` → ``root``, ``root.a``, ``root.a.b``."""
+    parts = path.split(".")
+    for i in range(1, len(parts) + 1):
+        yield ".".join(parts[:i])
+
+
+def _limits(config: SchedulerConfig) -> dict[str, QueueLimits]:
+    out = {}
+    for part in config.partitions:
+        limits = QueueLimits(set(), {})
+        stack: list[QueueSpec] = [part.root]
+        while stack:
+            q = stack.pop()
+            if q.is_leaf:
+                limits.leaves.add(q.path)
+            if q.max and q.path != part.root.path:
+                limits.maxes[q.path] = dict(q.max)
+            stack.extend(q.children)
+        out[part.name] = limits
+    return out
+
+
+class AuditState:
+    """The audit's fold of inputs and decisions (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.limits = _limits(default_config())
+        self.nodes: dict[tuple[str, str], NodeView] = {}
+        self.apps: dict[tuple[str, str], str] = {}  # (partition, app) → leaf queue path
+        self.pending: dict[AskKey, Resources] = {}
+        self.allocs: dict[AskKey, AllocView] = {}
+        self.queue_allocated: dict[tuple[str, str], Resources] = {}
+        self.seen: set[tuple[str, str]] = set()
+
+    # -- inputs -----------------------------------------------------------------------
+
+    def apply(self, event: InputEvent) -> None:
+        """Fold one input the scheduler did not reject (duplicates are dropped here)."""
+        key = (event.source, event.id)
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        d = event.data
+        if isinstance(d, AppAdded):
+            limits = self.limits.get(d.partition)
+            path = d.queue.lower()
+            if limits is not None and path in limits.leaves and (d.partition, d.app_id) not in self.apps:
+                self.apps[(d.partition, d.app_id)] = path
+        elif isinstance(d, AppRemoved):
+            self._remove_app(d.partition, d.app_id)
+        elif isinstance(d, AskAdded):
+            k = (d.partition, d.app_id, d.ask_id)
+            res = normalized(d.resources)
+            if (d.partition, d.app_id) in self.apps and k not in self.allocs and any(v > 0 for v in res.values()):
+                self.pending[k] = res
+        elif isinstance(d, AskRemoved):
+            self.pending.pop((d.partition, d.app_id, d.ask_id), None)
+        elif isinstance(d, AllocationReleased):
+            self.release((d.partition, d.app_id, d.ask_id))
+        elif isinstance(d, NodeAdded):
+            if (d.partition, d.node_id) not in self.nodes:
+                self.nodes[(d.partition, d.node_id)] = NodeView(
+                    normalized(d.capacity), normalized(d.occupied), d.schedulable
+                )
+        elif isinstance(d, NodeUpdated):
+            self._update_node(d)
+        elif isinstance(d, NodeRemoved):
+            self._remove_node(d.partition, d.node_id)
+        elif isinstance(d, ConfigUpdated):
+            with contextlib.suppress(ConfigError):  # an invalid config is rejected; the old one stays
+                self.limits = _limits(load_config(d.yaml))
+
+    def _update_node(self, d: NodeUpdated) -> None:
+        node = self.nodes.get((d.partition, d.node_id))
+        if node is None:
+            return
+        if d.capacity is not None:
+            node.capacity = normalized(d.capacity)
+        if d.occupied is not None:
+            node.occupied = normalized(d.occupied)
+        if d.schedulable is not None:
+            node.schedulable = d.schedulable
+
+    def _remove_app(self, partition: str, app_id: str) -> None:
+        if self.apps.pop((partition, app_id), None) is None:
+            return
+        for k in [k for k in self.pending if k[0] == partition and k[1] == app_id]:
+            del self.pending[k]
+        for k in [k for k in self.allocs if k[0] == partition and k[1] == app_id]:
+            self.release(k)
+
+    def _remove_node(self, partition: str, node_id: str) -> None:
+        if (partition, node_id) not in self.nodes:
+            return
+        for k in [k for k, a in self.allocs.items() if k[0] == partition and a.node_id == node_id]:
+            self.release(k)
+        del self.nodes[(partition, node_id)]
+
+    # -- allocations ------------------------------------------------------------------
+
+    def allocate(self, key: AskKey, node_id: str, resources: Resources, queue: str, decision_id: str) -> None:
+        """Record a decision: the ask stops pending, node and queues take its resources."""
+        self.pending.pop(key, None)
+        self.allocs[key] = AllocView(node_id, dict(resources), queue, decision_id)
+        node = self.nodes.get((key[0], node_id))
+        if node is not None:
+            add_into(node.allocated, resources)
+        for path in queue_prefixes(queue):
+            add_into(self.queue_allocated.setdefault((key[0], path), {}), resources)
+
+    def release(self, key: AskKey) -> None:
+        """An allocation ends (released, revoked, its app or node removed)."""
+        alloc = self.allocs.pop(key, None)
+        if alloc is None:
+            return
+        node = self.nodes.get((key[0], alloc.node_id))
+        if node is not None:
+            sub_into(node.allocated, alloc.resources)
+        for path in queue_prefixes(alloc.queue):
+            sub_into(self.queue_allocated.setdefault((key[0], path), {}), alloc.resources)
+
+    # -- facts the checks read --------------------------------------------------------
+
+    def cluster_capacity(self, partition: str) -> Resources:
+        """Sum of the partition's node capacities (root's max)."""
+        total: Resources = {}
+        for (p, _), node in self.nodes.items():
+            if p == partition:
+                add_into(total, node.capacity)
+        return total
+
+    def queue_max(self, partition: str, path: str) -> Mapping[str, int] | None:
+        """The configured max of a queue (None when unset; root: the cluster capacity)."""
+        if "." not in path:
+            return self.cluster_capacity(partition)
+        limits = self.limits.get(partition)
+        return limits.maxes.get(path) if limits is not None else None

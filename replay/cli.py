@@ -1,0 +1,249 @@
+"""``evsched replay …``: the command line of the replay tools (verify, state, diff, export, whatif).
+
+``add_replay_commands(subparsers)`` registers ``replay`` on the ``evsched`` parser; the
+``explain`` subcommand comes from ``replay.explain_cli.add_explain`` when that module is
+present. Exit codes: 0 success, 1 bad usage or an unreadable/missing log, 2 a replay
+divergence (or a log whose structure cannot be replayed). This module is the shell: the
+only place in ``replay`` that reads the clock (for the progress line) or touches files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import IO, Any, NoReturn
+
+from events.codec import dumps
+from events.log.port import LogError
+from replay.export import ExportError, ExportStats, export_lines
+from replay.reader import DEFAULT_LOG_DIR, LogSource, LogUnavailable, open_file_log
+from replay.state_at import StateError, diff_states, format_diff, state_at, states_at
+from replay.verify import VerifyReport, verify
+from replay.whatif import WhatIfError, whatif
+
+PROG = "evsched replay"
+PROGRESS_EVERY_S = 0.25
+
+
+class _ReplayParser(argparse.ArgumentParser):
+    """Usage errors exit 1 (CONTRACT §6), not argparse's 2, which means a divergence here."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(1, f"{self.prog}: error: {message}\n")
+
+
+def _fail(message: str, code: int = 1) -> int:
+    print(f"{PROG}: {message}", file=sys.stderr)
+    return code
+
+
+def _add_log_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--log", metavar="DIR", default=DEFAULT_LOG_DIR, help="embedded log directory (default: %(default)s)"
+    )
+
+
+@contextmanager
+def open_source(args: argparse.Namespace) -> Iterator[LogSource]:
+    """The log the arguments name (the one place to add other readers, e.g. Kafka)."""
+    with open_file_log(args.log) as source:
+        yield source
+
+
+class _Progress:
+    """A one-line progress indicator on stderr, redrawn at most every ``PROGRESS_EVERY_S``."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+        self.started = time.monotonic()
+        self._last = 0.0
+
+    def _line(self, report: VerifyReport) -> str:
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        return (f"verify: cycle {report.cycles}, {report.inputs} inputs, {report.outputs} outputs,"
+                f" {elapsed:.1f} s, {report.inputs / elapsed:,.0f} inputs/s")
+
+    def __call__(self, report: VerifyReport) -> None:
+        now = time.monotonic()
+        if now - self._last >= PROGRESS_EVERY_S:
+            self._last = now
+            self.stream.write("\r" + self._line(report))
+            self.stream.flush()
+
+    def finish(self, report: VerifyReport) -> None:
+        self.stream.write("\r" + self._line(report) + "\n")
+        self.stream.flush()
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    """``replay verify``: exit 0 when everything re-derives, 2 at the first divergence."""
+    show = args.progress or sys.stderr.isatty()
+    progress = _Progress(sys.stderr) if show else None
+    with open_source(args) as source:
+        report = verify(source, progress=progress)
+    if progress is not None:
+        progress.finish(report)
+    if args.json:
+        body = {
+            "ok": report.ok, "cycles": report.cycles, "inputs": report.inputs, "outputs": report.outputs,
+            "incomplete_cycle": report.incomplete_cycle, "rerun_cycles": report.rerun_cycles,
+            "unconsumed_inputs": report.unconsumed_inputs,
+            "divergence": None if report.divergence is None else report.divergence.to_dict(),
+        }
+        print(dumps(body).decode())
+    else:
+        print("\n".join(report.summary_lines()))
+    return 0 if report.ok else 2
+
+
+def cmd_state(args: argparse.Namespace) -> int:
+    """``replay state --cycle N``: the state form after cycle N, one canonical JSON line."""
+    with open_source(args) as source:
+        found = state_at(source, args.cycle)
+    sys.stdout.write(dumps(found.form).decode() + "\n")
+    if not found.digest_matches:
+        return _fail(f"divergence: the re-derived state digest after cycle {found.cycle} ({found.derived_digest})"
+                     f" differs from the recorded one ({found.recorded_digest}); run `{PROG} verify`", 2)
+    return 0
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    """``replay diff --cycle N --cycle M``: what changed in the state between two cycles."""
+    if not args.cycle or len(args.cycle) != 2:
+        return _fail("diff needs exactly two --cycle options")
+    first, second = args.cycle
+    with open_source(args) as source:
+        found = states_at(source, [first, second])
+    diff = diff_states(found[first].form, found[second].form)
+    if args.json:
+        print(dumps({"from_cycle": first, "to_cycle": second, **diff}).decode())
+    else:
+        print("\n".join(format_diff(diff, first, second)))
+    bad = [s for s in (found[first], found[second]) if not s.digest_matches]
+    if bad:
+        return _fail(f"divergence: the re-derived state digest after cycle {bad[0].cycle} differs from the"
+                     f" recorded one; run `{PROG} verify`", 2)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """``replay export``: a simulate file that reproduces the run, on stdout or ``--output``."""
+    stats = ExportStats()
+    with open_source(args) as source:
+        lines = list(export_lines(source, stats, args.through_cycle))
+    body = b"".join(line + b"\n" for line in lines)
+    if args.output in (None, "-"):
+        sys.stdout.buffer.write(body)
+        sys.stdout.flush()
+    else:
+        try:
+            with open(args.output, "wb") as fh:
+                fh.write(body)
+        except OSError as exc:
+            return _fail(f"cannot write {args.output}: {exc.strerror}")
+    notes = [f"exported {stats.cycles} cycles, {stats.inputs} inputs"]
+    if stats.stand_ins:
+        shown = ", ".join(stats.stand_ins[:10]) + (" …" if len(stats.stand_ins) > 10 else "")
+        notes.append(f"{len(stats.stand_ins)} unreadable records written as stand-in lines: {shown}")
+    if stats.incomplete_cycle is not None:
+        notes.append(f"incomplete last cycle {stats.incomplete_cycle} left out (the service will re-run it)")
+    print(f"{PROG} export: " + "; ".join(notes), file=sys.stderr)
+    return 0
+
+
+def cmd_whatif(args: argparse.Namespace) -> int:
+    """``replay whatif --config NEW.yaml``: how decisions change under another queue config."""
+    from scheduler.config import ConfigError, load_config
+
+    try:
+        with open(args.config, "rb") as fh:
+            text = fh.read()
+    except OSError as exc:
+        return _fail(f"cannot read config {args.config}: {exc.strerror}")
+    try:
+        config = load_config(text)
+    except ConfigError as exc:
+        return _fail(f"config {args.config} is invalid:\n" + "\n".join(f"  - {r}" for r in exc.reasons))
+    with open_source(args) as source:
+        report = whatif(source, config, from_cycle=args.from_cycle)
+    print(dumps(report.to_dict()).decode() if args.json else "\n".join(report.lines()))
+    return 0
+
+
+def _guarded(handler: Any) -> Any:
+    def run(args: argparse.Namespace) -> int:
+        try:
+            code: int = handler(args)
+        except LogUnavailable as exc:
+            return _fail(f"no readable log: {exc}")
+        except LogError as exc:
+            return _fail(f"cannot read the log: {exc}")
+        except (StateError, ExportError, WhatIfError) as exc:
+            return _fail(str(exc), 2 if exc.structural else 1)
+        return code
+
+    return run
+
+
+def _no_subcommand(args: argparse.Namespace) -> int:
+    return _fail("choose a subcommand: verify, state, diff, export, whatif (or explain); see --help")
+
+
+def add_replay_commands(sub: Any) -> None:
+    """Register ``replay`` and its subcommands on the ``evsched`` subparsers object."""
+    replay = sub.add_parser("replay", help="re-derive, verify, inspect and export the decision log")
+    replay.set_defaults(handler=_no_subcommand)
+    rsub = replay.add_subparsers(dest="replay_command", metavar="SUBCOMMAND", parser_class=_ReplayParser)
+
+    p = rsub.add_parser("verify", help="re-derive every cycle and compare every output and state digest")
+    _add_log_option(p)
+    p.add_argument("--progress", action="store_true", help="progress on stderr even when it is not a terminal")
+    p.add_argument("--json", action="store_true", help="the result as one JSON object")
+    p.set_defaults(handler=_guarded(cmd_verify))
+
+    p = rsub.add_parser("state", help="the state after cycle N (one canonical JSON line)")
+    p.add_argument("--cycle", type=int, required=True, metavar="N", help="0 is the state before the first cycle")
+    _add_log_option(p)
+    p.set_defaults(handler=_guarded(cmd_state))
+
+    p = rsub.add_parser("diff", help="what changed in the state between two cycles")
+    p.add_argument("--cycle", type=int, action="append", metavar="N", help="give twice: --cycle N --cycle M")
+    p.add_argument("--json", action="store_true", help="the diff as one JSON object")
+    _add_log_option(p)
+    p.set_defaults(handler=_guarded(cmd_diff))
+
+    p = rsub.add_parser("export", help="a simulate file that reproduces the run")
+    _add_log_option(p)
+    p.add_argument("--through-cycle", type=int, metavar="N", help="stop after cycle N (default: every complete cycle)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    p.set_defaults(handler=_guarded(cmd_export))
+
+    p = rsub.add_parser("whatif", help="re-run the log under another queue configuration")
+    p.add_argument("--config", required=True, metavar="NEW.yaml", help="the queue configuration to try")
+    p.add_argument("--from-cycle", type=int, default=1, metavar="N", help="apply it from cycle N (default: 1)")
+    p.add_argument("--json", action="store_true", help="the report as one JSON object")
+    _add_log_option(p)
+    p.set_defaults(handler=_guarded(cmd_whatif))
+
+    try:
+        from replay.explain_cli import add_explain
+    except ImportError:
+        return
+    add_explain(rsub)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``evsched replay …`` on its own (tests, and tools that want only replay)."""
+    parser = argparse.ArgumentParser(prog="evsched")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    add_replay_commands(sub)
+    args = parser.parse_args(argv)
+    if not hasattr(args, "handler"):
+        parser.print_usage(sys.stderr)
+        return 1
+    code: int = args.handler(args)
+    return code

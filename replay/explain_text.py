@@ -1,0 +1,125 @@
+"""Plain-text rendering of decision and pending-ask explanations (``replay explain`` without --json)."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+from replay.explain import Explanation
+from replay.explain_format import fmt_res, fmt_share
+from replay.explain_pending import PendingExplanation
+
+WIDTH = 100
+
+
+def _wrap(text: str, indent: str = "  ") -> list[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent) or [indent]
+
+
+def _outcome(entry: dict[str, Any]) -> str:
+    if entry["outcome"] == "chosen":
+        return "CHOSEN"
+    why = entry.get("why_not")
+    if why:
+        return f"{entry['outcome']}: {why['message']} [{why['rule']}]"
+    return str(entry["outcome"])
+
+
+def _queues(level: dict[str, Any]) -> list[str]:
+    state = "on" if level["priority_sorting"] else "off (application.sort.priority: disabled)"
+    lines = [f"  under {level['parent']} — priority sorting {state}; order: {level['order_rule']}"]
+    for e in level["candidates"]:
+        lines.append(
+            f"    {e['position']}. {e['queue']}  priority {e['priority_formula']}  fair share "
+            f"{fmt_share(e['fair_share'])}  pending {fmt_res(e['pending'])}  — {_outcome(e)}"
+        )
+    if level["not_shown"]:
+        lines.append(f"    … {level['not_shown']} more not shown")
+    if level["deciding_factor"]:
+        lines.append(f"    deciding factor: {level['deciding_factor']}")
+    return lines
+
+
+def _leaf(leaf: dict[str, Any]) -> list[str]:
+    sorting = "on" if leaf["priority_sorting"] else "off"
+    lines = [
+        f"Apps in {leaf['queue']} ({leaf['rule']}): policy {leaf['sort_policy']}, priority sorting {sorting}; "
+        f"key: {', '.join(leaf['sort_key'])}"
+    ]
+    if leaf["stateaware_allowed"] is not None:
+        lines.append(f"  stateaware lets through: {', '.join(leaf['stateaware_allowed']) or 'nobody'}")
+    for a in leaf["apps"]:
+        lines.append(
+            f"    {a['position']}. {a['app_id']}  {a['state']}  priority {a['priority']}  submitted {a['submitted']}"
+            f"  — {_outcome(a)}"
+        )
+    if leaf["not_shown"]:
+        lines.append(f"    … {leaf['not_shown']} more not shown")
+    if leaf["deciding_factor"]:
+        lines.append(f"    deciding factor: {leaf['deciding_factor']}")
+    return lines
+
+
+def _asks(asks: dict[str, Any]) -> list[str]:
+    lines = [f"Asks of app {asks['app_id']} ({asks['rule']}): {asks['order_rule']}"]
+    for k in asks["asks"]:
+        req = f"  required node {k['required_node']}" if k["required_node"] else ""
+        lines.append(
+            f"    {k['position']}. {k['ask_id']}  priority {k['priority']}  created {k['created']}  "
+            f"{fmt_res(k['resources'])}{req}  — {_outcome(k)}"
+        )
+    return lines
+
+
+def _nodes(nodes: dict[str, Any]) -> list[str]:
+    lines = [
+        f"Nodes ({nodes['rule']}): policy {nodes['policy']}, weights {nodes['weights']}; {nodes['order_rule']}",
+        f"  {nodes['schedulable']} schedulable; {nodes['unschedulable_count']} unschedulable (not in the order)"
+        + (f": {', '.join(nodes['unschedulable'])}" if nodes["unschedulable"] else ""),
+    ]
+    for n in nodes["nodes"]:
+        rank = n["rank"] if n["rank"] is not None else "required"
+        lines.append(
+            f"    {rank}. {n['node_id']}  score {n['usage_score']:.4g}  available {fmt_res(n['available'])}"
+            f"  — {_outcome(n)}"
+        )
+    if nodes["passed_over_not_shown"]:
+        reasons = ", ".join(f"{r} ×{c}" for r, c in nodes["passed_over_reasons"].items())
+        at = next((i for i, line in enumerate(lines) if "— CHOSEN" in line), len(lines))
+        lines.insert(at, f"    … {nodes['passed_over_not_shown']} more passed over ({reasons})")
+    return lines
+
+
+def render_explanation(e: Explanation) -> str:
+    """The explanation as text: headline, summary, then queues, apps, asks and nodes."""
+    chosen = e.chosen or {}
+    check = "verified against the scheduler core and the log" if e.verified else "NOT VERIFIED"
+    lines = [
+        f"Decision {e.decision_id} (partition {e.partition}, cycle {e.cycle}, step {e.step}, time {e.time}): "
+        f"ask {chosen.get('ask_id')} of app {chosen.get('app_id')} → node {chosen.get('node_id')} [{check}]",
+    ]
+    lines += [f"WARNING: {p}" for p in e.problems]
+    lines += ["", "Summary:", *_wrap(e.summary), "", f"Queues ({e.queue_walk[0]['rule'] if e.queue_walk else ''}):"]
+    for level in e.queue_walk:
+        lines += _queues(level)
+    for section, render in ((e.leaf, _leaf), (e.asks, _asks), (e.nodes, _nodes)):
+        if section is not None:
+            lines += ["", *render(section)]
+    if e.notes:
+        lines += ["", "Notes:", *(f"  {n}" for n in e.notes)]
+    return "\n".join(lines) + "\n"
+
+
+def render_pending(p: PendingExplanation) -> str:
+    """A pending-ask explanation as text."""
+    lines = [f"Ask {p.ask_id} of app {p.app_id}: {p.status} (after cycle {p.after_cycle})", "", *_wrap(p.summary)]
+    if p.reasons:
+        lines += ["", "Held back by:"]
+        lines += [f"  - {r['message']} [{r['rule']}]" for r in p.reasons]
+    for q in p.queue_path:
+        ahead = f" (ahead: {', '.join(q['ahead'])})" if q["ahead"] else ""
+        lines.append(
+            f"  queue {q['queue']}: {q['position']} of {q['of']} under {q['parent']}, "
+            f"priority {q['priority_formula']}{ahead}"
+        )
+    return "\n".join(lines) + "\n"

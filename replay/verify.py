@@ -1,0 +1,270 @@
+"""Verify: re-derive every recorded cycle and compare every output byte for byte.
+
+Each re-derived output is encoded canonically (``events.codec.encode_output``) and
+compared with the recorded record's bytes, ``cycle.started`` and ``cycle.completed``
+(with its ``state_digest``) included. The first difference stops the walk and is
+returned as a ``Divergence`` with its coordinates. A trailing cycle that has a
+``cycle.started`` but no ``cycle.completed`` is not a divergence: the service re-runs it
+on restart (its records so far must still match). An interrupted attempt followed by a
+re-run of the same cycle must be a prefix of the re-run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from events.codec import encode_output
+from events.log.port import LogRecord
+from events.models import AllocationDecided, CycleCompleted
+from replay.cycles import LogStructureError
+from replay.reader import LogSource
+from replay.rederive import Rederiver, StartPoint, Step, inputs_range
+
+MAX_FIELD_DIFFS = 8
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """The first place where the log and its re-derivation disagree.
+
+    ``index`` is the position in the cycle's batch: 0 is ``cycle.started``, ``i`` is the
+    engine's output ``i - 1`` (envelope id ``<cycle>-<i-1>``).
+    """
+
+    reason: str
+    cycle: int | None = None
+    index: int | None = None
+    output_offset: int | None = None
+    recorded: bytes | None = None
+    derived: bytes | None = None
+    inputs: str = ""
+    details: tuple[str, ...] = ()
+
+    @property
+    def output_id(self) -> str | None:
+        """The envelope id the output at these coordinates has (or should have)."""
+        if self.cycle is None or self.index is None:
+            return None
+        return f"{self.cycle}-start" if self.index == 0 else f"{self.cycle}-{self.index - 1}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form (recorded/derived as parsed JSON when they parse, else text)."""
+        return {
+            "reason": self.reason,
+            "cycle": self.cycle,
+            "output_id": self.output_id,
+            "output_offset": self.output_offset,
+            "inputs": self.inputs,
+            "recorded": _as_json(self.recorded),
+            "rederived": _as_json(self.derived),
+            "details": list(self.details),
+        }
+
+    def lines(self) -> list[str]:
+        """The divergence in words, for people."""
+        where = [f"cycle {self.cycle}" if self.cycle is not None else "the log"]
+        if self.output_id is not None:
+            where.append(f"output {self.output_id}")
+        if self.output_offset is not None:
+            where.append(f"output log offset {self.output_offset}")
+        out = [f"DIVERGENCE at {', '.join(where)}: {self.reason}"]
+        if self.inputs:
+            out.append(f"  inputs of the cycle: {self.inputs}")
+        if self.recorded is not None or self.derived is not None:
+            out.append(f"  recorded:   {_text(self.recorded)}")
+            out.append(f"  re-derived: {_text(self.derived)}")
+        out.extend(f"  {line}" for line in self.details)
+        return out
+
+
+def _as_json(raw: bytes | None) -> Any:
+    if raw is None:
+        return None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return raw.decode("utf-8", "replace")
+
+
+def _text(raw: bytes | None) -> str:
+    return "(nothing)" if raw is None else raw.decode("utf-8", "replace")
+
+
+def field_diffs(recorded: Any, derived: Any, path: str = "") -> list[str]:
+    """``path: recorded vs re-derived`` for every leaf that differs (dicts walked, the rest whole)."""
+    if isinstance(recorded, dict) and isinstance(derived, dict):
+        out: list[str] = []
+        for key in sorted(set(recorded) | set(derived), key=str):
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in recorded:
+                out.append(f"{sub}: missing in the recorded output, re-derived {_short(derived[key])}")
+            elif key not in derived:
+                out.append(f"{sub}: recorded {_short(recorded[key])}, missing in the re-derived output")
+            else:
+                out.extend(field_diffs(recorded[key], derived[key], sub))
+        return out
+    if recorded == derived:
+        return []
+    return [f"{path or 'record'}: recorded {_short(recorded)}, re-derived {_short(derived)}"]
+
+
+def _short(value: Any) -> str:
+    text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+@dataclass
+class VerifyReport:
+    """What a verify run found."""
+
+    cycles: int = 0
+    inputs: int = 0
+    outputs: int = 0
+    divergence: Divergence | None = None
+    incomplete_cycle: int | None = None
+    rerun_cycles: list[int] = field(default_factory=list)
+    unconsumed_inputs: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing diverged."""
+        return self.divergence is None
+
+    def summary_lines(self) -> list[str]:
+        """The outcome in words (the divergence itself comes from ``Divergence.lines``)."""
+        if self.divergence is not None:
+            return [*self.divergence.lines(), f"({self.cycles} cycles before it verified)"]
+        out = [f"ok: {self.cycles} cycles verified ({self.inputs} inputs, {self.outputs} outputs)"]
+        if self.cycles == 0 and self.incomplete_cycle is None:
+            out = ["ok: no cycles recorded"]
+        if self.rerun_cycles:
+            out.append(f"cycles re-run after an interruption (identical): {_numbers(self.rerun_cycles)}")
+        if self.incomplete_cycle is not None:
+            out.append(f"incomplete last cycle {self.incomplete_cycle} (the service will re-run it)")
+        if self.unconsumed_inputs:
+            out.append(f"{self.unconsumed_inputs} inputs after the last cycle, not yet consumed")
+        return out
+
+
+def _numbers(values: list[int]) -> str:
+    shown = ", ".join(str(v) for v in values[:20])
+    return shown + (f" (+{len(values) - 20} more)" if len(values) > 20 else "")
+
+
+def _context(step: Step, index: int, recorded: bytes | None, derived: bytes | None) -> tuple[str, ...]:
+    """Field differences, the state digests, and for decisions the state around them."""
+    rec_obj, der_obj = _as_json(recorded), _as_json(derived)
+    lines = []
+    if recorded is not None and derived is not None:
+        diffs = field_diffs(rec_obj, der_obj)
+        lines += ["differs in: " + diffs[0], *("            " + d for d in diffs[1:MAX_FIELD_DIFFS])]
+    completed = step.recorded.completed_data
+    final = step.derived[-1].data
+    der_digest = final.state_digest if isinstance(final, CycleCompleted) else None
+    rec_digest = completed.get("state_digest") if completed is not None else None
+    verdict = "equal" if rec_digest == der_digest else "DIFFERENT"
+    lines.append(f"state digest after cycle {step.number}: recorded {rec_digest}, re-derived {der_digest} ({verdict})")
+    if step.number > 1:
+        lines.append(f"state before cycle {step.number} matched the recorded digest of cycle {step.number - 1}")
+    decision = [
+        obj["data"] for obj in (rec_obj, der_obj)
+        if isinstance(obj, dict) and obj.get("type") == "allocation.decided" and isinstance(obj.get("data"), dict)
+    ]
+    if decision:
+        before = sum(1 for o in step.derived[1:index] if isinstance(o.data, AllocationDecided))
+        lines.append(f"decision step {before + 1} of the cycle; the re-derived state after the cycle:")
+        form = step.engine.state_form()
+        seen: set[tuple[str, str]] = set()
+        for data in decision:
+            keys = (("apps", data.get("app_id")), ("queues", data.get("queue")), ("nodes", data.get("node_id")))
+            for kind, key in keys:
+                if not isinstance(key, str) or (kind, key) in seen:
+                    continue
+                seen.add((kind, key))
+                section = form.get(kind)
+                entry = section.get(key) if isinstance(section, dict) else None
+                lines.append(f"  {kind[:-1]} {key}: {_short(entry) if entry is not None else '(absent)'}")
+    return tuple(lines)
+
+
+def _divergence(step: Step, index: int, recs: list[LogRecord], derived: list[bytes], reason: str) -> Divergence:
+    rec = recs[index] if index < len(recs) else None
+    der = derived[index] if index < len(derived) else None
+    offset = rec.offset if rec is not None else (recs[-1].offset + 1 if recs else None)
+    started = step.recorded.started
+    return Divergence(
+        reason=reason, cycle=step.number, index=index, output_offset=offset,
+        recorded=rec.value if rec is not None else None, derived=der,
+        inputs=inputs_range(started.inputs_from, started.inputs_through),
+        details=_context(step, index, rec.value if rec is not None else None, der),
+    )
+
+
+def _first_mismatch(recs: list[LogRecord], derived: list[bytes]) -> int | None:
+    for i, rec in enumerate(recs):
+        if i >= len(derived) or rec.value != derived[i]:
+            return i
+    return None
+
+
+def compare_step(step: Step) -> Divergence | None:
+    """The first disagreement inside one cycle (an incomplete cycle's missing tail is fine)."""
+    derived = [encode_output(o) for o in step.derived]
+    for attempt in step.recorded.attempts:
+        i = _first_mismatch(attempt, derived)
+        if i is not None:
+            reason = "an interrupted earlier run of this cycle wrote a different output"
+            return _divergence(step, i, attempt, derived, reason)
+    recs = step.recorded.records
+    i = _first_mismatch(recs, derived)
+    if i is not None:
+        reason = "output differs" if i < len(derived) else "the log holds an output the re-derivation does not produce"
+        return _divergence(step, i, recs, derived, reason)
+    if step.recorded.complete and len(recs) < len(derived):
+        return _divergence(step, len(recs), recs, derived, "the re-derivation produces an output the log does not hold")
+    return None
+
+
+def verify(
+    source: LogSource,
+    *,
+    start: StartPoint | None = None,
+    progress: Callable[[VerifyReport], None] | None = None,
+) -> VerifyReport:
+    """Re-derive and compare every cycle of ``source``; stops at the first divergence."""
+    report = VerifyReport()
+    rederiver = Rederiver(source, start=start)
+    incomplete: tuple[Step, list[bytes]] | None = None
+    try:
+        for step in rederiver.steps():
+            if incomplete is not None:
+                prev, derived = incomplete
+                report.divergence = _divergence(
+                    prev, len(prev.recorded.records), prev.recorded.records, derived,
+                    "cycle.completed missing: the next recorded cycle starts before this one completed",
+                )
+                return report
+            report.inputs, report.outputs = rederiver.inputs_consumed, rederiver.outputs_read
+            divergence = compare_step(step)
+            if divergence is not None:
+                report.divergence = divergence
+                return report
+            if step.recorded.attempts:
+                report.rerun_cycles.append(step.number)
+            if step.recorded.complete:
+                report.cycles += 1
+            else:
+                incomplete = (step, [encode_output(o) for o in step.derived])
+            if progress is not None:
+                progress(report)
+    except LogStructureError as exc:
+        report.divergence = Divergence(reason=exc.message, cycle=exc.cycle, output_offset=exc.output_offset)
+        return report
+    if incomplete is not None:
+        report.incomplete_cycle = incomplete[0].number
+    report.unconsumed_inputs = rederiver.cursor.remaining()
+    return report

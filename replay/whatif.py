@@ -1,0 +1,212 @@
+"""What-if: re-run the log under another queue configuration and report how decisions change.
+
+The recorded inputs and cycle boundaries (times, input ranges) stay as they are. From
+cycle 1 (the default) the new config replaces the initial one: the engine starts with
+it. From a later cycle N, cycles before N run as recorded and the new config is applied
+at the start of cycle N like a ``config.updated`` input (it must be acceptable then: no
+queue holding apps may disappear). Either way every ``config.updated`` input from cycle
+N on is ignored, and the report says how many were.
+
+"Before" is the recorded run, "after" the re-run. Decisions are matched by
+``(partition, app_id, ask_id, occurrence)``; one differs when the other run did not make
+it, or made it in another cycle, on another node or in another queue.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from events.log.port import LogRecord
+from events.models import AllocationDecided, ConfigUpdated, CycleCompleted, InputEvent, InputRejected
+from replay.cycles import LogStructureError, parse_record
+from replay.reader import LogSource
+from replay.rederive import Rederiver
+from scheduler.config import SchedulerConfig
+from scheduler.core.engine import Engine
+
+WHATIF_SOURCE = "evsched-replay-whatif"
+
+
+class WhatIfError(Exception):
+    """The what-if run cannot be done (bad --from-cycle, a config the state refuses, a damaged log)."""
+
+    def __init__(self, message: str, *, structural: bool = False) -> None:
+        super().__init__(message)
+        self.structural = structural  # the log itself cannot be replayed (exit 2), not a bad request (exit 1)
+
+
+def _key_fields(d: dict[str, Any]) -> tuple[Any, ...]:
+    return (d.get("cycle"), d.get("partition"), d.get("app_id"), d.get("ask_id"), d.get("node_id"), d.get("queue"))
+
+
+def _matched(decisions: list[dict[str, Any]]) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+    seen: Counter[tuple[Any, ...]] = Counter()
+    out = {}
+    for d in decisions:
+        ask = (d.get("partition"), d.get("app_id"), d.get("ask_id"))
+        out[(*ask, seen[ask])] = (d.get("cycle"), d.get("node_id"), d.get("queue"))
+        seen[ask] += 1
+    return out
+
+
+@dataclass
+class WhatIfReport:
+    """Recorded ("before") and re-run ("after") decisions from ``from_cycle`` on."""
+
+    from_cycle: int
+    cycles: int = 0
+    last_cycle: int = 0
+    ignored_config_updates: int = 0
+    before: list[dict[str, Any]] = field(default_factory=list)
+    after: list[dict[str, Any]] = field(default_factory=list)
+    rejections_before: int = 0
+    rejections_after: int = 0
+    incomplete_cycle: int | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def per_queue(self) -> dict[str, tuple[int, int]]:
+        """Allocation counts per queue: ``{queue: (before, after)}``."""
+        b = Counter(str(d.get("queue")) for d in self.before)
+        a = Counter(str(d.get("queue")) for d in self.after)
+        return {q: (b[q], a[q]) for q in sorted(set(b) | set(a))}
+
+    def differing(self) -> int:
+        """How many decisions one run made and the other did not make the same way."""
+        b, a = _matched(self.before), _matched(self.after)
+        return sum(1 for k in set(b) | set(a) if b.get(k) != a.get(k))
+
+    def first_difference(self) -> tuple[int, dict[str, Any] | None, dict[str, Any] | None] | None:
+        """``(index, before, after)`` of the first position where the decision sequences differ."""
+        for i in range(max(len(self.before), len(self.after))):
+            b = self.before[i] if i < len(self.before) else None
+            a = self.after[i] if i < len(self.after) else None
+            if b is None or a is None or _key_fields(b) != _key_fields(a):
+                return i, b, a
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary."""
+        first = self.first_difference()
+        return {
+            "from_cycle": self.from_cycle,
+            "cycles": self.cycles,
+            "last_cycle": self.last_cycle,
+            "ignored_config_updates": self.ignored_config_updates,
+            "decisions": {"before": len(self.before), "after": len(self.after), "differing": self.differing()},
+            "rejections": {"before": self.rejections_before, "after": self.rejections_after},
+            "per_queue": {q: {"before": b, "after": a} for q, (b, a) in self.per_queue().items()},
+            "first_difference": None if first is None else {"index": first[0], "before": first[1], "after": first[2]},
+            "incomplete_cycle": self.incomplete_cycle,
+            "warnings": self.warnings,
+        }
+
+    def lines(self) -> list[str]:
+        """The report in words."""
+        out = [f"what-if over cycles {self.from_cycle}..{self.last_cycle} ({self.cycles} cycles, recorded boundaries)"]
+        place = "the initial config" if self.from_cycle == 1 else f"the config in force at cycle {self.from_cycle}"
+        out.append(f"the new config replaces {place}; config.updated events from cycle {self.from_cycle} on are"
+                   f" ignored ({self.ignored_config_updates} in the log)")
+        out.extend(f"warning: {w}" for w in self.warnings)
+        out.append(f"decisions: {len(self.before)} before, {len(self.after)} after, {self.differing()} differ")
+        out.append(f"input rejections: {self.rejections_before} before, {self.rejections_after} after")
+        rows = self.per_queue()
+        width = max([len("queue"), *(len(q) for q in rows)])
+        out.append(f"  {'queue'.ljust(width)}  {'before':>8}  {'after':>8}  {'change':>8}")
+        for q, (b, a) in rows.items():
+            out.append(f"  {q.ljust(width)}  {b:>8}  {a:>8}  {a - b:>+8}")
+        first = self.first_difference()
+        if first is None:
+            out.append("no decision differs")
+        else:
+            index, was, now = first
+            out.append(f"first differing decision (#{index + 1} from cycle {self.from_cycle}):")
+            out.append(f"  before: {_describe(was)}")
+            out.append(f"  after:  {_describe(now)}")
+        if self.incomplete_cycle is not None:
+            out.append(f"incomplete last cycle {self.incomplete_cycle} left out (the service will re-run it)")
+        return out
+
+
+def _describe(d: dict[str, Any] | None) -> str:
+    if d is None:
+        return "(no such decision)"
+    return orjson.dumps(d, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def _is_config_update(rec: LogRecord) -> bool:
+    if b"config.updated" not in rec.value:
+        return False
+    obj = parse_record(rec)
+    return obj is not None and obj.get("type") == "config.updated"
+
+
+def _recorded(records: list[LogRecord]) -> Iterator[dict[str, Any]]:
+    for rec in records:
+        if b"allocation.decided" in rec.value or b"input.rejected" in rec.value:
+            obj = parse_record(rec)
+            if obj is not None and isinstance(obj.get("data"), dict):
+                yield obj
+
+
+def whatif(source: LogSource, config: SchedulerConfig, *, from_cycle: int = 1) -> WhatIfReport:
+    """Re-run ``source`` with ``config`` from ``from_cycle`` on (see the module docstring)."""
+    if from_cycle < 1:
+        raise WhatIfError(f"--from-cycle must be at least 1, got {from_cycle}")
+    report = WhatIfReport(from_cycle)
+
+    def keep(cycle: int, rec: LogRecord) -> bool:
+        if cycle >= from_cycle and _is_config_update(rec):
+            report.ignored_config_updates += 1
+            return False
+        return True
+
+    def switch(engine: Engine, cycle: int, now_us: int) -> None:
+        if cycle != from_cycle or from_cycle == 1:
+            return
+        event = InputEvent.model_construct(
+            id=f"whatif-config-{cycle}", source=WHATIF_SOURCE, type="config.updated", time_us=now_us,
+            data=ConfigUpdated(yaml=config.yaml),
+        )
+        engine.apply(event)
+        result = engine.pending_outputs[-1] if engine.pending_outputs else None
+        if isinstance(result, InputRejected):
+            raise WhatIfError(f"the new config cannot be applied at cycle {cycle}: {result.message}")
+
+    def factory(src: str) -> Engine:
+        return Engine(config if from_cycle == 1 else None, source=src)
+
+    rederiver = Rederiver(source, engine_factory=factory, keep=keep, before_cycle=switch)
+    try:
+        for step in rederiver.steps():
+            if not step.recorded.complete:
+                report.incomplete_cycle = step.number
+                break
+            if step.number < from_cycle:
+                final = step.derived[-1].data
+                recorded = (step.recorded.completed_data or {}).get("state_digest")
+                if isinstance(final, CycleCompleted) and final.state_digest != recorded and not report.warnings:
+                    report.warnings.append(f"cycle {step.number} does not re-derive to its recorded state digest;"
+                                           " run `evsched replay verify`")
+                continue
+            report.cycles += 1
+            report.last_cycle = step.number
+            for obj in _recorded(step.recorded.records[1:]):
+                if obj.get("type") == "allocation.decided":
+                    report.before.append(obj["data"])
+                elif obj.get("type") == "input.rejected":
+                    report.rejections_before += 1
+            for out in step.derived:
+                if isinstance(out.data, AllocationDecided):
+                    report.after.append(out.data.model_dump())
+                elif isinstance(out.data, InputRejected):
+                    report.rejections_after += 1
+    except LogStructureError as exc:
+        raise WhatIfError(f"cannot re-derive the log: {exc.message}", structural=True) from None
+    if report.cycles == 0:
+        raise WhatIfError(f"cycle {from_cycle} is not in the log (no complete cycle from there on)")
+    return report

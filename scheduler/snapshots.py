@@ -1,0 +1,115 @@
+"""Snapshot files: save the engine every N cycles, and find a trustworthy one on restart.
+
+A snapshot file holds the engine (``scheduler.core.snapshot``), the input positions and
+output offset it corresponds to, the snapshot schema version and a digest of the code
+that made it. On restart the newest snapshot is used only when its version and code
+digest match and its state digest equals the one recorded in the log's
+``cycle.completed`` for that cycle; anything else is discarded (with a log line) and
+recovery falls back to an older snapshot or to the whole log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from scheduler.core import snapshot
+from scheduler.core.engine import Engine
+
+LOG = logging.getLogger("evsched.snapshots")
+_CODE_DIRS = ("events", "projections", "scheduler/core", "scheduler/config")
+_CODE_FILES = ("scheduler/cycle_runner.py",)
+
+
+def code_digest() -> str:
+    """sha256 over the source that determines decisions: a snapshot from other code is stale."""
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    paths = [p for d in _CODE_DIRS for p in sorted((root / d).rglob("*.py"))] + [root / f for f in _CODE_FILES]
+    for path in paths:
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+@dataclass
+class Restored:
+    """An engine restored from a snapshot, and where in the log it stands."""
+
+    engine: Engine
+    positions: dict[str, int]
+    output_offset: int
+    cycle: int
+    path: Path
+
+
+class SnapshotStore:
+    """Snapshot files in one directory, newest kept, written atomically."""
+
+    def __init__(self, directory: str | Path, *, keep: int = 2) -> None:
+        self.directory = Path(directory)
+        self.keep = keep
+        self._code = code_digest()
+
+    def save(self, engine: Engine, positions: dict[str, int], output_offset: int) -> Path:
+        """Write a snapshot of the engine after its last cycle (tmp file, fsync, rename)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        body = {
+            "schema": snapshot.SNAPSHOT_VERSION,
+            "code_digest": self._code,
+            "cycle": engine.cycle_number,
+            "state_digest": engine.digest(),
+            "positions": positions,
+            "output_offset": output_offset,
+            "engine": snapshot.dump(engine),
+        }
+        path = self.directory / f"snapshot-{engine.cycle_number:012d}.json"
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(orjson.dumps(body))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        for old in sorted(self.directory.glob("snapshot-*.json"))[: -self.keep]:
+            old.unlink(missing_ok=True)
+        return path
+
+    def candidates(self) -> list[Path]:
+        """Snapshot files, newest first."""
+        if not self.directory.is_dir():
+            return []
+        return sorted(self.directory.glob("snapshot-*.json"), reverse=True)
+
+    def read(self, path: Path) -> dict[str, Any] | None:
+        """A snapshot file's contents if it is readable and made by this code, else None."""
+        try:
+            body: dict[str, Any] = orjson.loads(path.read_bytes())
+        except (OSError, orjson.JSONDecodeError) as exc:
+            LOG.warning("discarding snapshot %s: unreadable (%s)", path.name, exc)
+            return None
+        if body.get("schema") != snapshot.SNAPSHOT_VERSION or body.get("code_digest") != self._code:
+            LOG.warning("discarding snapshot %s: made by another version of the code", path.name)
+            return None
+        return body
+
+    def restore(self, path: Path, body: dict[str, Any], recorded_digest: str | None) -> Restored | None:
+        """Restore a snapshot whose cycle the log records with ``recorded_digest``, else None."""
+        cycle = body["cycle"]
+        if recorded_digest != body["state_digest"]:
+            LOG.warning("discarding snapshot %s: cycle %d is not in the log with that state", path.name, cycle)
+            return None
+        try:
+            engine = snapshot.load(body["engine"])
+        except (KeyError, TypeError, ValueError) as exc:
+            LOG.warning("discarding snapshot %s: %s", path.name, exc)
+            return None
+        if engine.digest() != body["state_digest"]:
+            LOG.warning("discarding snapshot %s: restored state does not match its digest", path.name)
+            return None
+        return Restored(engine, body["positions"], body["output_offset"], cycle, path)

@@ -1,0 +1,254 @@
+"""``evsched audit``: clean driven logs pass; violations planted in tampered copies are found."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from events.log.file import FileLog
+from replay.audit import Auditor
+from replay.audit_cli import add_audit, file_inputs
+from tests.explain_logdrive import LogDriver, app, ask, copy_log, node
+
+REPO = Path(__file__).resolve().parents[2]
+
+CONFIG = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: capped
+            resources: {max: {vcore: 2}}
+          - name: open
+          - name: private
+            submitacl: ' '
+"""
+
+Batches = list[list[dict[str, Any]]]
+
+
+def busy_log(directory: Path) -> None:
+    """Three cycles with releases, removals, rejections, a duplicate input and a config change."""
+    with LogDriver(directory, CONFIG) as drv:
+        drv.submit(node("n1", 2000, 2000), node("n2"), app("x", "root.open"), app("c", "root.capped"),
+                   app("denied", "root.private"), ask("ghost-app", "g1"),
+                   ask("x", "x1"), ask("x", "x2"), ask("x", "x3"), ask("c", "c1", vcore=1500), ask("c", "c2"))
+        drv.cycle()
+        drv.submit({"type": "allocation.released", "data": {"app_id": "x", "ask_id": "x1"}},
+                   {"type": "node.removed", "data": {"node_id": "n2"}},
+                   {"type": "ask.removed", "data": {"app_id": "c", "ask_id": "c2"}},
+                   node("n3", 8000, 8000), ask("x", "x4", vcore=3000))
+        drv.log.append_inputs_sync([(None, orjson.dumps(
+            {"id": "in-1", "source": "test", "type": "node.added", "data": {"node_id": "dup", "capacity": {}}}
+        ))])  # a duplicate (source, id): the scheduler drops it, so must the audit
+        drv.cycle()
+        drv.submit({"type": "config.updated", "data": {"yaml": CONFIG.replace("vcore: 2", "vcore: 3")}},
+                   ask("c", "c3", vcore=1000), {"type": "app.removed", "data": {"app_id": "x"}}, ask("c", "c4"))
+        drv.cycle()
+
+
+def audit(directory: Path) -> Auditor:
+    with FileLog(directory, readonly=True) as log:
+        auditor = Auditor(file_inputs(log))
+        for rec in log.iter_outputs():
+            auditor.feed(rec)
+    return auditor
+
+
+def rules(auditor: Auditor) -> list[str]:
+    return [v.rule for v in auditor.violations]
+
+
+def tampered(tmp_path: Path, edit: Callable[[Batches], None]) -> Auditor:
+    busy_log(tmp_path / "orig")
+    copy_log(tmp_path / "orig", tmp_path / "copy", edit)
+    return audit(tmp_path / "copy")
+
+
+def decisions(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [o for o in batch if o["type"] == "allocation.decided"]
+
+
+def test_clean_log_passes(tmp_path: Path) -> None:
+    busy_log(tmp_path / "log")
+    auditor = audit(tmp_path / "log")
+    assert auditor.violations == []
+    s = auditor.summary()["data"]
+    assert s["clean"] and s["cycles"] == 3 and s["decisions"] >= 6 and s["open_cycle"] is None
+
+
+def test_rerun_cycle_after_a_crash_is_clean(tmp_path: Path) -> None:
+    def rerun(batches: Batches) -> None:
+        batches.insert(1, [dict(o) for o in batches[1][:3]])  # cycle 2 cut short, then re-run in full
+
+    auditor = tampered(tmp_path, rerun)
+    assert auditor.violations == [] and auditor.summary()["data"]["reruns"] == 1
+
+
+def test_decision_for_an_ask_never_added(tmp_path: Path) -> None:
+    def ghost(batches: Batches) -> None:
+        decisions(batches[0])[0]["data"]["ask_id"] = "never-added"
+
+    auditor = tampered(tmp_path, ghost)
+    assert rules(auditor) == ["ask-not-pending"]
+    v = auditor.violations[0]
+    assert v.cycle == 1 and v.decision_id == "default-1-1" and "was never added" in v.message
+    assert v.as_event()["type"] == "audit.violation"
+
+
+def test_node_over_capacity(tmp_path: Path) -> None:
+    def crowd(batches: Batches) -> None:
+        for d in decisions(batches[0]):
+            d["data"]["node_id"] = "n1"  # n1 holds 2 vcore; cycle 1 places more than that
+
+    auditor = tampered(tmp_path, crowd)
+    assert "node-capacity" in rules(auditor) and set(rules(auditor)) == {"node-capacity"}
+    assert "puts node n1 over capacity: vcore allocated + occupied" in auditor.violations[0].message
+    assert "> capacity 2000" in auditor.violations[0].message
+
+
+def test_queue_over_max(tmp_path: Path) -> None:
+    def overfill(batches: Batches) -> None:
+        batch = batches[0]
+        extra = dict(decisions(batch)[-1])
+        n = len(decisions(batch)) + 1
+        extra["id"] = "1-planted"
+        extra["data"] = {**extra["data"], "decision_id": f"default-1-{n}", "app_id": "c", "ask_id": "c2",
+                         "queue": "root.capped", "node_id": "n2", "resources": {"memory": 1000, "vcore": 1000}}
+        batch.insert(len(batch) - 1, extra)
+        batch[-1]["data"]["decisions"] += 1
+
+    auditor = tampered(tmp_path, overfill)
+    assert rules(auditor) == ["queue-max"]
+    assert "queue root.capped over its max: vcore allocated 2500 > 2000" in auditor.violations[0].message
+
+
+def test_duplicate_decision_id_with_other_content(tmp_path: Path) -> None:
+    def duplicate(batches: Batches) -> None:
+        batch = batches[0]
+        first = decisions(batch)[0]
+        copy = {**first, "id": "1-copy", "data": {**first["data"], "node_id": "n2"}}
+        same = {**first, "id": "1-same"}
+        batch.insert(batch.index(first) + 1, copy)
+        batch.insert(batch.index(first) + 1, same)  # an identical copy is dropped silently
+
+    auditor = tampered(tmp_path, duplicate)
+    assert rules(auditor) == ["decision-id-duplicate"]
+    assert "node_id: 'n1' vs 'n2'" in auditor.violations[0].message or "node_id" in auditor.violations[0].message
+
+
+def drop_cycle_two(batches: Batches) -> None:
+    del batches[1]
+
+
+def test_missing_cycle(tmp_path: Path) -> None:
+    auditor = tampered(tmp_path, drop_cycle_two)
+    assert rules(auditor) == ["cycle-sequence", "inputs-contiguous"]
+    assert "cycle 3 follows cycle 1: cycle 2 is missing" in auditor.violations[0].message
+
+
+def test_unterminated_and_mislabelled_cycles(tmp_path: Path) -> None:
+    def cut(batches: Batches) -> None:
+        batches[0].pop()  # cycle 1 never completes
+        decisions(batches[1])[0]["data"]["cycle"] = 7
+
+    auditor = tampered(tmp_path, cut)
+    assert rules(auditor) == ["cycle-sequence", "cycle-number"]
+    assert "cycle 1 started but never completed" in auditor.violations[0].message
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    parser = argparse.ArgumentParser(prog="evsched")
+    add_audit(parser.add_subparsers())
+    args = parser.parse_args(argv)
+    code: int = args.handler(args)
+    return code, capsys.readouterr().out
+
+
+def test_cli_batch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    busy_log(tmp_path / "clean")
+    code, out = run_cli(["audit", "--log", str(tmp_path / "clean")], capsys)
+    assert code == 0 and "clean" in out
+    copy_log(tmp_path / "clean", tmp_path / "bad", drop_cycle_two)
+    code, out = run_cli(["audit", "--log", str(tmp_path / "bad"), "--json"], capsys)
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert code == 1 and lines[0]["type"] == "audit.violation" and lines[0]["data"]["rule"] == "cycle-sequence"
+    assert lines[-1]["type"] == "audit.summary" and lines[-1]["data"]["clean"] is False
+    code, out = run_cli(["audit", "--log", str(tmp_path / "missing")], capsys)
+    assert code == 1
+
+
+def _cycle_two(position: dict[str, int]) -> list[bytes]:
+    """Output records of a cycle 2 that allocates an ask nobody added."""
+    at = "1970-01-01T00:00:01Z"
+    records = [
+        {"type": "cycle.started", "id": "2-start",
+         "data": {"cycle": 2, "time": at, "inputs_from": position, "inputs_through": position}},
+        {"type": "allocation.decided", "id": "2-0",
+         "data": {"decision_id": "default-2-1", "cycle": 2, "ask_id": "nope", "app_id": "x", "partition": "default",
+                  "queue": "root.open", "node_id": "n1", "resources": {"vcore": 1}, "priority": 0}},
+        {"type": "cycle.completed", "id": "2-1",
+         "data": {"cycle": 2, "time": at, "inputs_through": position, "decisions": 1, "state_digest": "x"}},
+    ]
+    return [orjson.dumps({"specversion": "1.0", "source": "evsched", "time": at, **r}) for r in records]
+
+
+def test_cli_follow_reports_new_violations_until_sigint(tmp_path: Path) -> None:
+    directory = tmp_path / "live"
+    script = (
+        "import argparse, sys\nfrom replay.audit_cli import add_audit\n"
+        "p = argparse.ArgumentParser(); add_audit(p.add_subparsers())\n"
+        "a = p.parse_args(sys.argv[1:]); sys.exit(a.handler(a))\n"
+    )
+    argv = [sys.executable, "-c", script, "audit", "--log", str(directory), "--follow", "--json"]
+    lines: queue.Queue[str] = queue.Queue()
+    with LogDriver(directory, CONFIG) as drv:
+        drv.submit(node("n1"), app("x", "root.open"), ask("x", "x1"))
+        drv.cycle()
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                              env=env) as proc:
+            assert proc.stdout is not None and proc.stderr is not None
+            stdout = proc.stdout
+            def read() -> None:
+                for line in stdout:
+                    lines.put(line)
+
+            reader = threading.Thread(target=read, daemon=True)
+            reader.start()
+            try:
+                time.sleep(1.5)  # let it audit the clean first cycle and start polling
+                drv.log.append_outputs_sync(_cycle_two({"inputs": drv.position}))
+                violation = json.loads(lines.get(timeout=20))
+                assert violation["data"]["rule"] == "ask-not-pending" and violation["data"]["cycle"] == 2
+            finally:
+                proc.send_signal(signal.SIGINT)
+                code = proc.wait(timeout=20)
+                reader.join(timeout=5)
+                err = proc.stderr.read()
+    summary = json.loads(lines.get(timeout=5))
+    assert code == 1 and summary["type"] == "audit.summary" and summary["data"]["cycles"] == 2, err
+
+
+def test_audit_does_not_import_the_scheduler_core() -> None:
+    code = (
+        "import sys, replay.audit_cli\n"
+        "bad = [m for m in sys.modules if m.startswith(('scheduler.core', 'scheduler.cycle_runner', 'projections'))]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})

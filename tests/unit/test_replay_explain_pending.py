@@ -1,0 +1,145 @@
+"""``replay explain --ask``: why an ask is still pending (queue max, no node, stateaware,
+maxapplications, required node, missing resource type) and the CLI around it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from events.log.file import FileLog
+from replay.explain_cli import add_explain
+from replay.explain_log import explain_ask_from_log
+from replay.explain_pending import PendingExplanation
+from tests.explain_logdrive import LogDriver, app, ask, node
+
+CONFIG = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: capped
+            resources: {max: {vcore: 2}}
+          - name: gated
+            properties: {application.sort.policy: stateaware}
+          - name: limited
+            maxapplications: 1
+          - name: open
+"""
+
+
+def pending(tmp_path: Path, *events: dict[str, Any], target: tuple[str, str]) -> PendingExplanation:
+    directory = tmp_path / "log"
+    with LogDriver(directory, CONFIG) as drv:
+        drv.submit(*events)
+        drv.cycle()
+    with FileLog(directory, readonly=True) as log:
+        return explain_ask_from_log(log, *target)
+
+
+def messages(p: PendingExplanation) -> list[str]:
+    return [r["message"] for r in p.reasons]
+
+
+def test_pending_because_of_queue_max(tmp_path: Path) -> None:
+    p = pending(tmp_path, node("n1"), app("x", "root.capped"), ask("x", "k1", vcore=1500), ask("x", "k2", vcore=1000),
+                target=("x", "k2"))
+    assert p.status == "pending" and not p.allocatable_now
+    assert messages(p) == ["queue root.capped max vcore 2000: 1500 allocated + 1000 asked exceeds it"]
+    assert p.reasons[0]["rule"] == "SEMANTICS Limits/resources.max"
+    assert "is still pending after cycle 1 because queue root.capped max vcore 2000" in p.summary
+
+
+def test_pending_because_no_node_fits(tmp_path: Path) -> None:
+    p = pending(tmp_path, node("n1"), node("n2", vcore=6000, memory=2000), app("x", "root.open"),
+                ask("x", "big", vcore=5000, memory=3000), target=("x", "big"))
+    # 9000 memory and 10000 vcore in the cluster, so root's max holds it; no one node does.
+    assert messages(p) == [
+        "each type is available somewhere (most on one node: memory 4000, vcore 6000) "
+        "but no single schedulable node has all"
+    ]
+    p = pending(tmp_path / "2", node("n1"), node("n2"), app("x", "root.open"), ask("x", "big", vcore=5000),
+                target=("x", "big"))
+    assert messages(p) == ["no schedulable node has 5000 vcore available (the most on any node is 4000)"]
+    assert p.reasons[0]["rule"].startswith("SEMANTICS Sorting/Nodes")
+
+
+def test_pending_because_of_stateaware(tmp_path: Path) -> None:
+    p = pending(tmp_path, node("n1"), app("first", "root.gated"), app("second", "root.gated"),
+                ask("first", "f1"), ask("second", "s1"), target=("second", "s1"))
+    assert len(p.reasons) == 1 and p.reasons[0]["rule"] == "SEMANTICS Sorting/Apps in a leaf (stateaware)"
+    assert "app first is Starting, which holds back app second (Accepted)" in p.reasons[0]["message"]
+    assert p.app_position is not None and p.app_position["sort_policy"] == "stateaware"
+
+
+def test_pending_because_of_max_applications(tmp_path: Path) -> None:
+    p = pending(tmp_path, node("n1"), app("one", "root.limited"), app("two", "root.limited"),
+                ask("one", "o1"), ask("two", "t1"), target=("two", "t1"))
+    assert messages(p) == ["app two is Accepted and queue root.limited already runs 1 of its maxapplications 1"]
+
+
+def test_required_node_and_missing_resource_type(tmp_path: Path) -> None:
+    p = pending(tmp_path, node("n1"), node("n2", schedulable=False), app("x", "root.open"),
+                ask("x", "pin", required_node="n2"), ask("x", "ghost", required_node="nope"), target=("x", "pin"))
+    assert messages(p) == ["required node n2 is unschedulable"]
+    with FileLog(tmp_path / "log", readonly=True) as log:
+        assert messages(explain_ask_from_log(log, "x", "ghost")) == ["required node nope does not exist"]
+    gpu = ask("x", "gpu")
+    gpu["data"]["resources"]["gpu"] = 1
+    p = pending(tmp_path / "2", node("n1"), app("x", "root.open"), gpu, target=("x", "gpu"))
+    assert "the cluster has no resource type 'gpu'" in messages(p)[0]
+    assert "no node has resource type 'gpu' at all" in messages(p)[1]
+
+
+def test_unschedulable_node_that_would_fit_is_named(tmp_path: Path) -> None:
+    p = pending(tmp_path, node("n1"), node("n2", vcore=8000, memory=8000, schedulable=False), app("x", "root.open"),
+                ask("x", "big", vcore=6000), target=("x", "big"))
+    assert messages(p) == [
+        "no schedulable node has 6000 vcore available (the most on any node is 4000)"
+        " (unschedulable node(s) n2 would fit)"
+    ]
+
+
+def test_allocated_unknown_and_not_yet_consumed(tmp_path: Path) -> None:
+    directory = tmp_path / "log"
+    with LogDriver(directory, CONFIG) as drv:
+        drv.submit(node("n1"), app("x", "root.open"), ask("x", "k1"))
+        drv.cycle()
+        drv.submit(ask("x", "late"))  # no cycle runs after it
+    with FileLog(directory, readonly=True) as log:
+        done = explain_ask_from_log(log, "x", "k1")
+        assert (done.status, done.decision_id) == ("allocated", "default-1-1")
+        late = explain_ask_from_log(log, "x", "late")
+        assert late.status == "unknown-ask" and "after the last cycle's inputs" in late.summary
+        assert explain_ask_from_log(log, "nobody", "k").status == "unknown-app"
+
+
+def test_cli_ask(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    directory = tmp_path / "log"
+    with LogDriver(directory, CONFIG) as drv:
+        drv.submit(node("n1"), app("x", "root.capped"), ask("x", "k1", vcore=1500), ask("x", "k2", vcore=1000))
+        drv.cycle()
+    parser = argparse.ArgumentParser(prog="evsched replay")
+    add_explain(parser.add_subparsers())
+
+    def cli(*argv: str) -> tuple[int, str, str]:
+        args = parser.parse_args(["explain", *argv, "--log", str(directory)])
+        code: int = args.handler(args)
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    code, out, _ = cli("--ask", "x/k2")
+    assert code == 0 and "Held back by:" in out and "root.capped max vcore 2000" in out
+    code, out, _ = cli("--ask", "x/k2", "--json")
+    assert code == 0 and json.loads(out)["reasons"][0]["rule"] == "SEMANTICS Limits/resources.max"
+    code, _, err = cli("--ask", "x/zzz")
+    assert code == 1 and "unknown ask x/zzz" in err
+    code, _, err = cli("--ask", "nonsense")
+    assert code == 1 and "APP/ASK" in err
+    code, _, err = cli("default-1-1", "--ask", "x/k2")
+    assert code == 1 and "either" in err

@@ -20,6 +20,7 @@ def _queue_desc(entry: dict[str, Any], priority_sorting: bool) -> str:
 
 
 def _skipped(entries: list[dict[str, Any]], noun: str) -> str:
+    """`` (x, y sorted earlier but could not allocate: <first reason>)``, or nothing."""
     skipped = [e for e in entries if e["outcome"] in ("skipped", "passed over")]
     if not skipped:
         return ""
@@ -29,25 +30,38 @@ def _skipped(entries: list[dict[str, Any]], noun: str) -> str:
     return f" ({names} sorted earlier but could not allocate: {why})"
 
 
+def _first(kind: str, where: str, entries: list[dict[str, Any]]) -> str:
+    """``was first in X`` — or, when earlier candidates failed, the first that could allocate."""
+    if any(e["outcome"] == "skipped" for e in entries):
+        return f"was the first {kind} {where} that could allocate"
+    return f"was first {where}"
+
+
 def queue_clause(level: dict[str, Any]) -> str:
     """``queue root.a (priority 8 = offset 5 + 3) was first under root, ahead of root.b: …``."""
     entries = level["candidates"]
     chosen = next(e for e in entries if e["outcome"] == "chosen")
     sorting = level["priority_sorting"]
-    text = f"queue {chosen['queue']} ({_queue_desc(chosen, sorting)}) was first under {level['parent']}"
+    where = f"under {level['parent']}"
+    text = f"queue {chosen['queue']} ({_queue_desc(chosen, sorting)}) {_first('queue', where, entries)}"
+    text += _skipped(entries, "queue")
     later = [e for e in entries if e["position"] == chosen["position"] + 1]
     if later:
         text += f", ahead of {later[0]['queue']} ({_queue_desc(later[0], sorting)}): {level['deciding_factor']}"
-    elif level["deciding_factor"]:
+    elif chosen["position"] == 1 and level["deciding_factor"]:
         text += f" ({level['deciding_factor']})"
-    return text + _skipped(entries, "queue")
+    return text
 
 
 def leaf_clause(leaf: dict[str, Any], app_id: str) -> str:
     """``app a was first in root.a (fifo order, priority sorting on): …``."""
     order = f"{leaf['sort_policy']} order, priority sorting {'on' if leaf['priority_sorting'] else 'off'}"
-    text = f"app {app_id} was first in {leaf['queue']} ({order}): {leaf['deciding_factor']}"
-    return text + _skipped(leaf["apps"], "app_id")
+    text = f"app {app_id} {_first('app', 'in ' + leaf['queue'], leaf['apps'])} ({order})"
+    text += _skipped(leaf["apps"], "app_id")
+    factor = leaf["deciding_factor"]
+    if factor and not factor.startswith("every app"):  # that one is what the skipped clause says
+        text += f": {factor}"
+    return text
 
 
 def ask_clause(asks: dict[str, Any], ask_id: str) -> str:

@@ -98,7 +98,8 @@ class Service:
         if rec.cycles or rec.from_snapshot:
             origin = f"snapshot of cycle {rec.from_snapshot} + " if rec.from_snapshot else ""
             LOG.info(
-                origin + "recovered %d cycles from the log (last cycle %d, state %s); resuming at %s with %d inputs waiting",
+                origin + "recovered %d cycles from the log (last cycle %d, state %s); "
+                "resuming at %s with %d inputs waiting",
                 rec.cycles, self.engine.cycle_number, self.engine.digest()[:19], self.positions, lag,
             )
         else:

@@ -149,25 +149,31 @@ def test_missing_and_extra_outputs_are_caught(driven: Path, tmp_path: Path) -> N
     target = decision_indexes(driven, 4)[0]
     dropped = run_verify(tampered(driven, tmp_path / "a", outputs=lambda v: v[:target] + v[target + 1 :])).divergence
     assert dropped is not None and (dropped.cycle, dropped.output_offset) == (4, target)
-    doubled = run_verify(tampered(driven, tmp_path / "b", outputs=lambda v: v[:target] + v[target - 1 :])).divergence
-    assert doubled is not None and (doubled.cycle, doubled.output_offset) == (4, target)
+    doubled = run_verify(tampered(driven, tmp_path / "b", outputs=lambda v: v[: target + 1] + v[target:])).divergence
+    assert doubled is not None and (doubled.cycle, doubled.output_offset) == (4, target + 1)
 
 
 def test_trailing_partial_cycle_is_not_a_divergence(driven: Path, tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    path = tampered(driven, tmp_path / "t", outputs=lambda v: v[:-3])
+    cut = decision_indexes(driven, 5)[3]  # cycle 5 torn after a few decisions, cycle 6 never started
+    path = tampered(driven, tmp_path / "t", outputs=lambda v: v[:cut])
     report = run_verify(path)
-    assert report.ok and report.incomplete_cycle == 6 and report.cycles == 5
+    assert report.ok and report.incomplete_cycle == 5 and report.cycles == 4
     assert main(["replay", "verify", "--log", str(path)]) == 0
-    assert "incomplete last cycle 6 (the service will re-run it)" in capsys.readouterr().out
+    assert "incomplete last cycle 5 (the service will re-run it)" in capsys.readouterr().out
+    bad = tampered(driven, tmp_path / "b", outputs=lambda v: v[: cut - 1] + [v[cut]])  # torn, but tampered
+    assert run_verify(bad).divergence is not None
 
 
 def test_interrupted_attempt_then_rerun_verifies(driven: Path, tmp_path: Path) -> None:
     outputs = outputs_of(driven)
-    start = max(i for i, o in enumerate(outputs) if o["type"] == "cycle.started")
+    start = next(i for i, o in enumerate(outputs) if o["type"] == "cycle.started" and o["data"]["cycle"] == 5)
     path = tampered(driven, tmp_path / "t", outputs=lambda v: v[:start] + v[start : start + 3] + v[start:])
     report = run_verify(path)
-    assert report.ok and report.rerun_cycles == [6] and report.cycles == 6
+    assert report.ok and report.rerun_cycles == [5] and report.cycles == 6
+    bad = tampered(driven, tmp_path / "b", outputs=lambda v: v[:start] + [v[start], v[start + 2]] + v[start:])
+    div = run_verify(bad).divergence
+    assert div is not None and div.cycle == 5 and "interrupted earlier run" in div.reason
 
 
 def test_cycle_without_completion_before_the_next_is_a_divergence(driven: Path, tmp_path: Path) -> None:
@@ -201,7 +207,7 @@ def test_missing_log_and_usage(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert main(["replay", "verify", "--log", str(tmp_path / "nope")]) == 1
     assert "no readable log" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
-        main(["replay", "verify", "--bogus"])
+        main(["replay", "state", "--cycle", "x"])
     assert exc.value.code == 1
     assert main(["replay"]) == 1
 

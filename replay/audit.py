@@ -151,7 +151,7 @@ class Auditor:
                 decided += self._decision(event.data, k)
             elif isinstance(event.data, AllocationRevoked):
                 d = event.data
-                part = next((p for p, a in self.state.apps if a == d.app_id), "default")
+                part = self.state.app_partition.get(d.app_id, "default")
                 self.state.release((part, d.app_id, d.ask_id))
         if completed is not None and completed.decisions != decided:
             self._flag("decision-count", k, f"cycle {k} reports {completed.decisions} decisions but has {decided}")

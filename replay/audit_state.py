@@ -94,6 +94,11 @@ class AuditState:
         self.allocs: dict[AskKey, AllocView] = {}
         self.queue_allocated: dict[tuple[str, str], Resources] = {}
         self.seen: set[tuple[str, str]] = set()
+        # Indexes so removals and root checks stay O(affected), not O(cluster).
+        self.app_asks: dict[tuple[str, str], set[str]] = {}  # pending or allocated ask ids per app
+        self.node_allocs: dict[tuple[str, str], set[AskKey]] = {}
+        self.capacity: dict[str, Resources] = {}  # per partition: sum of node capacities
+        self.app_partition: dict[str, str] = {}  # app id → partition (allocation.revoked names none)
 
     # -- inputs -----------------------------------------------------------------------
 
@@ -109,6 +114,7 @@ class AuditState:
             path = d.queue.lower()
             if limits is not None and path in limits.leaves and (d.partition, d.app_id) not in self.apps:
                 self.apps[(d.partition, d.app_id)] = path
+                self.app_partition[d.app_id] = d.partition
         elif isinstance(d, AppRemoved):
             self._remove_app(d.partition, d.app_id)
         elif isinstance(d, AskAdded):
@@ -116,15 +122,21 @@ class AuditState:
             res = normalized(d.resources)
             if (d.partition, d.app_id) in self.apps and k not in self.allocs and any(v > 0 for v in res.values()):
                 self.pending[k] = res
+                self.app_asks.setdefault((d.partition, d.app_id), set()).add(d.ask_id)
         elif isinstance(d, AskRemoved):
-            self.pending.pop((d.partition, d.app_id, d.ask_id), None)
+            if self.pending.pop((d.partition, d.app_id, d.ask_id), None) is not None:
+                self.app_asks.get((d.partition, d.app_id), set()).discard(d.ask_id)
         elif isinstance(d, AllocationReleased):
-            self.release((d.partition, d.app_id, d.ask_id))
+            key = (d.partition, d.app_id, d.ask_id)
+            if key in self.allocs:
+                self.release(key)
+                self.app_asks.get((d.partition, d.app_id), set()).discard(d.ask_id)
         elif isinstance(d, NodeAdded):
             if (d.partition, d.node_id) not in self.nodes:
                 self.nodes[(d.partition, d.node_id)] = NodeView(
                     normalized(d.capacity), normalized(d.occupied), d.schedulable
                 )
+                add_into(self.capacity.setdefault(d.partition, {}), normalized(d.capacity))
         elif isinstance(d, NodeUpdated):
             self._update_node(d)
         elif isinstance(d, NodeRemoved):
@@ -138,7 +150,10 @@ class AuditState:
         if node is None:
             return
         if d.capacity is not None:
+            total = self.capacity.setdefault(d.partition, {})
+            sub_into(total, node.capacity)
             node.capacity = normalized(d.capacity)
+            add_into(total, node.capacity)
         if d.occupied is not None:
             node.occupied = normalized(d.occupied)
         if d.schedulable is not None:
@@ -147,16 +162,18 @@ class AuditState:
     def _remove_app(self, partition: str, app_id: str) -> None:
         if self.apps.pop((partition, app_id), None) is None:
             return
-        for k in [k for k in self.pending if k[0] == partition and k[1] == app_id]:
-            del self.pending[k]
-        for k in [k for k in self.allocs if k[0] == partition and k[1] == app_id]:
+        for ask_id in self.app_asks.pop((partition, app_id), set()):
+            k = (partition, app_id, ask_id)
+            self.pending.pop(k, None)
             self.release(k)
 
     def _remove_node(self, partition: str, node_id: str) -> None:
-        if (partition, node_id) not in self.nodes:
+        node = self.nodes.get((partition, node_id))
+        if node is None:
             return
-        for k in [k for k, a in self.allocs.items() if k[0] == partition and a.node_id == node_id]:
+        for k in sorted(self.node_allocs.pop((partition, node_id), set())):
             self.release(k)
+        sub_into(self.capacity.setdefault(partition, {}), node.capacity)
         del self.nodes[(partition, node_id)]
 
     # -- allocations ------------------------------------------------------------------
@@ -165,6 +182,8 @@ class AuditState:
         """Record a decision: the ask stops pending, node and queues take its resources."""
         self.pending.pop(key, None)
         self.allocs[key] = AllocView(node_id, dict(resources), queue, decision_id)
+        self.app_asks.setdefault((key[0], key[1]), set()).add(key[2])
+        self.node_allocs.setdefault((key[0], node_id), set()).add(key)
         node = self.nodes.get((key[0], node_id))
         if node is not None:
             add_into(node.allocated, resources)
@@ -176,6 +195,7 @@ class AuditState:
         alloc = self.allocs.pop(key, None)
         if alloc is None:
             return
+        self.node_allocs.get((key[0], alloc.node_id), set()).discard(key)
         node = self.nodes.get((key[0], alloc.node_id))
         if node is not None:
             sub_into(node.allocated, alloc.resources)
@@ -186,11 +206,7 @@ class AuditState:
 
     def cluster_capacity(self, partition: str) -> Resources:
         """Sum of the partition's node capacities (root's max)."""
-        total: Resources = {}
-        for (p, _), node in self.nodes.items():
-            if p == partition:
-                add_into(total, node.capacity)
-        return total
+        return self.capacity.get(partition, {})
 
     def queue_max(self, partition: str, path: str) -> Mapping[str, int] | None:
         """The configured max of a queue (None when unset; root: the cluster capacity)."""

@@ -137,7 +137,7 @@ class VerifyReport:
     def summary_lines(self) -> list[str]:
         """The outcome in words (the divergence itself comes from ``Divergence.lines``)."""
         if self.divergence is not None:
-            return [*self.divergence.lines(), f"({self.cycles} cycles before it verified)"]
+            return [*self.divergence.lines(), f"(cycles verified before it: {self.cycles})"]
         out = [f"ok: {self.cycles} cycles verified ({self.inputs} inputs, {self.outputs} outputs)"]
         if self.cycles == 0 and self.incomplete_cycle is None:
             out = ["ok: no cycles recorded"]

@@ -93,6 +93,12 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--state", action="store_true", help="print the final state as the last line")
     p.set_defaults(handler=cmd_simulate)
 
+    from replay.audit_cli import add_audit
+    from replay.cli import add_replay_commands
+
+    add_replay_commands(sub)
+    add_audit(sub)
+
     p = sub.add_parser("config", help="queue configuration tools")
     csub = p.add_subparsers(dest="config_command", metavar="SUBCOMMAND")
     csub.required = True

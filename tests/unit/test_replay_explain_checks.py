@@ -131,3 +131,18 @@ def test_decision_ids_count_steps_across_partitions(tmp_path: Path) -> None:
     assert e.verified and e.partition == "other" and e.chosen is not None
     assert (e.chosen["app_id"], e.chosen["node_id"]) == ("b", "o1")
     assert explain(tmp_path / "log", "default-1-2").verified
+
+
+def test_explains_a_cycle_re_run_after_a_crash(tmp_path: Path) -> None:
+    with LogDriver(tmp_path / "orig") as drv:
+        drv.submit(node("n1"), app("x"), ask("x", "x1"))
+        drv.cycle()
+        drv.submit(ask("x", "x2"), ask("x", "x3"))
+        drv.cycle()
+
+    def crash(batches: list[list[dict[str, Any]]]) -> None:
+        batches.insert(1, [dict(o) for o in batches[1][:2]])  # cycle 2 cut short, then written again in full
+
+    copy_log(tmp_path / "orig", tmp_path / "rerun", crash)
+    e = explain(tmp_path / "rerun", "default-2-2")
+    assert e.verified and e.chosen is not None and e.chosen["ask_id"] == "x3" and e.notes == []

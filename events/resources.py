@@ -46,7 +46,10 @@ def fits(request: ResourcesView, available: ResourcesView) -> bool:
 
 def is_positive(res: ResourcesView) -> bool:
     """True when any component is greater than zero."""
-    return any(v > 0 for v in res.values())
+    for v in res.values():  # a plain loop: this runs on every ask and allocation
+        if v > 0:
+            return True
+    return False
 
 
 def dominates(left: ResourcesView, right: ResourcesView) -> bool:

@@ -104,10 +104,10 @@ class AuditState:
 
     def apply(self, event: InputEvent) -> None:
         """Fold one input the scheduler did not reject (duplicates are dropped here)."""
-        key = (event.source, event.id)
-        if key in self.seen:
+        seen_key = (event.source, event.id)
+        if seen_key in self.seen:
             return
-        self.seen.add(key)
+        self.seen.add(seen_key)
         d = event.data
         if isinstance(d, AppAdded):
             limits = self.limits.get(d.partition)

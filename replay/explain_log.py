@@ -18,7 +18,7 @@ from events.models import AllocationDecided, AskAdded, CycleCompleted, InputEven
 from replay.cycles import LogStructureError, RecordedCycle, recorded_cycles
 from replay.explain import CycleBatch, ExplainError, Explanation, explain_decision, parse_decision_id
 from replay.explain_pending import PendingExplanation, explain_pending
-from replay.reader import LogSource
+from replay.reader import InputGap, LogSource
 from replay.rederive import Rederiver, Step, sorted_channels
 from scheduler.core.engine import Engine
 
@@ -79,6 +79,8 @@ def explain_from_log(source: LogSource, decision_id: str) -> Explanation:
         records = rederiver.cursor.take(started.inputs_from, started.inputs_through)
     except LogStructureError as exc:
         raise ExplainError(f"cannot re-derive cycle {number}: {exc.message}") from None
+    except InputGap as exc:
+        raise ExplainError(f"cannot re-derive cycle {number}: {exc}") from None
     engine = rederiver.engine or Engine()
     batch = CycleBatch(
         number, parse_time(started.time), started.inputs_from, started.inputs_through, records,

@@ -119,7 +119,7 @@ class Walker:
         most = ", ".join(f"{name} {best.get(name, 0)}" for name in sorted(request))
         return Blocker(
             RULE_NODE_FIT,
-            f"each type is available somewhere (most on one node: {most}) but no single schedulable node has all",
+            f"each type is available somewhere (most on any one node: {most}) but no single schedulable node has all",
         )
 
     # -- limits -----------------------------------------------------------------------

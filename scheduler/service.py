@@ -136,7 +136,7 @@ class Service:
         for listener in self.listeners:
             listener.cycle_done(self.engine, outputs)
         decisions = sum(1 for o in outputs if o.type == "allocation.decided")
-        self._count(len(records), decisions)
+        await self._count(len(records), decisions)
         return len(records)
 
     async def _dead_letter(self, unreadable: list[tuple[LogRecord, str]]) -> None:
@@ -160,7 +160,7 @@ class Service:
         self._snapshot_cycle = self.engine.cycle_number
         LOG.debug("wrote %s", path)
 
-    def _count(self, events: int, decisions: int) -> None:
+    async def _count(self, events: int, decisions: int) -> None:
         p = self.progress
         p.events += events
         p.decisions += decisions
@@ -171,8 +171,9 @@ class Service:
             span = now - p.last_report
             pending = sum(len(a.asks) for part in self.engine.state.partitions.values() for a in part.apps.values())
             LOG.info(
-                "cycle %d: %.0f events/s, %.0f decisions/s, %d asks pending",
+                "cycle %d: %.0f events/s, %.0f decisions/s, %d asks pending, %d inputs behind",
                 self.engine.cycle_number, p.window_events / span, p.window_decisions / span, pending,
+                await self.lag(),
             )
             p.last_report = now
             p.window_events = p.window_decisions = 0

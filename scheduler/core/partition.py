@@ -258,6 +258,8 @@ class PartitionState:
             old = app.priority
             app.priority = new_priority
             leaf.app_priority_changed(old, new_priority)
+        elif app.sort_key is not None and leaf.app_sort_policy != "fair" and is_positive(app.pending):
+            return  # a listed fifo/stateaware app whose priority did not change keeps its key
         candidates = self.candidates[leaf.path]
         new_key = (
             app_sort_key(app, AppSortPolicy.parse(leaf.app_sort_policy), leaf.sort_priority)

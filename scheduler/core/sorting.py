@@ -24,11 +24,10 @@ class AppSortPolicy(Enum):
     @classmethod
     def parse(cls, value: str) -> AppSortPolicy:
         """Case-sensitive, as YuniKorn: anything unknown is fifo."""
-        for member in cls:
-            if member.value == value:
-                return member
-        return cls.FIFO
+        return _POLICY_BY_VALUE.get(value, cls.FIFO)
 
+
+_POLICY_BY_VALUE = {member.value: member for member in AppSortPolicy}
 
 AppKey = tuple[object, ...]
 

@@ -265,6 +265,106 @@ def test_sigkill_mid_stream_loses_and_changes_nothing(
     assert len(expected) > spec.asks // 2
     assert got == expected, "a decision was lost or changed"
     repaired = sum(b"was cut short" in p.read_bytes() for p in tmp_path.glob("run-*.err"))
-    print(f"kills={kills} in_recovery={in_recovery} repaired={repaired} cycles={len(completed)}")
     cycles, mismatches, _ = recover_check(kafka_bootstrap, kafka_topics)
     assert (cycles, mismatches) == (len(completed), []), f"{kills} kills, {repaired} torn-cycle repairs"
+
+
+# ---------------------------------------------------------------------------- (c) poison records
+
+
+def append_raw(bootstrap: str, topics: KafkaTopics, values: list[bytes], *, max_request_size: int = 1 << 20) -> None:
+    """Raw bytes onto the input topic (``submit`` would refuse them); one partition."""
+    from aiokafka import AIOKafkaProducer
+
+    async def body() -> None:
+        create = open_log(bootstrap, topics)
+        async with create:
+            pass
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", max_request_size=max_request_size)
+        await producer.start()
+        try:
+            for value in values:  # one at a time: a refused record fails alone
+                await producer.send_and_wait(topics.inputs, value, key=b"poison", partition=0)
+        finally:
+            await producer.stop()
+
+    run(body())
+
+
+def dead_letters(bootstrap: str, topic: str, want: int) -> list[Any]:
+    """The dead-letter topic's records (waits briefly for ``want``, then reads a little more)."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    async def body() -> list[Any]:
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False)
+        await consumer.start()
+        try:
+            tp = TopicPartition(topic, 0)
+            consumer.assign([tp])
+            got: list[Any] = []
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                batch = await consumer.getmany(tp, timeout_ms=300)
+                got.extend(batch.get(tp, ()))
+                if len(got) >= want and not batch:
+                    break
+            return got
+        finally:
+            await consumer.stop()
+
+    return run(body())
+
+
+GOOD = [
+    {"id": "n1", "source": "t", "type": "node.added", "data": {"node_id": "n1", "capacity": {"vcore": 4000}}},
+    {"id": "a1", "source": "t", "type": "app.added", "data": {"app_id": "a", "queue": "root.default", "user": "u"}},
+    {"id": "k1", "source": "t", "type": "ask.added", "data": {"app_id": "a", "ask_id": "k", "resources": {"vcore": 1000}}},
+]
+
+
+def test_poison_records_are_dead_lettered_and_rejected_once(
+    kafka_bootstrap: str, kafka_topics: KafkaTopics
+) -> None:
+    unreadable = [b"garbage {{{", orjson.dumps([1, 2, 3]), b"\xff\xfe not utf8"]
+    typed_but_bad = orjson.dumps({"id": "u1", "source": "t", "type": "pod.created", "data": {}})
+    values = [orjson.dumps(GOOD[0]), unreadable[0], orjson.dumps(GOOD[1]), unreadable[1], typed_but_bad,
+              unreadable[2], orjson.dumps(GOOD[2])]
+    append_raw(kafka_bootstrap, kafka_topics, values)
+    for _ in range(2):  # the second run recovers past them: nothing is parked or rejected twice
+        evsched("run", *kafka_args(kafka_bootstrap, kafka_topics), "--once")
+    _, outs = read_all(kafka_bootstrap, kafka_topics)
+    rejected = [o["data"] for o in outs if o["type"] == "input.rejected"]
+    assert sorted((r["input_type"] or "", r["reason"]) for r in rejected) == [
+        ("", "invalid"), ("", "invalid"), ("", "invalid"), ("pod.created", "unknown-type")]
+    assert [d["ask_id"] for d in decisions(outs)] == ["k"]  # the valid records around them
+    parked = dead_letters(kafka_bootstrap, kafka_topics.deadletter, len(unreadable))
+    assert [r.value for r in parked] == unreadable  # once each, raw bytes, in input order
+    offsets = [values.index(v) for v in unreadable]
+    for record, offset in zip(parked, offsets, strict=True):
+        headers = dict(record.headers)
+        assert headers["evsched.source.topic"] == kafka_topics.inputs.encode()
+        assert headers["evsched.source.partition"] == b"0"
+        assert headers["evsched.source.offset"] == str(offset).encode()
+        assert headers["evsched.error"].startswith(b"invalid: ")
+
+
+def test_oversize_record_is_dead_lettered_without_its_bytes(
+    kafka_bootstrap: str, kafka_topics: KafkaTopics
+) -> None:
+    big = b'{"id": "big", "source": "t", "type": "node.added", "data": {"pad": "' + b"x" * (1 << 20) + b'"}}'
+    try:
+        append_raw(kafka_bootstrap, kafka_topics, [big, orjson.dumps(GOOD[0])], max_request_size=4 << 20)
+    except Exception as exc:  # a broker at its default message.max.bytes (~1 MB) refuses it
+        pytest.skip(f"broker does not accept a {len(big)}-byte record: {exc!r}")
+    evsched("run", *kafka_args(kafka_bootstrap, kafka_topics), "--once")
+    _, outs = read_all(kafka_bootstrap, kafka_topics)
+    rejected = [o["data"] for o in outs if o["type"] == "input.rejected"]
+    assert [(r["input_type"], r["reason"]) for r in rejected] == [(None, "too-large")]
+    (parked,) = dead_letters(kafka_bootstrap, kafka_topics.deadletter, 1)
+    headers = dict(parked.headers)
+    # Over the producer's 1 MiB request limit: the origin is parked, the bytes stay at their offset.
+    assert (parked.value, headers["evsched.source.offset"]) == (b"", b"0")
+    assert headers["evsched.error"].startswith(b"too-large: ")
+    assert b"not copied" in headers["evsched.value-dropped"]
+    assert any(o["type"] == "cycle.completed" and o["data"]["inputs_through"] == {f"{kafka_topics.inputs}/0": 2}
+               for o in outs)

@@ -60,7 +60,7 @@ def test_pending_because_no_node_fits(tmp_path: Path) -> None:
                 ask("x", "big", vcore=5000, memory=3000), target=("x", "big"))
     # 9000 memory and 10000 vcore in the cluster, so root's max holds it; no one node does.
     assert messages(p) == [
-        "each type is available somewhere (most on one node: memory 4000, vcore 6000) "
+        "each type is available somewhere (most on any one node: memory 4000, vcore 6000) "
         "but no single schedulable node has all"
     ]
     p = pending(tmp_path / "2", node("n1"), node("n2"), app("x", "root.open"), ask("x", "big", vcore=5000),

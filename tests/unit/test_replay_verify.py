@@ -111,7 +111,8 @@ def test_reordered_input_is_caught(tmp_path: Path) -> None:
     # No `time` fields: the records share their append time, so arrival order decides.
     records = [
         {"id": "n1", "source": "t", "type": "node.added", "data": {"node_id": "n1", "capacity": {"vcore": 4000}}},
-        {"id": "a1", "source": "t", "type": "app.added", "data": {"app_id": "a1", "queue": "root.default", "user": "u"}},
+        {"id": "a1", "source": "t", "type": "app.added",
+         "data": {"app_id": "a1", "queue": "root.default", "user": "u"}},
         {"id": "k1", "source": "t", "type": "ask.added",
          "data": {"app_id": "a1", "ask_id": "k1", "resources": {"vcore": 3000}}},
         {"id": "k2", "source": "t", "type": "ask.added",
@@ -161,7 +162,7 @@ def test_trailing_partial_cycle_is_not_a_divergence(driven: Path, tmp_path: Path
     assert report.ok and report.incomplete_cycle == 5 and report.cycles == 4
     assert main(["replay", "verify", "--log", str(path)]) == 0
     assert "incomplete last cycle 5 (the service will re-run it)" in capsys.readouterr().out
-    bad = tampered(driven, tmp_path / "b", outputs=lambda v: v[: cut - 1] + [v[cut]])  # torn, but tampered
+    bad = tampered(driven, tmp_path / "b", outputs=lambda v: [*v[:cut - 1], v[cut]])  # torn, but tampered
     assert run_verify(bad).divergence is not None
 
 
@@ -171,7 +172,7 @@ def test_interrupted_attempt_then_rerun_verifies(driven: Path, tmp_path: Path) -
     path = tampered(driven, tmp_path / "t", outputs=lambda v: v[:start] + v[start : start + 3] + v[start:])
     report = run_verify(path)
     assert report.ok and report.rerun_cycles == [5] and report.cycles == 6
-    bad = tampered(driven, tmp_path / "b", outputs=lambda v: v[:start] + [v[start], v[start + 2]] + v[start:])
+    bad = tampered(driven, tmp_path / "b", outputs=lambda v: [*v[:start], v[start], v[start + 2], *v[start:]])
     div = run_verify(bad).divergence
     assert div is not None and div.cycle == 5 and "interrupted earlier run" in div.reason
 
@@ -187,7 +188,7 @@ def test_cycle_without_completion_before_the_next_is_a_divergence(driven: Path, 
 def test_stray_output_and_missing_input_are_divergences(driven: Path, tmp_path: Path) -> None:
     outputs = outputs_of(driven)
     done = next(i for i, o in enumerate(outputs) if o["type"] == "cycle.completed" and o["data"]["cycle"] == 1)
-    stray = run_verify(tampered(driven, tmp_path / "a", outputs=lambda v: v[: done + 1] + [v[1]] + v[done + 1 :]))
+    stray = run_verify(tampered(driven, tmp_path / "a", outputs=lambda v: [*v[:done + 1], v[1], *v[done + 1:]]))
     assert stray.divergence is not None and stray.divergence.output_offset == done + 1
     assert "outside any cycle" in stray.divergence.reason
     short = run_verify(tampered(driven, tmp_path / "b", inputs=lambda r: r[:-1]))

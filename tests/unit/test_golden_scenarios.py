@@ -1,0 +1,31 @@
+"""Golden scenarios: each tests/golden/scenarios/X.jsonl must simulate to X.expected.jsonl, byte for byte.
+
+Regenerate after an intended change with EVSCHED_UPDATE_GOLDEN=1 and review the diff.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIOS = sorted((ROOT / "tests" / "golden" / "scenarios").glob("*.jsonl"))
+SCENARIOS = [p for p in SCENARIOS if not p.name.endswith(".expected.jsonl")]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda p: p.stem)
+def test_scenario_matches_golden(scenario: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "scheduler", "simulate", str(scenario), "--state"],
+                          cwd=ROOT, capture_output=True, check=True)
+    expected = scenario.with_name(scenario.stem + ".expected.jsonl")
+    if os.environ.get("EVSCHED_UPDATE_GOLDEN"):
+        expected.write_bytes(proc.stdout)
+    assert proc.stdout == expected.read_bytes()
+
+
+def test_there_are_golden_scenarios() -> None:
+    assert len(SCENARIOS) >= 2

@@ -5,13 +5,22 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from scheduler.cli_commands import add_commands
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on bad usage; our contract says 1 (2 means a replay divergence)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(1, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (subcommands register themselves in cli_commands)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="evsched",
         description="An event-sourced cluster scheduler with YuniKorn semantics.",
     )

@@ -55,6 +55,10 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_service_arguments(p: argparse.ArgumentParser) -> None:
     """``evsched run``'s Kafka-only flags."""
+    p.add_argument("--standby", action="store_true",
+                   help="active/standby: run only while holding the lease (Kafka consumer group GROUP.active); "
+                   "otherwise wait, then restore state from the decisions topic and take over when the active "
+                   "instance stops or its session times out. Exits 1 if the lease is lost while running")
     p.add_argument("--transactions", action="store_true",
                    help="require a broker with transactional producers: probe at start and exit 1 with the "
                    "broker's reason when it has none. Probe only: outputs and offsets are still committed "
@@ -191,7 +195,18 @@ async def _run(args: argparse.Namespace, config_text: bytes | None) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, service.stop)
+    lease: Any = None
     try:
+        if getattr(args, "standby", False):
+            if not hasattr(log, "lease"):
+                LOG.error("--standby needs --kafka (the lease is a Kafka consumer group)")
+                return 1
+            lease = log.lease()
+            lease.on_lost = service.stop  # finish the cycle in hand, then exit 1 (below)
+            await lease.start()
+            LOG.info("standby: waiting for the active lease (group %s.active)", args.group)
+            if not await lease.wait(service.stopping):
+                return 0
         await service.start()
         if config_text is not None:
             config = load_config(config_text)
@@ -213,7 +228,11 @@ async def _run(args: argparse.Namespace, config_text: bytes | None) -> int:
                         waiting,
                     )
         await service.run(once=args.once)
+        if lease is not None and not lease.held.is_set():
+            return 1
     finally:
+        if lease is not None:
+            await lease.close()  # after the last cycle is written: a standby may start at once
         if bridge is not None:
             await bridge.close()
         await log.close()

@@ -199,7 +199,7 @@ class Service:
                 if not waiting:
                     break
                 if time.monotonic() - idle_since > ONCE_STALL_S:
-                    LOG.warning("--once: %d inputs reported but none arrived in %.0f s; stopping", waiting, ONCE_STALL_S)
+                    LOG.warning("--once: %d inputs reported, none arrived in %.0f s; stopping", waiting, ONCE_STALL_S)
                     break
                 continue
             with contextlib.suppress(TimeoutError):

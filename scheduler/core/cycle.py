@@ -65,6 +65,9 @@ def fits_queue_headroom(part: PartitionState, leaf: QueueNode, request: dict[str
 def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo) -> Node | None:
     """The node this ask goes to now, or None."""
     request = ask.resources
+    shape = tuple(request.items())
+    if ask.required_node is None and shape in memo.unplaceable:
+        return None  # checked first: cheaper than the headroom walk, and the answer is the same None
     if not fits_queue_headroom(part, app.queue, request):
         return None
     if ask.required_node is not None:
@@ -73,9 +76,6 @@ def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo) -> Node | N
             available = node.available()
             if all(qty <= available.get(name, 0) for name, qty in request.items()):
                 return node
-        return None
-    shape = tuple(request.items())
-    if shape in memo.unplaceable:
         return None
     node_id = part.index.first_fit(request)
     if node_id is None:

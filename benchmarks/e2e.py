@@ -106,7 +106,9 @@ async def preload(bootstrap: str, names: dict[str, str], evts: list[dict[str, An
             await log.append_inputs([(key_of(e), orjson.dumps(e)) for e in evts[i:i + 5_000]])
 
 
-def start_service(bootstrap: str, names: dict[str, str], *extra: str) -> tuple[subprocess.Popen[bytes], threading.Event]:
+def start_service(
+    bootstrap: str, names: dict[str, str], *extra: str
+) -> tuple[subprocess.Popen[bytes], threading.Event]:
     """``evsched run --kafka …`` as a child; the event is set once it has recovered and is reading."""
     args = ["--kafka", bootstrap, "--input-topic", names["input"], "--decisions-topic", names["decisions"],
             "--deadletter-topic", names["deadletter"], "--group", names["group"], *extra]
@@ -189,8 +191,9 @@ async def throughput(bootstrap: str, n_events: int, n_asks: int, partitions: int
     span = last - ready_at
     print(f"    service start (interpreter, connect, empty recovery): {ready_at - spawned:.2f} s")
     print(f"    {decided:,} decisions; last one on the decisions topic {span:.2f} s after the service was ready")
-    print(f"    sustained input: {len(evts) / span:,.0f} events/s; allocations: {decided / span:,.0f}/s "
-          f"(target ≥ {THROUGHPUT_TARGET:,.0f}/s = 50% of {CORE_RATE:,}: ratio {decided / span / THROUGHPUT_TARGET:.2f}×)")
+    rate = decided / span
+    print(f"    sustained input: {len(evts) / span:,.0f} events/s; allocations: {rate:,.0f}/s "
+          f"(target ≥ {THROUGHPUT_TARGET:,.0f}/s = 50% of {CORE_RATE:,}: ratio {rate / THROUGHPUT_TARGET:.2f}×)")
     print(f"    including process start: {len(evts) / (last - spawned):,.0f} events/s, "
           f"{decided / (last - spawned):,.0f} allocations/s")
 
@@ -285,8 +288,8 @@ def main() -> None:
     parser.add_argument("--skip", choices=("throughput", "latency"), help="leave one part out")
     args = parser.parse_args()
     with broker() as bootstrap:
-        print(f"broker: {bootstrap} ({'KAFKA_BOOTSTRAP_SERVERS' if os.environ.get('KAFKA_BOOTSTRAP_SERVERS') else 'Tansu'}); "
-              f"{os.cpu_count()} CPUs shared by broker, service and this script")
+        kind = "KAFKA_BOOTSTRAP_SERVERS" if os.environ.get("KAFKA_BOOTSTRAP_SERVERS") else "Tansu"
+        print(f"broker: {bootstrap} ({kind}); {os.cpu_count()} CPUs shared by broker, service and this script")
         if args.skip != "throughput":
             asyncio.run(throughput(bootstrap, args.events, args.asks, args.partitions, args.batch))
         if args.skip != "latency":

@@ -9,6 +9,7 @@ project that imports aiokafka.
 Partitions are either all assigned manually (the default: one instance owns every input
 partition) or handed out by the consumer group (``group_subscribe=True``); in that mode
 the service registers ``set_revoke_callback`` to drain and commit before a partition goes.
+``KafkaLease`` (``evsched run --standby``) elects the one active instance of a group.
 
 Brokers differ: Tansu (the test broker) answers ListOffsets(latest) with the base offset
 of the last batch + 1 rather than the high watermark, so end offsets are confirmed with
@@ -31,6 +32,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
 from aiokafka.errors import KafkaError, MessageSizeTooLargeError, RecordListTooLargeError
+from aiokafka.protocol.group import LeaveGroupRequest
 
 from events.log.clock import wall_clock_us
 from events.log.port import LogError, LogRecord
@@ -578,6 +580,8 @@ class KafkaLease:
         return self.held.is_set()
 
     def _assigned(self, assigned: list[TopicPartition]) -> None:
+        if self._consumer is None:
+            return  # closing: the group is being left
         if self._tp in assigned:
             self._consumer.pause(self._tp)
             if self.term is None:
@@ -600,11 +604,29 @@ class KafkaLease:
             await asyncio.gather(self._poller, return_exceptions=True)
             self._poller = None
         consumer, self._consumer = self._consumer, None
-        if consumer is not None:
-            try:
-                await consumer.stop()
-            except KafkaError as exc:
-                log.warning("error leaving the lease group: %r", exc)
+        if consumer is None:
+            return
+        try:
+            await _leave_group_at_generation_zero(consumer)
+            await consumer.stop()
+        except KafkaError as exc:
+            log.warning("error leaving the lease group: %r", exc)
+
+
+async def _leave_group_at_generation_zero(consumer: Any) -> None:
+    """Send LeaveGroup where aiokafka would not: it skips it in generation 0, which is
+    Tansu's first generation (Kafka's is 1), and the standby would then wait a whole
+    session timeout to take over. Private aiokafka API, so any surprise just skips it."""
+    try:
+        coordinator = consumer._coordinator
+        member, generation = coordinator.member_id, coordinator.generation
+        if generation != 0 or not member:  # "" until the member has joined
+            return
+        await coordinator.close()  # stops heartbeats and rejoins first; consumer.stop() then skips it
+        await coordinator._send_req(LeaveGroupRequest(coordinator.group_id, member))
+        log.info("left the lease group %s", coordinator.group_id)
+    except (AttributeError, TypeError, KafkaError) as exc:
+        log.debug("could not leave the lease group early: %r", exc)
 
 
 class _LeaseListener(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is untyped

@@ -276,10 +276,9 @@ def append_raw(bootstrap: str, topics: KafkaTopics, values: list[bytes], *, max_
     """Raw bytes onto the input topic (``submit`` would refuse them); one partition."""
     from aiokafka import AIOKafkaProducer
 
+    create_topics(bootstrap, topics, 1)
+
     async def body() -> None:
-        create = open_log(bootstrap, topics)
-        async with create:
-            pass
         producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", max_request_size=max_request_size)
         await producer.start()
         try:
@@ -318,7 +317,8 @@ def dead_letters(bootstrap: str, topic: str, want: int) -> list[Any]:
 GOOD = [
     {"id": "n1", "source": "t", "type": "node.added", "data": {"node_id": "n1", "capacity": {"vcore": 4000}}},
     {"id": "a1", "source": "t", "type": "app.added", "data": {"app_id": "a", "queue": "root.default", "user": "u"}},
-    {"id": "k1", "source": "t", "type": "ask.added", "data": {"app_id": "a", "ask_id": "k", "resources": {"vcore": 1000}}},
+    {"id": "k1", "source": "t", "type": "ask.added",
+     "data": {"app_id": "a", "ask_id": "k", "resources": {"vcore": 1000}}},
 ]
 
 
@@ -368,3 +368,55 @@ def test_oversize_record_is_dead_lettered_without_its_bytes(
     assert b"not copied" in headers["evsched.value-dropped"]
     assert any(o["type"] == "cycle.completed" and o["data"]["inputs_through"] == {f"{kafka_topics.inputs}/0": 2}
                for o in outs)
+
+
+# ---------------------------------------------------------------------------- (d) active/standby takeover
+
+
+def test_standby_takes_over_from_a_stopped_active_instance(
+    kafka_bootstrap: str, kafka_topics: KafkaTopics, tmp_path: Path
+) -> None:
+    # What is tested: two `run --standby` instances share the topics; the one holding the
+    # lease (consumer group GROUP.active) schedules, the other waits. SIGTERM stops the
+    # active one after the cycle in hand; the standby gets the lease, restores the state
+    # from the decisions topic and finishes the run. (Not a partition split: one instance
+    # reads every input partition, because the decisions log has one writer.)
+    spec = WorkloadSpec(nodes=300, apps=40, asks=4000, leaves=8, seed=7)
+    submit_file(kafka_bootstrap, kafka_topics, workload(spec), tmp_path)
+    args = [*kafka_args(kafka_bootstrap, kafka_topics), "--standby", "--once", "--batch", "10"]
+    errs = [tmp_path / "one.err", tmp_path / "two.err"]
+    procs = [spawn_run(args, errs[0]), spawn_run(args, errs[1])]
+    try:
+        deadline = time.monotonic() + 30
+        while not any(b"holding the active lease" in e.read_bytes() for e in errs):
+            assert time.monotonic() < deadline, "nobody got the lease"
+            assert all(p.poll() is None for p in procs), [e.read_text() for e in errs]
+            time.sleep(0.02)
+        active = next(i for i, e in enumerate(errs) if b"holding the active lease" in e.read_bytes())
+        standby = 1 - active
+        assert wait_for_line(procs[active], errs[active], b"inputs waiting")
+        time.sleep(0.3)
+        assert procs[active].poll() is None, "the active instance finished before it could be stopped"
+        procs[active].send_signal(signal.SIGTERM)
+        assert procs[active].wait(timeout=20) == 0
+        assert procs[standby].wait(timeout=40) == 0
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    first, second = errs[active].read_text(), errs[standby].read_text()
+    assert "lost the active lease" not in first + second
+    stopped_at = int(first.split("stopped after cycle ")[1].split(":")[0])
+    assert stopped_at > 0
+    assert f"recovered {stopped_at} cycles" in second, second  # continued from the active's last cycle
+    assert " 0 events" not in second.split("stopped after cycle ")[1], "the standby had nothing left to do"
+
+    inputs, outs = read_all(kafka_bootstrap, kafka_topics)
+    completed = unique([o["data"] for o in outs if o["type"] == "cycle.completed"], "cycle")
+    assert [c["cycle"] for c in completed] == list(range(1, len(completed) + 1))
+    assert completed[-1]["inputs_through"] == {f"{kafka_topics.inputs}/0": len(inputs)}
+    got = unique(decisions(outs), "decision_id")
+    assert got == simulate_with_recorded_boundaries(inputs, outs), "a decision was lost or changed"
+    cycles, mismatches, _ = recover_check(kafka_bootstrap, kafka_topics)
+    assert (cycles, mismatches) == (len(completed), [])

@@ -65,7 +65,7 @@ class ProducedEvent:
         return self.key, self.value
 
 
-def _key_of(event_type: str, data: Frozen) -> str:
+def key_of(event_type: str, data: Frozen) -> str:
     """CONTRACT §1's key rule for one event's data."""
     family = event_type.split(".", 1)[0]
     if family in ("app", "ask", "allocation"):
@@ -125,7 +125,7 @@ class EventBuilder:
             envelope["time"] = when
         InputEnvelope.model_validate(envelope)  # id/source limits, as the decoder checks
         return ProducedEvent(
-            key=_key_of(event_type, typed).encode(),
+            key=key_of(event_type, typed).encode(),
             value=dumps(envelope),
             type=event_type,
             id=event_id,

@@ -15,12 +15,12 @@ from collections.abc import Mapping
 
 from events.codec import decode_input, decode_output, parse_time
 from events.models import AllocationDecided, AskAdded, CycleCompleted, InputEvent
-from replay.cycles import LogStructureError, RecordedCycle, recorded_cycles
 from replay.explain import CycleBatch, ExplainError, Explanation, explain_decision, parse_decision_id
 from replay.explain_pending import PendingExplanation, explain_pending
 from replay.reader import InputGap, LogSource
 from replay.rederive import Rederiver, Step, sorted_channels
 from scheduler.core.engine import Engine
+from scheduler.cycle_records import LogStructureError, RecordedCycle, recorded_cycles
 
 
 def recorded_decisions(cycle: RecordedCycle) -> list[AllocationDecided]:

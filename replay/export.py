@@ -30,9 +30,9 @@ import orjson
 from events.codec import format_time
 from events.log.port import LogRecord
 from events.models import MAX_RECORD_BYTES
-from replay.cycles import LogStructureError, recorded_cycles
 from replay.reader import InputCursor, InputGap, LogSource
 from replay.rederive import sorted_channels
+from scheduler.cycle_records import LogStructureError, recorded_cycles
 from scheduler.cycle_runner import decode_records, merge
 
 

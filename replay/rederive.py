@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from events.codec import TimeFormatError, parse_time
 from events.log.port import LogRecord
 from events.models import OutputEvent
-from replay.cycles import LogStructureError, RecordedCycle, parse_record, recorded_cycles
 from replay.reader import InputCursor, InputGap, LogSource
 from scheduler.core.engine import DEFAULT_SOURCE, Engine
+from scheduler.cycle_records import LogStructureError, RecordedCycle, parse_record, recorded_cycles
 from scheduler.cycle_runner import run_logged_cycle
 
 

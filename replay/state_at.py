@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from events.models import CycleCompleted
-from replay.cycles import LogStructureError
 from replay.reader import LogSource
 from replay.rederive import Rederiver
 from scheduler.core.engine import Engine
+from scheduler.cycle_records import LogStructureError
 
 SECTIONS = ("queues", "apps", "nodes")
 

@@ -20,9 +20,9 @@ import orjson
 from events.codec import encode_output
 from events.log.port import LogRecord
 from events.models import AllocationDecided, CycleCompleted
-from replay.cycles import LogStructureError
 from replay.reader import LogSource
 from replay.rederive import Rederiver, StartPoint, Step, inputs_range
+from scheduler.cycle_records import LogStructureError
 
 MAX_FIELD_DIFFS = 8
 

@@ -23,11 +23,11 @@ import orjson
 
 from events.log.port import LogRecord
 from events.models import AllocationDecided, ConfigUpdated, CycleCompleted, InputEvent, InputRejected
-from replay.cycles import LogStructureError, parse_record
 from replay.reader import LogSource
 from replay.rederive import Rederiver
 from scheduler.config import SchedulerConfig
 from scheduler.core.engine import Engine
+from scheduler.cycle_records import LogStructureError, parse_record
 
 WHATIF_SOURCE = "evsched-replay-whatif"
 

@@ -13,12 +13,12 @@ from typing import Any
 
 from events.log.port import EventLog
 from events.models import OutputEvent
-from events.resources import normalized
 from scheduler.bridge.address import credentials_from_env
 from scheduler.bridge.ingest import Rejection
 from scheduler.bridge.port import Publisher
 from scheduler.bridge.topics import StatusTracker, route_cycle, route_status
 from scheduler.core.engine import Engine
+from scheduler.core.state_form import queue_entry
 
 LOG = logging.getLogger("evsched.bridge")
 
@@ -28,15 +28,7 @@ def queue_status(engine: Engine, partition: str) -> dict[str, dict[str, Any]]:
     part = engine.state.partitions.get(partition)
     if part is None:
         return {}
-    return {
-        q.path: {
-            "priority": q.priority,
-            "pending": normalized(q.pending),
-            "allocated": normalized(q.allocated),
-            "running_apps": q.running_apps,
-        }
-        for q in part.root.walk()
-    }
+    return {q.path: queue_entry(q) for q in part.root.walk()}
 
 
 class MqttBridge:

@@ -7,13 +7,13 @@ import sys
 from typing import Any
 
 from events.codec import dumps, encode_output
+from scheduler.config import ConfigError, SchedulerConfig, load_config
 
 
-def _load_config_arg(path: str | None) -> Any:
+def load_config_arg(path: str | None) -> SchedulerConfig | None:
     """The config named by ``--config``, or None; exits 1 with every reason when invalid."""
     if path is None:
         return None
-    from scheduler.config import ConfigError, load_config
 
     try:
         with open(path, "rb") as fh:
@@ -34,7 +34,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     """``evsched simulate FILE.jsonl [--config F] [--state]``."""
     from scheduler.simulate import Simulation
 
-    config = _load_config_arg(args.config)
+    config = load_config_arg(args.config)
     try:
         fh = sys.stdin.buffer if args.file == "-" else open(args.file, "rb")  # noqa: SIM115
     except OSError as exc:

@@ -17,6 +17,8 @@ import orjson
 from events.codec import decode_input_object
 from events.log.port import EventLog, LogError
 from events.models import InputRejected
+from events.producer import key_of
+from scheduler.config import SchedulerConfig
 
 DEFAULT_LOG_DIR = "./evsched-data"
 SUBMIT_SOURCE = "evsched-submit"
@@ -89,13 +91,13 @@ async def open_log(args: argparse.Namespace, *, readonly: bool = False) -> Event
     return FileLog(args.log or DEFAULT_LOG_DIR, readonly=readonly)
 
 
-def prepare_submission(lines: list[bytes]) -> tuple[list[bytes], list[str]]:
-    """Validate JSONL lines for ``submit``: (records to append, one error per bad line).
+def prepare_submission(lines: list[bytes]) -> tuple[list[tuple[bytes, bytes]], list[str]]:
+    """Validate JSONL lines for ``submit``: ((key, record) pairs to append, one error per bad line).
 
     A missing ``source`` becomes ``evsched-submit`` and a missing ``id`` a hash of the
     line, so submitting the same file twice is harmless (the copies are duplicates).
     """
-    good: list[bytes] = []
+    good: list[tuple[bytes, bytes]] = []
     errors: list[str] = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -112,14 +114,8 @@ def prepare_submission(lines: list[bytes]) -> tuple[list[bytes], list[str]]:
         if isinstance(result, InputRejected):
             errors.append(f"line {number}: {result.reason}: {result.message}")
             continue
-        good.append(orjson.dumps(obj))
+        good.append((key_of(result.type, result.data).encode(), orjson.dumps(obj)))
     return good, errors
-
-
-def _key_of(record: bytes) -> bytes | None:
-    data = orjson.loads(record).get("data", {})
-    key = data.get("app_id") or data.get("node_id") or data.get("partition") or "default"
-    return str(key).encode()
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
@@ -137,7 +133,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     async def append() -> None:
         log = await open_log(args)
         try:
-            await log.append_inputs([(_key_of(r), r) for r in good])
+            await log.append_inputs(good)
         finally:
             await log.close()
 
@@ -153,22 +149,17 @@ def cmd_submit(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     """``evsched run [--config F] [--log DIR | --kafka …] [--mqtt URL] [--once]``."""
     setup_logging(args.verbose)
-    config_text: bytes | None = None
-    if args.config:
-        from scheduler.cli_commands import _load_config_arg
+    from scheduler.cli_commands import load_config_arg
 
-        _load_config_arg(args.config)  # exits 1 with every reason when invalid
-        with open(args.config, "rb") as fh:
-            config_text = fh.read()
+    config = load_config_arg(args.config)  # None without --config; exits 1 with every reason when invalid
     try:
-        return asyncio.run(_run(args, config_text))
+        return asyncio.run(_run(args, config))
     except LogError as exc:
         LOG.error("%s", exc)
         return 1
 
 
-async def _run(args: argparse.Namespace, config_text: bytes | None) -> int:
-    from scheduler.config import load_config
+async def _run(args: argparse.Namespace, config: SchedulerConfig | None) -> int:
     from scheduler.service import Service
     from scheduler.snapshots import SnapshotStore
 
@@ -208,25 +199,23 @@ async def _run(args: argparse.Namespace, config_text: bytes | None) -> int:
             if not await lease.wait(service.stopping):
                 return 0
         await service.start()
-        if config_text is not None:
-            config = load_config(config_text)
-            if config.checksum != service.engine.state.config.checksum:
-                end = await log.input_end()
-                record = {
-                    "id": f"config-{config.checksum[:16]}-{sum(end.values())}",
-                    "source": "evsched-run",
-                    "type": "config.updated",
-                    "data": {"yaml": config_text.decode()},
-                }
-                waiting = await service.lag()
-                await log.append_inputs([(b"default", orjson.dumps(record))])
-                LOG.info("appended config %s from %s to the input log", config.checksum[:12], args.config)
-                if waiting:
-                    LOG.warning(
-                        "the config takes effect after the %d inputs already waiting in the log; to apply it to "
-                        "them, submit it first (a config.updated event) or start the service before submitting",
-                        waiting,
-                    )
+        if config is not None and config.checksum != service.engine.state.config.checksum:
+            end = await log.input_end()
+            record = {
+                "id": f"config-{config.checksum[:16]}-{sum(end.values())}",
+                "source": "evsched-run",
+                "type": "config.updated",
+                "data": {"yaml": config.yaml},
+            }
+            waiting = await service.lag()
+            await log.append_inputs([(b"default", orjson.dumps(record))])
+            LOG.info("appended config %s from %s to the input log", config.checksum[:12], args.config)
+            if waiting:
+                LOG.warning(
+                    "the config takes effect after the %d inputs already waiting in the log; to apply it to "
+                    "them, submit it first (a config.updated event) or start the service before submitting",
+                    waiting,
+                )
         await service.run(once=args.once)
         if lease is not None and not lease.held.is_set():
             return 1

@@ -18,25 +18,14 @@ import orjson
 
 from events.codec import encode_output, parse_time
 from events.log.port import EventLog, LogError, LogRecord
+from events.models import CycleCompleted
 from scheduler.core.engine import Engine
+from scheduler.cycle_records import LogStructureError, recorded_cycles
 from scheduler.cycle_runner import run_logged_cycle
 from scheduler.snapshots import Restored, SnapshotStore
 
 LOG = logging.getLogger("evsched.recovery")
 READ_BATCH = 10_000
-
-
-@dataclass
-class CycleRecord:
-    """One cycle as found in the output log."""
-
-    cycle: int
-    time_us: int
-    inputs_from: dict[str, int]
-    inputs_through: dict[str, int]
-    source: str
-    written: list[bytes] = field(default_factory=list)  # records after cycle.started
-    digest: str | None = None  # from cycle.completed; None when the cycle is torn
 
 
 @dataclass
@@ -49,27 +38,6 @@ class Recovered:
     repaired_outputs: int = 0
     from_snapshot: int | None = None
     digest_mismatches: list[int] = field(default_factory=list)
-
-
-def scan_cycles(records: list[LogRecord]) -> list[CycleRecord]:
-    """Group output records into cycles (records outside a started cycle are ignored)."""
-    cycles: list[CycleRecord] = []
-    current: CycleRecord | None = None
-    for rec in records:
-        obj = orjson.loads(rec.value)
-        kind = obj.get("type")
-        if kind == "cycle.started":
-            data = obj["data"]
-            current = CycleRecord(
-                data["cycle"], parse_time(data["time"]), data["inputs_from"], data["inputs_through"], obj["source"]
-            )
-            cycles.append(current)
-        elif current is not None:
-            current.written.append(rec.value)
-            if kind == "cycle.completed":
-                current.digest = obj["data"]["state_digest"]
-                current = None
-    return cycles
 
 
 async def read_range(log: EventLog, start: Mapping[str, int], end: Mapping[str, int]) -> list[LogRecord]:
@@ -124,25 +92,35 @@ async def recover(
         output_start = restored.output_offset
         LOG.info("restored cycle %d from %s", restored.cycle, restored.path)
     engine = engine or Engine(source=source)
-    cycles = scan_cycles(await log.read_outputs(output_start))
+    try:
+        cycles = list(recorded_cycles(await log.read_outputs(output_start)))
+    except LogStructureError as exc:
+        raise LogError(f"the output log is not a sequence of cycles: {exc.message}") from None
     result = Recovered(engine, positions, 0, from_snapshot=restored.cycle if restored else None)
     for rec in cycles:
-        if rec.cycle <= engine.cycle_number:
+        started = rec.started
+        if rec.number <= engine.cycle_number:
             continue  # already in the engine (restored from a snapshot)
-        records = await read_range(log, rec.inputs_from, rec.inputs_through)
-        outputs = run_logged_cycle(engine, records, channels, rec.time_us, rec.inputs_from, rec.inputs_through)
+        records = await read_range(log, started.inputs_from, started.inputs_through)
+        outputs = run_logged_cycle(
+            engine, records, channels, parse_time(started.time), started.inputs_from, started.inputs_through
+        )
         encoded = [encode_output(o) for o in outputs[1:]]
-        if rec.digest is None:
-            if encoded[: len(rec.written)] != rec.written:
-                LOG.error("cycle %d: the outputs already written differ from the re-run", rec.cycle)
-            missing = encoded[len(rec.written) :]
+        rederived = outputs[-1].data
+        assert isinstance(rederived, CycleCompleted)  # the engine always ends a cycle with it
+        written = [r.value for r in rec.records[1:]]
+        completed = rec.completed_data
+        if completed is None:
+            if encoded[: len(written)] != written:
+                LOG.error("cycle %d: the outputs already written differ from the re-run", rec.number)
+            missing = encoded[len(written) :]
             await log.append_outputs(missing)
             result.repaired_outputs = len(missing)
-            LOG.warning("cycle %d was cut short: re-ran it and wrote the %d missing outputs", rec.cycle, len(missing))
-        elif engine.digest() != rec.digest:
-            result.digest_mismatches.append(rec.cycle)
-            LOG.error("cycle %d: re-derived state digest differs from the recorded one", rec.cycle)
-        positions = dict(rec.inputs_through)
+            LOG.warning("cycle %d was cut short: re-ran it and wrote the %d missing outputs", rec.number, len(missing))
+        elif rederived.state_digest != completed["state_digest"]:
+            result.digest_mismatches.append(rec.number)
+            LOG.error("cycle %d: re-derived state digest differs from the recorded one", rec.number)
+        positions = dict(started.inputs_through)
         result.cycles += 1
     result.positions = positions or dict.fromkeys(channels, 0)
     return result

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from events.codec import encode_output
+from events.log.clock import wall_clock_us
 from events.log.port import EventLog, LogRecord
 from events.models import OutputEvent
 from scheduler.core.engine import DEFAULT_SOURCE, Engine
@@ -33,11 +34,6 @@ class CycleListener(Protocol):
     """Something that wants every cycle's outputs after they are durable (e.g. the MQTT bridge)."""
 
     def cycle_done(self, engine: Engine, outputs: list[OutputEvent]) -> None: ...
-
-
-def wall_clock_us() -> int:
-    """The service's clock (the only one: the core receives time from here)."""
-    return time.time_ns() // 1000
 
 
 @dataclass

@@ -4,7 +4,8 @@
 ``run_logged_cycle`` on the records not consumed yet and appends ``cycle.started``, the
 engine's outputs and ``cycle.completed`` to ``<dir>/outputs`` in one batch. Times are
 synthetic (1 ms apart) so every run writes the same bytes. ``copy_log`` writes a tampered
-copy of a log for audit tests.
+copy of a log for audit tests (on top of ``tests.logdrive.copy_log``). Event builders
+are ``tests.sim``'s.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from events.codec import encode_output, format_time
 from events.log.file import FileLog
 from scheduler.core.engine import Engine
 from scheduler.cycle_runner import advance, run_logged_cycle
+from tests.logdrive import copy_log as copy_log_records
 
 MS = 1000
 
@@ -67,40 +69,18 @@ class LogDriver:
         return sum(1 for o in outs if o.type == "allocation.decided")
 
 
-def node(node_id: str, vcore: int = 4000, memory: int = 4000, **extra: Any) -> dict[str, Any]:
-    """A node.added event."""
-    return {"type": "node.added", "data": {"node_id": node_id, "capacity": {"vcore": vcore, "memory": memory}, **extra}}
-
-
-def app(app_id: str, queue: str = "root.default", **extra: Any) -> dict[str, Any]:
-    """An app.added event."""
-    return {"type": "app.added", "data": {"app_id": app_id, "queue": queue, "user": "alice", **extra}}
-
-
-def ask(app_id: str, ask_id: str, vcore: int = 1000, memory: int = 1000, **extra: Any) -> dict[str, Any]:
-    """An ask.added event."""
-    data = {"app_id": app_id, "ask_id": ask_id, "resources": {"vcore": vcore, "memory": memory}, **extra}
-    return {"type": "ask.added", "data": data}
-
-
-def read_log(directory: Path) -> tuple[list[bytes], list[list[bytes]]]:
-    """Input values, and output values grouped by cycle batch (each starts at cycle.started)."""
-    with FileLog(directory, readonly=True) as log:
-        inputs = [r.value for r in log.iter_inputs()]
-        batches: list[list[bytes]] = []
-        for r in log.iter_outputs():
-            if orjson.loads(r.value)["type"] == "cycle.started" or not batches:
-                batches.append([])
-            batches[-1].append(r.value)
-    return inputs, batches
-
-
 def copy_log(src: Path, dst: Path, tamper_outputs: Callable[[list[list[dict[str, Any]]]], None]) -> None:
     """Copy a log, letting ``tamper_outputs`` edit the output batches (dicts) in place first."""
-    inputs, batches = read_log(src)
-    decoded = [[orjson.loads(v) for v in batch] for batch in batches]
-    tamper_outputs(decoded)
-    with FileLog(dst, now_us=lambda: 0) as log:
-        log.append_inputs_sync([(None, v) for v in inputs])
-        for batch in decoded:
-            log.append_outputs_sync([orjson.dumps(o, option=orjson.OPT_SORT_KEYS) for o in batch])
+
+    def tamper(values: list[bytes]) -> list[bytes]:
+        batches: list[list[dict[str, Any]]] = []
+        for value in values:
+            obj = orjson.loads(value)
+            if obj["type"] == "cycle.started" or not batches:
+                batches.append([])
+            batches[-1].append(obj)
+        tamper_outputs(batches)
+        return [orjson.dumps(o, option=orjson.OPT_SORT_KEYS) for batch in batches for o in batch]
+
+    with FileLog(src, readonly=True) as log:
+        copy_log_records(log, dst, outputs=tamper).close_sync()

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 
 import aiomqtt
 
+from events.log.clock import wall_clock_us
 from scheduler.bridge.address import BrokerAddress, parse_broker_url
 from scheduler.bridge.ingest import IngestStats, Rejection, validate_ingest
 from scheduler.bridge.outbox import BACKOFF_MAX, WINDOW, Backoff, Message, Outbox
@@ -314,10 +315,6 @@ class MqttPublisher(_Reconnecting):
             self._unacked.extendleft(reversed([m for m, _ in window]))
 
 
-def _wall_clock_us() -> int:
-    return time.time_ns() // 1000
-
-
 class MqttIngest(_Reconnecting):
     """Subscribes (QoS 1) to ``evsched/<partition>/ingest/nodes/+`` and validates each message.
 
@@ -339,7 +336,7 @@ class MqttIngest(_Reconnecting):
         username: str | None = None,
         password: str | None = None,
         keepalive: int = 15,
-        clock_us: Callable[[], int] = _wall_clock_us,
+        clock_us: Callable[[], int] = wall_clock_us,
         now: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(url, tls, client_id, username, password, keepalive, now)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from events.models import AllocationDecided, OutputData
+from events.resources import fits
 from projections.queues import QueueNode
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import PartitionState
@@ -72,10 +73,8 @@ def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo) -> Node | N
         return None
     if ask.required_node is not None:
         node = part.nodes.get(ask.required_node)
-        if node is not None and node.schedulable and ask.required_node in part.index:
-            available = node.available()
-            if all(qty <= available.get(name, 0) for name, qty in request.items()):
-                return node
+        if node is not None and ask.required_node in part.index and fits(request, node.available()):
+            return node
         return None
     node_id = part.index.first_fit(request)
     if node_id is None:

@@ -54,10 +54,6 @@ class Allocation:
     seq: int  # order in which allocations were made
 
 
-def _ask_order(ask: Ask) -> tuple[int, int, int]:
-    return (-ask.priority, ask.created_us, ask.seq)
-
-
 @dataclass(slots=True, eq=False)
 class App:
     """An application in a leaf queue with its pending asks (pre-sorted) and allocations."""
@@ -73,7 +69,7 @@ class App:
     state: str = "New"
     state_since_us: int = 0
     asks: dict[str, Ask] = field(default_factory=dict)
-    sorted_asks: SortedKeyList = field(default_factory=lambda: SortedKeyList(key=_ask_order))
+    sorted_asks: SortedKeyList = field(default_factory=lambda: SortedKeyList(key=Ask.sort_key))
     pending: Resources = field(default_factory=dict)
     allocated: Resources = field(default_factory=dict)
     allocations: dict[str, Allocation] = field(default_factory=dict)

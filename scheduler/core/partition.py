@@ -254,18 +254,15 @@ class PartitionState:
         """Re-derive the app's priority and its place in its leaf's sorted app list."""
         leaf = app.queue
         new_priority = app.head_priority()
+        listed = is_positive(app.pending) and app.app_id in self.apps
         if new_priority != app.priority:
             old = app.priority
             app.priority = new_priority
             leaf.app_priority_changed(old, new_priority)
-        elif app.sort_key is not None and leaf.app_sort_policy != "fair" and is_positive(app.pending):
+        elif listed and app.sort_key is not None and leaf.app_sort_policy != "fair":
             return  # a listed fifo/stateaware app whose priority did not change keeps its key
         candidates = self.candidates[leaf.path]
-        new_key = (
-            app_sort_key(app, AppSortPolicy.parse(leaf.app_sort_policy), leaf.sort_priority)
-            if is_positive(app.pending) and app.app_id in self.apps
-            else None
-        )
+        new_key = app_sort_key(app, AppSortPolicy.parse(leaf.app_sort_policy), leaf.sort_priority) if listed else None
         if new_key == app.sort_key:
             return
         if app.sort_key is not None:
@@ -280,20 +277,14 @@ class PartitionState:
 
     # -- reconfiguration ----------------------------------------------------------
 
-    def reconfigure(self, root_spec: QueueSpec, node_policy: str, weights: Mapping[str, float]) -> list[str]:
+    def reconfigure(self, root_spec: QueueSpec, node_policy: str, weights: Mapping[str, float]) -> None:
         """Rebuild queues (and the node index if its policy changed), re-attaching apps.
 
-        Returns the reasons the new tree cannot hold the current apps (then nothing changes).
+        Precondition (checked by ``apply`` for every partition before any changes): every
+        app's queue is a leaf of the new tree.
         """
         root = build_tree(root_spec)
         queues = {q.path: q for q in root.walk()}
-        problems = []
-        for app in self.apps.values():
-            leaf = queues.get(app.queue.path)
-            if leaf is None or not leaf.is_leaf:
-                problems.append(f"queue {app.queue.path} still has application {app.app_id}")
-        if problems:
-            return problems
         self.root, self.queues = root, queues
         self.candidates = {p: SortedList() for p, q in queues.items() if q.is_leaf}
         self.starting = {p: {} for p, q in queues.items() if q.is_leaf}
@@ -314,4 +305,3 @@ class PartitionState:
             self.index = NodeIndex(NodeSortPolicy(node_policy), weights)
             for node in self.nodes.values():
                 self._reindex(node)
-        return []

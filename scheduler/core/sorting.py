@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import Enum
 
-from events.resources import dominates
+from events.resources import dominates, is_positive
 from projections.queues import QueueNode, usage_share
 from scheduler.core.objects import App
 
@@ -88,7 +88,7 @@ def sort_queues(children: Sequence[QueueNode], sort_priority: bool) -> list[Queu
     Worked example: a (P5, share 0.5), b (P5, share 0.2), c (P9, share 0.9) under an
     enabled parent sort c, b, a; under a disabled parent b, a, c.
     """
-    candidates = [c for c in children if c.pending and any(v > 0 for v in c.pending.values())]
+    candidates = [c for c in children if is_positive(c.pending)]
     if len(candidates) < 2:
         return candidates
     primary: list[tuple[object, object]]

@@ -9,11 +9,22 @@ from __future__ import annotations
 from typing import Any
 
 from events.resources import normalized
+from projections.queues import QueueNode
 from scheduler.core.state import SchedulerState
 
 
 def _key(partition: str, name: str) -> str:
     return name if partition == "default" else f"{partition}/{name}"
+
+
+def queue_entry(q: QueueNode) -> dict[str, Any]:
+    """A queue in the state form (also its published MQTT status)."""
+    return {
+        "priority": q.priority,
+        "pending": normalized(q.pending),
+        "allocated": normalized(q.allocated),
+        "running_apps": q.running_apps,
+    }
 
 
 def state_form(state: SchedulerState) -> dict[str, Any]:
@@ -24,12 +35,7 @@ def state_form(state: SchedulerState) -> dict[str, Any]:
     for pname in sorted(state.partitions):
         part = state.partitions[pname]
         for q in part.root.walk():
-            queues[_key(pname, q.path)] = {
-                "priority": q.priority,
-                "pending": normalized(q.pending),
-                "allocated": normalized(q.allocated),
-                "running_apps": q.running_apps,
-            }
+            queues[_key(pname, q.path)] = queue_entry(q)
         for app in part.apps.values():
             apps[_key(pname, app.app_id)] = {
                 "queue": app.queue.path,

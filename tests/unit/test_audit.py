@@ -21,7 +21,8 @@ import pytest
 from events.log.file import FileLog
 from replay.audit import Auditor
 from replay.audit_cli import add_audit, file_inputs
-from tests.explain_logdrive import LogDriver, app, ask, copy_log, node
+from tests.explain_logdrive import LogDriver, copy_log
+from tests.sim import app, ask, node
 
 REPO = Path(__file__).resolve().parents[2]
 

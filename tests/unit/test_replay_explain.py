@@ -22,7 +22,8 @@ from replay.explain import ExplainError, Explanation
 from replay.explain_cli import add_explain
 from replay.explain_log import explain_from_log
 from replay.explain_text import render_explanation
-from tests.explain_logdrive import LogDriver, app, ask, node
+from tests.explain_logdrive import LogDriver
+from tests.sim import app, ask, node
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "explain"
 

@@ -14,7 +14,8 @@ from events.log.file import FileLog
 from replay.explain import Explanation
 from replay.explain_cli import add_explain
 from replay.explain_log import explain_from_log
-from tests.explain_logdrive import LogDriver, app, ask, copy_log, node
+from tests.explain_logdrive import LogDriver, copy_log
+from tests.sim import app, ask, node
 
 LIMITS = """
 partitions:

@@ -14,7 +14,8 @@ from events.log.file import FileLog
 from replay.explain_cli import add_explain
 from replay.explain_log import explain_ask_from_log
 from replay.explain_pending import PendingExplanation
-from tests.explain_logdrive import LogDriver, app, ask, node
+from tests.explain_logdrive import LogDriver
+from tests.sim import app, ask, node
 
 CONFIG = """
 partitions:

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,13 @@ import pytest
 
 from events.log.file import FileLog
 from scheduler.bridge.address import parse_broker_url
+from scheduler.bridge.mqtt import MqttPublisher
+from scheduler.bridge.topics import encode_status, queue_topic
+from scheduler.bridge_wiring import MqttBridge
 from scheduler.recovery import recover
+from scheduler.service import Service
 from scheduler.workload import WorkloadSpec, config_yaml, events, numbered
+from tests.mqtt_broker import eventually, private_mosquitto, read_retained
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.mqtt
@@ -84,3 +90,67 @@ def test_node_topic_gets_exactly_its_decisions_and_status_matches_state(tmp_path
     # The shared broker may hold retained status of other runs' queues; every queue of this
     # run's state was published by this run (the first cycle publishes all), so compare those.
     assert {path: status.get(path) for path in queues} == queues
+
+
+def test_broker_restart_mid_run_leaves_decisions_unchanged_and_status_resynced(tmp_path: Path) -> None:
+    """The real service + MqttBridge against a mosquitto the test stops after the first cycle
+    and restarts after the last: decisions equal a run without MQTT, cycles never wait on the
+    broker, and after the reconnect the retained status equals the final state."""
+    spec = WorkloadSpec(nodes=10, apps=5, asks=150, leaves=3, seed=8)
+    lines = [orjson.dumps({"type": "config.updated", "data": {"yaml": config_yaml(spec)}, "id": "cfg", "source": "t"})]
+    lines += [orjson.dumps(e) for e in numbered(events(spec))]
+
+    async def run_service(
+        log_dir: Path, bridge: MqttBridge | None, after_first: Any = None
+    ) -> tuple[list[bytes], dict[str, Any]]:
+        log = FileLog(log_dir, now_us=lambda: 1_000_000)
+        await log.append_inputs([(None, line) for line in lines])
+        service = Service(log, batch_records=40, now_us=lambda: 2_000_000, listeners=[bridge] if bridge else [])
+        await service.start()
+        slowest = 0.0
+        first = True
+        while True:
+            began = time.perf_counter()
+            consumed = await service.run_cycle_once()
+            slowest = max(slowest, time.perf_counter() - began)
+            if not consumed:
+                break
+            if first and after_first is not None:
+                await asyncio.to_thread(after_first)
+                first = False
+        assert slowest < 1.0, f"a cycle took {slowest:.2f} s with the broker down"
+        outs = [r.value for r in await log.read_outputs(0)]
+        await log.close()
+        return outs, service.engine.state_form()["queues"]
+
+    async def scenario(broker_url: str, stop: Any, start: Any) -> None:
+        plain, _ = await run_service(tmp_path / "plain", None)
+        publisher = MqttPublisher(broker_url)
+        bridge = MqttBridge(publisher, "default")
+        await publisher.start()
+        assert await publisher.wait_connected(5)
+        bridged, final_queues = await run_service(tmp_path / "bridged", bridge, after_first=stop)
+        assert bridged == plain  # the broker outage changed nothing the scheduler decided
+        assert not publisher.stats().connected
+        await asyncio.to_thread(start)
+        await eventually(lambda: publisher.stats().reconnects >= 1 and publisher.stats().connected, 10, "reconnect")
+        # A second outage with no cycle in it: the restarted broker holds no retained status at
+        # all, so only the bridge's re-sync on reconnect can bring it back.
+        await asyncio.sleep(0.5)
+        await asyncio.to_thread(stop)
+        await eventually(lambda: not publisher.stats().connected, 10, "second loss noticed")
+        await asyncio.to_thread(start)
+        await eventually(lambda: publisher.stats().reconnects >= 2 and publisher.stats().connected, 10, "reconnect")
+        # The oracle is the scheduler's own final state, not anything the bridge remembers.
+        expected = {queue_topic("default", q): encode_status(s) for q, s in final_queues.items()}
+        assert len(expected) == 1 + 3 + 3  # root, 3 departments, 3 leaves
+        retained: dict[str, bytes] = {}
+        for _ in range(20):  # the backlog and the resync arrive shortly after the reconnect
+            retained = await read_retained(broker_url, "evsched/default/queues/#")
+            if retained == expected:
+                break
+        assert retained == expected
+        await publisher.close()
+
+    with private_mosquitto() as broker:
+        asyncio.run(scenario(broker.url, broker.stop, broker.start))

@@ -19,12 +19,11 @@ from events.models import (
     OutputData,
     OutputEvent,
 )
-from projections.digest import digest
 from scheduler.config import SchedulerConfig
 from scheduler.core.apply import apply
 from scheduler.core.cycle import run_cycle
 from scheduler.core.state import SchedulerState
-from scheduler.core.state_form import state_form
+from scheduler.core.state_form import state_digest, state_form
 
 DEFAULT_SOURCE = "evsched"
 
@@ -102,5 +101,5 @@ class Engine:
         return state_form(self.state)
 
     def digest(self) -> str:
-        """Digest of the state form."""
-        return digest(state_form(self.state))
+        """Digest of the state form (incremental: only changed entries are re-encoded)."""
+        return state_digest(self.state)

@@ -17,6 +17,7 @@ from events.resources import Resources, add_into, is_positive, sub_into
 from projections.node_index import NodeIndex, NodeSortPolicy
 from projections.queues import RUNNING_STATES, QueueNode
 from scheduler.config import QueueSpec
+from scheduler.core.form_cache import FormCache
 from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.sorting import AppSortPolicy, app_sort_key
 
@@ -67,6 +68,7 @@ class PartitionState:
         self.candidates: dict[str, SortedList] = {p: SortedList() for p, q in self.queues.items() if q.is_leaf}
         self.starting: dict[str, dict[str, App]] = {p: {} for p, q in self.queues.items() if q.is_leaf}
         self.allocation_seq = 0
+        self.form = FormCache()  # every app/node change below is marked here for the digest
 
     # -- applications -------------------------------------------------------------
 
@@ -74,6 +76,7 @@ class PartitionState:
         """Attach a new (New-state, empty) app to its leaf."""
         self.apps[app.app_id] = app
         app.queue.app_added(app)
+        self.form.app_changed(app.app_id)
 
     def remove_app(self, app: App) -> None:
         """Remove an app with its asks and allocations; resources return to nodes and queues."""
@@ -86,6 +89,7 @@ class PartitionState:
         app.queue.app_removed(app)
         self.starting[app.queue.path].pop(app.app_id, None)
         del self.apps[app.app_id]
+        self.form.app_changed(app.app_id)
 
     def transition(self, app: App, to: str, now_us: int, timers: Timers, out: list[OutputData]) -> None:
         """Move an app to a new state, keep running counts, arm timers, emit the change."""
@@ -111,6 +115,7 @@ class PartitionState:
         else:
             starting.pop(app.app_id, None)
         app.state = to
+        self.form.app_changed(app.app_id)
 
     def maybe_completing(self, app: App, now_us: int, timers: Timers, out: list[OutputData]) -> None:
         """All asks and allocations gone: the app starts completing."""
@@ -241,8 +246,10 @@ class PartitionState:
         self.index.remove(node.node_id)
         sub_into(self.cluster_capacity, node.capacity)
         del self.nodes[node.node_id]
+        self.form.node_changed(node.node_id)
 
     def _reindex(self, node: Node) -> None:
+        self.form.node_changed(node.node_id)  # every node mutation re-indexes, so marks here
         if node.schedulable:
             self.index.upsert(node.node_id, node.capacity, node.available())
         else:
@@ -252,6 +259,7 @@ class PartitionState:
 
     def _refresh(self, app: App) -> None:
         """Re-derive the app's priority and its place in its leaf's sorted app list."""
+        self.form.app_changed(app.app_id)  # every pending/allocated change ends here
         leaf = app.queue
         new_priority = app.head_priority()
         listed = is_positive(app.pending) and app.app_id in self.apps

@@ -1,15 +1,25 @@
-"""The state form (CONTRACT §6): queues, apps and nodes as one JSON-ready object.
+"""The state form (CONTRACT §6): queues, apps and nodes as one JSON-ready object, and its digest.
 
 Queues and nodes of partitions other than ``default`` are keyed ``partition/name`` so
 that names never collide; apps are keyed by id (unique per partition, likewise).
+``state_digest`` gives the same value as ``projections.digest.digest(state_form(s))``
+without encoding the whole state: apps and nodes come from each partition's
+``FormCache`` (re-encoded only when changed), queues are few and encoded afresh.
 """
 
 from __future__ import annotations
 
+import hashlib
+import heapq
 from typing import Any
+
+import orjson
 
 from events.resources import normalized
 from projections.queues import QueueNode
+from scheduler.core.form_cache import EncodedEntries
+from scheduler.core.objects import App, Node
+from scheduler.core.partition import PartitionState
 from scheduler.core.state import SchedulerState
 
 
@@ -27,8 +37,28 @@ def queue_entry(q: QueueNode) -> dict[str, Any]:
     }
 
 
+def app_entry(app: App) -> dict[str, Any]:
+    """An app in the state form."""
+    return {
+        "queue": app.queue.path,
+        "state": app.state,
+        "priority": app.priority,
+        "pending": normalized(app.pending),
+        "allocated": normalized(app.allocated),
+    }
+
+
+def node_entry(node: Node) -> dict[str, Any]:
+    """A node in the state form."""
+    return {
+        "capacity": normalized(node.capacity),
+        "allocated": normalized(node.allocated),
+        "available": normalized(node.available()),
+    }
+
+
 def state_form(state: SchedulerState) -> dict[str, Any]:
-    """The current state in the contract's state form."""
+    """The current state in the contract's state form (built from scratch)."""
     queues: dict[str, Any] = {}
     apps: dict[str, Any] = {}
     nodes: dict[str, Any] = {}
@@ -37,17 +67,48 @@ def state_form(state: SchedulerState) -> dict[str, Any]:
         for q in part.root.walk():
             queues[_key(pname, q.path)] = queue_entry(q)
         for app in part.apps.values():
-            apps[_key(pname, app.app_id)] = {
-                "queue": app.queue.path,
-                "state": app.state,
-                "priority": app.priority,
-                "pending": normalized(app.pending),
-                "allocated": normalized(app.allocated),
-            }
+            apps[_key(pname, app.app_id)] = app_entry(app)
         for node in part.nodes.values():
-            nodes[_key(pname, node.node_id)] = {
-                "capacity": normalized(node.capacity),
-                "allocated": normalized(node.allocated),
-                "available": normalized(node.available()),
-            }
+            nodes[_key(pname, node.node_id)] = node_entry(node)
     return {"type": "state", "queues": queues, "apps": apps, "nodes": nodes}
+
+
+def _refreshed(pname: str, part: PartitionState) -> None:
+    def app_of(app_id: str) -> dict[str, Any] | None:
+        app = part.apps.get(app_id)
+        return None if app is None else app_entry(app)
+
+    def node_of(node_id: str) -> dict[str, Any] | None:
+        node = part.nodes.get(node_id)
+        return None if node is None else node_entry(node)
+
+    part.form.refresh(lambda name: _key(pname, name), app_of, node_of)
+
+
+def _body(entries: list[EncodedEntries]) -> bytes:
+    """One JSON object body from each partition's entries, merged in key order."""
+    if len(entries) == 1:
+        return entries[0].joined()
+    merged = heapq.merge(*(e.in_order() for e in entries))
+    return b",".join(fragment for _, fragment in merged)
+
+
+def state_digest(state: SchedulerState) -> str:
+    """``sha256:<hex>`` of the canonical state form, re-encoding only what changed.
+
+    Canonical form has sorted keys at every level: ``apps``, ``nodes``, ``queues``, ``type``.
+    """
+    parts = [(pname, state.partitions[pname]) for pname in sorted(state.partitions)]
+    for pname, part in parts:
+        _refreshed(pname, part)
+    queues = sorted(
+        (_key(pname, q.path), queue_entry(q)) for pname, part in parts for q in part.root.walk()
+    )
+    h = hashlib.sha256(b'{"apps":{')
+    h.update(_body([part.form.apps for _, part in parts]))
+    h.update(b'},"nodes":{')
+    h.update(_body([part.form.nodes for _, part in parts]))
+    h.update(b'},"queues":')
+    h.update(orjson.dumps(dict(queues), option=orjson.OPT_SORT_KEYS))
+    h.update(b',"type":"state"}')
+    return "sha256:" + h.hexdigest()

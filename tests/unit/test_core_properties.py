@@ -14,11 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from events.resources import Resources, add_into
+from projections.digest import digest
 from projections.node_index import sorted_node_ids
 from projections.priority import MIN_PRIORITY
 from projections.queues import cached, recompute
 from scheduler.config import load_config
 from scheduler.core.engine import Engine
+from scheduler.core.state_form import state_form
 from scheduler.simulate import Simulation
 from scheduler.workload import WorkloadSpec, config_yaml, events, numbered
 
@@ -80,6 +82,7 @@ SETUP: list[dict[str, Any]] = [
 
 
 def check_invariants(engine: Engine) -> None:
+    assert engine.digest() == digest(state_form(engine.state)), "incremental digest differs from a full one"
     for part in engine.state.partitions.values():
         assert cached(part.root) == recompute(part.root)
         part.index.check()
@@ -156,3 +159,55 @@ def test_simulate_is_identical_under_different_hash_seeds(tmp_path: Path) -> Non
         results.append(proc.stdout)
     assert results[0] == results[1] == results[2]
     assert results[0].count(b'"allocation.decided"') == 400
+
+
+TWO_PARTITIONS = """
+partitions:
+  - name: default
+    queues: [{name: root, submitacl: '*', queues: [{name: a}]}]
+  - name: gpu
+    queues: [{name: root, submitacl: '*', queues: [{name: a}]}]
+"""
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["default", "gpu"]), line), min_size=1, max_size=40))
+def test_incremental_digest_merges_partitions_in_key_order(lines: list[tuple[str, dict[str, Any]]]) -> None:
+    # Keys of partition "gpu" are "gpu/<id>": they sort between the default partition's ids
+    # ("a0" < "gpu/a0" < "n0"), so the digest must merge the partitions' entries in key order.
+    sim = Simulation(load_config(TWO_PARTITIONS))
+    for partition in ("default", "gpu"):
+        for obj in SETUP:
+            data = {**obj["data"], "partition": partition}
+            if "queue" in data:
+                data["queue"] = "root.a"
+            sim.feed(orjson.dumps({**obj, "data": data}))
+    for partition, obj in lines:
+        obj = {k: v for k, v in obj.items() if not (k == "time" and v is None)}
+        if obj["type"] != "schedule":
+            data = {**obj["data"], "partition": partition}
+            if "queue" in data:
+                data["queue"] = "root.a"
+            obj["data"] = data
+        sim.feed(orjson.dumps(obj))
+        assert sim.engine.digest() == digest(state_form(sim.engine.state))
+    sim.finish()
+    assert sim.engine.digest() == digest(state_form(sim.engine.state))
+    assert len(state_form(sim.engine.state)["apps"]) > len(APPS)  # both partitions hold apps
+
+
+def test_incremental_digest_sees_timer_state_changes() -> None:
+    # A timer moves an app Starting → Running with no other change to it: only the state
+    # transition itself marks the app's entry for re-encoding.
+    sim = Simulation(load_config(CONFIG))
+    for obj in [
+        *SETUP,
+        {"type": "ask.added", "data": {"app_id": "a0", "ask_id": "k", "resources": {"vcore": 1}}},
+        {"type": "schedule"},
+    ]:
+        sim.feed(orjson.dumps(obj))
+    assert sim.engine.digest() == digest(state_form(sim.engine.state))
+    assert state_form(sim.engine.state)["apps"]["a0"]["state"] == "Starting"
+    sim.feed(orjson.dumps({"type": "schedule", "time": "1970-01-01T01:00:00Z"}))
+    assert state_form(sim.engine.state)["apps"]["a0"]["state"] == "Running"
+    assert sim.engine.digest() == digest(state_form(sim.engine.state))

@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all venv demo test lint typecheck unit bench faults clean
+.PHONY: all venv demo test lint typecheck unit bench faults fuzz clean
 
 all: test
 
@@ -28,11 +28,37 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"
 
+# Every test but the long fault-injection runs (marked slow; `make faults` runs them).
 test: $(STAMP) lint typecheck
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m "not slow"
 
-bench: $(STAMP)
-	$(PY) benchmarks/core.py
+# The fault-injection harness alone (tests/faults, issue #8): kills, log damage, broker
+# outages, a full disk; prints its measured figures (lines starting FAULTS). Under 15 minutes.
+faults: $(STAMP)
+	$(PY) -m pytest -q -s tests/faults
+
+$(VENV)/.fuzz-installed: pyproject.toml $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,fuzz]'
+	touch $@
+
+# Coverage-guided fuzzing (atheris) of the event decoder, the config loader and the log
+# reader, FUZZ_SECONDS each; not part of `make test`. A finding stops it with a crash-* file.
+FUZZ_SECONDS ?= 300
+FUZZ_DIR     ?= /tmp/evsched-fuzz
+fuzz: $(VENV)/.fuzz-installed
+	for t in codec config log; do \
+	  mkdir -p $(FUZZ_DIR)/$$t && cp tests/fuzz/corpus/$$t/* $(FUZZ_DIR)/$$t/ && \
+	  $(PY) tests/fuzz/fuzz_$$t.py -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 \
+	    -artifact_prefix=$(FUZZ_DIR)/ $(FUZZ_DIR)/$$t || exit 1; \
+	done
+
+$(VENV)/.bench-installed: pyproject.toml $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,bench]'
+	touch $@
+
+# Every issue #7 benchmark, then a summary of every target (a few minutes; see benchmarks/RESULTS.md).
+bench: $(VENV)/.bench-installed
+	$(PY) benchmarks/run_all.py
 
 clean:
 	rm -rf $(VENV) evsched-data demo-data .pytest_cache .mypy_cache .ruff_cache

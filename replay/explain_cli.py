@@ -1,8 +1,11 @@
 """``evsched replay explain``: why a decision was made, or why an ask is still pending (CONTRACT §6).
 
-``explain DECISION_ID [--log DIR] [--json]`` and ``explain --ask APP/ASK [--log DIR] [--json]``.
-Exit 0 with the explanation; 1 for bad usage, an unreadable log, an unknown decision id or
-ask; 2 when re-deriving the decision disagrees with the log (a replay divergence).
+``explain DECISION_ID [--log DIR | --kafka …] [--json]`` and ``explain --ask APP/ASK …``.
+Re-derivation starts from the newest usable snapshot before the decision's cycle (or
+before the last cycle, for ``--ask``); without one the whole log is re-derived, and
+stderr says so. Exit 0 with the explanation; 1 for bad usage, an unreadable log, an
+unknown decision id or ask; 2 when re-deriving the decision disagrees with the log (a
+replay divergence).
 """
 
 from __future__ import annotations
@@ -12,13 +15,13 @@ import sys
 from typing import Any
 
 from events.codec import dumps
-from events.log.file import FileLog
 from events.log.port import LogError
 from replay.explain import ExplainError
 from replay.explain_log import explain_ask_from_log, explain_from_log
 from replay.explain_text import render_explanation, render_pending
+from replay.reader import LogUnavailable
+from replay.source_cli import add_snapshot_arguments, add_source_arguments, open_source, pick_start
 
-DEFAULT_LOG_DIR = "evsched-data"
 PROG = "evsched replay explain"
 
 
@@ -33,9 +36,8 @@ def add_explain(replay_subparsers: Any) -> None:
     )
     p.add_argument("decision_id", nargs="?", metavar="DECISION_ID", help="e.g. default-12-3")
     p.add_argument("--ask", metavar="APP/ASK", help="explain a pending ask instead of a decision")
-    p.add_argument(
-        "--log", metavar="DIR", default=DEFAULT_LOG_DIR, help="embedded log directory (default: %(default)s)"
-    )
+    add_source_arguments(p)
+    add_snapshot_arguments(p)
     p.add_argument("--json", action="store_true", help="print the explanation as one JSON object")
     p.set_defaults(handler=cmd_explain)
 
@@ -55,22 +57,22 @@ def cmd_explain(args: argparse.Namespace) -> int:
         if not sep or not app_id or not ask_id:
             return _fail(f"--ask takes APP/ASK, got {args.ask!r}")
     try:
-        log = FileLog(args.log, readonly=True)
-    except LogError as exc:
-        return _fail(str(exc))
-    try:
-        if args.ask is not None:
-            pending = explain_ask_from_log(log, app_id, ask_id)
-            if pending.status in ("unknown-app", "unknown-ask"):
-                return _fail(f"unknown ask {args.ask}: {pending.summary}")
-            sys.stdout.write(dumps(pending.to_dict()).decode() + "\n" if args.json else render_pending(pending))
-            return 0
-        explanation = explain_from_log(log, args.decision_id)
+        with open_source(args) as source:
+            if args.ask is not None:
+                start = pick_start(source, args, None, PROG)
+                pending = explain_ask_from_log(source, app_id, ask_id, start)
+                if pending.status in ("unknown-app", "unknown-ask"):
+                    return _fail(f"unknown ask {args.ask}: {pending.summary}")
+                sys.stdout.write(dumps(pending.to_dict()).decode() + "\n" if args.json else render_pending(pending))
+                return 0
+            explanation = explain_from_log(
+                source, args.decision_id, lambda through: pick_start(source, args, through, PROG)
+            )
     except ExplainError as exc:
+        return _fail(str(exc))
+    except LogUnavailable as exc:
         return _fail(str(exc))
     except LogError as exc:
         return _fail(f"cannot read the log: {exc}")
-    finally:
-        log.close_sync()
     sys.stdout.write(dumps(explanation.to_dict()).decode() + "\n" if args.json else render_explanation(explanation))
     return 2 if explanation.problems else 0

@@ -1,26 +1,29 @@
 """Explain from a log: re-derive the cycles before a decision with ``replay.rederive``, then explain it.
 
-``explain_from_log(source, decision_id)`` finds the decision's recorded cycle, runs
-``Rederiver`` through the cycle before it (the service's own ``run_logged_cycle``, from
-the built-in default config), takes that cycle's inputs from the rederiver's input
-cursor and hands everything to ``replay.explain.explain_decision``. Each re-derived
-cycle's ``state_digest`` is compared with the recorded one; a mismatch becomes a note.
-``explain_ask_from_log`` re-derives every recorded cycle and explains a pending ask.
+``explain_from_log(source, decision_id)`` finds the decision's recorded cycle (bisecting
+the output log: ``replay.locate``), runs ``Rederiver`` through the cycle before it (the
+service's own ``run_logged_cycle``, from the built-in default config or from a
+``StartPoint`` restored from a snapshot at or before that cycle), takes that cycle's
+inputs from the rederiver's input cursor and hands everything to
+``replay.explain.explain_decision``. Each re-derived cycle's ``state_digest`` is compared
+with the recorded one; a mismatch becomes a note. ``explain_ask_from_log`` re-derives
+every recorded cycle (after the start point) and explains a pending ask.
 No I/O of its own: ``source`` is anything with ``iter_inputs``/``iter_outputs``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from events.codec import decode_input, decode_output, parse_time
 from events.models import AllocationDecided, AskAdded, CycleCompleted, InputEvent
 from replay.explain import CycleBatch, ExplainError, Explanation, explain_decision, parse_decision_id
 from replay.explain_pending import PendingExplanation, explain_pending
-from replay.reader import InputGap, LogSource
-from replay.rederive import Rederiver, Step, sorted_channels
+from replay.locate import find_cycle
+from replay.reader import InputGap, LogSource, channel_order
+from replay.rederive import Rederiver, StartPoint, Step
 from scheduler.core.engine import Engine
-from scheduler.cycle_records import LogStructureError, RecordedCycle, recorded_cycles
+from scheduler.cycle_records import LogStructureError, RecordedCycle
 
 
 def recorded_decisions(cycle: RecordedCycle) -> list[AllocationDecided]:
@@ -48,16 +51,21 @@ def _digest_note(step: Step) -> str | None:
 
 def _find_cycle(source: LogSource, number: int) -> RecordedCycle | None:
     try:
-        for cycle in recorded_cycles(source.iter_outputs()):
-            if cycle.number == number:
-                return cycle
+        return find_cycle(source, number)
     except LogStructureError as exc:
         raise ExplainError(f"the output log is malformed: {exc.message}") from None
-    return None
 
 
-def explain_from_log(source: LogSource, decision_id: str) -> Explanation:
-    """Explain a logged decision; ``ExplainError`` when the log has no such decision."""
+StartFor = Callable[[int], StartPoint | None]
+
+
+def explain_from_log(source: LogSource, decision_id: str, start: StartPoint | StartFor | None = None) -> Explanation:
+    """Explain a logged decision; ``ExplainError`` when the log has no such decision.
+
+    ``start`` (e.g. a snapshot) must hold a cycle before the decision's; re-derivation
+    then begins after it. It may be a function of the last cycle to re-derive, called
+    once the decision is found in the log (so an unknown id costs no snapshot restore).
+    """
     _, number, _ = parse_decision_id(decision_id)
     cycle = _find_cycle(source, number)
     if cycle is None:
@@ -68,7 +76,11 @@ def explain_from_log(source: LogSource, decision_id: str) -> Explanation:
         ids = [d.decision_id for d in decisions]
         listed = (", ".join(ids[:5]) + (" …" if len(ids) > 5 else "")) if ids else "none"
         raise ExplainError(f"unknown decision {decision_id}: cycle {number} recorded decisions: {listed}")
-    rederiver = Rederiver(source, through_cycle=number - 1)
+    if callable(start):
+        start = start(number - 1)
+    if start is not None and start.engine.cycle_number >= number:
+        raise ExplainError(f"the start point holds cycle {start.engine.cycle_number}, not one before {number}")
+    rederiver = Rederiver(source, start=start, through_cycle=number - 1)
     notes = []
     try:
         for step in rederiver.steps():
@@ -84,16 +96,18 @@ def explain_from_log(source: LogSource, decision_id: str) -> Explanation:
     engine = rederiver.engine or Engine()
     batch = CycleBatch(
         number, parse_time(started.time), started.inputs_from, started.inputs_through, records,
-        sorted_channels(set(started.inputs_through) | set(started.inputs_from)),
+        channel_order(source, set(started.inputs_through) | set(started.inputs_from)),
     )
     explanation = explain_decision(engine, batch, decision_id, recorded)
     explanation.notes.extend(notes)
     return explanation
 
 
-def explain_ask_from_log(source: LogSource, app_id: str, ask_id: str) -> PendingExplanation:
+def explain_ask_from_log(
+    source: LogSource, app_id: str, ask_id: str, start: StartPoint | None = None
+) -> PendingExplanation:
     """Explain an ask against the state after the last recorded cycle of the log."""
-    rederiver = Rederiver(source)
+    rederiver = Rederiver(source, start=start)
     try:
         for _ in rederiver.steps():
             pass

@@ -22,7 +22,7 @@ Each record is written so that ``simulate`` reads it as the service did:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import orjson
@@ -30,8 +30,7 @@ import orjson
 from events.codec import format_time
 from events.log.port import LogRecord
 from events.models import MAX_RECORD_BYTES
-from replay.reader import InputCursor, InputGap, LogSource
-from replay.rederive import sorted_channels
+from replay.reader import InputCursor, InputGap, LogSource, channel_order
 from scheduler.cycle_records import LogStructureError, recorded_cycles
 from scheduler.cycle_runner import decode_records, merge
 
@@ -98,10 +97,10 @@ def schedule_line(time_text: str) -> bytes:
     return orjson.dumps({"type": "schedule", "time": time_text})
 
 
-def _apply_order(records: list[LogRecord], channels: Iterable[str]) -> list[LogRecord]:
+def _apply_order(records: list[LogRecord], channels: list[str]) -> list[LogRecord]:
     if len({r.channel for r in records}) <= 1:
         return sorted(records, key=lambda r: r.offset)
-    return [d.record for d in merge(decode_records(records), sorted_channels(channels))]
+    return [d.record for d in merge(decode_records(records), channels)]
 
 
 def export_lines(source: LogSource, stats: ExportStats, through_cycle: int | None = None) -> Iterator[bytes]:
@@ -127,7 +126,8 @@ def export_lines(source: LogSource, stats: ExportStats, through_cycle: int | Non
             if problem is not None:
                 raise ExportError(f"cycle {recorded.number}: {problem}", structural=True)
             records = cursor.take(started.inputs_from, started.inputs_through)
-            for rec in _apply_order(records, set(started.inputs_through) | set(started.inputs_from)):
+            order = channel_order(source, set(started.inputs_through) | set(started.inputs_from))
+            for rec in _apply_order(records, order):
                 line, stand_in = simulate_line(rec)
                 if stand_in:
                     stats.stand_ins.append(rec.position)

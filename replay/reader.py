@@ -1,24 +1,32 @@
 """Reading a log for replay: the ``LogSource`` protocol, the embedded log opened read-only, input ranges.
 
 Every replay tool reads through a ``LogSource``: anything with synchronous
-``iter_inputs(start_positions)`` and ``iter_outputs(start)`` — ``FileLog`` (opened with
-``readonly=True`` so a live service may keep writing), ``MemoryLog``, or a future Kafka
-reader. ``InputCursor`` hands out the input records of one cycle at a time from a single
-forward pass, so a replay reads every input once.
+``iter_inputs(start_positions)`` and ``iter_outputs(start)`` — ``FileSource`` (the
+embedded log, opened read-only so a live service may keep writing), ``MemoryLog``, or
+``replay.kafka_source.KafkaSource``. Sources may offer more, and the helpers here use it
+when they do: ``input_channel_order`` (the service's merge order of the channels),
+``output_at(offset)`` (one output record, for bisecting the output log), ``inputs_end()``
+and ``outputs_end()`` (synchronous, unlike the ``EventLog`` port's ``input_end`` /
+``output_end``, so a ``MemoryLog`` passed as a source is not mistaken for one).
+``InputCursor`` hands out the input records of one cycle at a time from a single forward
+pass, so a replay reads every input once.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Coroutine, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from itertools import islice
 from os import PathLike
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
-from events.log.file import FileLog
+from events.log.file import INPUTS, FileLog
 from events.log.port import LogError, LogRecord
 
 DEFAULT_LOG_DIR = "./evsched-data"
+PULL_CHUNK = 1024  # input records buffered per read from the source
+_T = TypeVar("_T")
 
 
 class LogSource(Protocol):
@@ -40,17 +48,102 @@ class LogUnavailable(Exception):
     """The log cannot be opened or read (missing directory, damaged segments)."""
 
 
+def _finished(coro: Coroutine[Any, Any, _T]) -> _T:
+    """The result of a coroutine that never suspends, run without an event loop.
+
+    ``FileLog``'s port methods do their (local, short) file I/O synchronously inside
+    ``async def``, so one ``send`` runs them to completion.
+    """
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        value: _T = done.value
+        return value
+    coro.close()
+    raise RuntimeError("a FileLog coroutine suspended: it needs an event loop")
+
+
+class FileSource:
+    """The embedded log, read-only, as a ``LogSource`` with every optional capability."""
+
+    def __init__(self, log: FileLog) -> None:
+        self.log = log
+        self.input_channel_order = [INPUTS]
+
+    def iter_inputs(self, start_positions: Mapping[str, int] | None = None) -> Iterator[LogRecord]:
+        """Input records from ``start_positions`` to the end."""
+        return self.log.iter_inputs(start_positions)
+
+    def iter_outputs(self, start: int = 0) -> Iterator[LogRecord]:
+        """Output records from ``start`` to the end (records a live writer appends included)."""
+        return self.log.iter_outputs(start)
+
+    def output_at(self, offset: int) -> LogRecord | None:
+        """The output record at ``offset``, or None past the end."""
+        batch = _finished(self.log.read_outputs(offset, 1))
+        return batch[0] if batch else None
+
+    def inputs_end(self) -> dict[str, int]:
+        """One past the last input record of each channel."""
+        return _finished(self.log.input_end())
+
+    def outputs_end(self) -> int:
+        """One past the last output record."""
+        return _finished(self.log.output_end())
+
+    def close(self) -> None:
+        """Release the segment files."""
+        self.log.close_sync()
+
+
 @contextmanager
-def open_file_log(directory: str | PathLike[str]) -> Iterator[LogSource]:
+def open_file_log(directory: str | PathLike[str]) -> Iterator[FileSource]:
     """The embedded log in ``directory``, read-only (no lock taken, nothing written)."""
     try:
         log = FileLog(directory, readonly=True)
     except LogError as exc:
         raise LogUnavailable(str(exc)) from None
     try:
-        yield log
+        yield FileSource(log)
     finally:
         log.close_sync()
+
+
+def channel_order(source: LogSource, names: Iterable[str]) -> list[str]:
+    """The channels ``names`` in the order the service merges them (CONTRACT §4).
+
+    That is the source's ``input_channel_order`` (what the log's ``input_channels()``
+    returned to the service: Kafka's topic order as configured, then partition), then any
+    channel it does not list, by name. A source without an order merges by name.
+
+    Example: a source with order ``["zz/0", "aa/0"]`` and names ``{"aa/0", "zz/0", "mm/0"}``
+    gives ``["zz/0", "aa/0", "mm/0"]``.
+    """
+    wanted = set(names)
+    known: list[str] = list(getattr(source, "input_channel_order", None) or [])
+    ordered = [ch for ch in known if ch in wanted]
+    return ordered + sorted(wanted - set(ordered))
+
+
+def output_at(source: LogSource, offset: int) -> LogRecord | None:
+    """The output record at ``offset`` (None past the end), by the cheapest way the source has."""
+    reader = getattr(source, "output_at", None)
+    if reader is not None:
+        found: LogRecord | None = reader(offset)
+        return found
+    return next(iter(source.iter_outputs(offset)), None)
+
+
+def outputs_end(source: LogSource) -> int | None:
+    """One past the last output record, or None when the source cannot say without reading it all."""
+    end = getattr(source, "outputs_end", None)
+    return int(end()) if end is not None else None
+
+
+def input_total(source: LogSource) -> int | None:
+    """How many input records the log holds over all channels (None when the source cannot say)."""
+    end = getattr(source, "inputs_end", None)
+    return sum(end().values()) if end is not None else None
 
 
 class InputGap(Exception):
@@ -83,13 +176,19 @@ class InputCursor:
         return None if not wrong else "inputs_from does not continue the previous cycle: " + ", ".join(wrong)
 
     def _pull(self) -> bool:
+        """Buffer the next chunk of records; False once the inputs are exhausted."""
         if self._ended:
             return False
-        rec = next(self._records, None)
-        if rec is None:
+        chunk = list(islice(self._records, PULL_CHUNK))
+        if not chunk:
             self._ended = True
             return False
-        self._buffers.setdefault(rec.channel, deque()).append(rec)
+        buffers = self._buffers
+        for rec in chunk:
+            buf = buffers.get(rec.channel)
+            if buf is None:
+                buf = buffers[rec.channel] = deque()
+            buf.append(rec)
         return True
 
     def _take_channel(self, channel: str, lo: int, hi: int) -> list[LogRecord]:
@@ -100,9 +199,13 @@ class InputCursor:
             return []
         while (not buf or buf[-1].offset < hi - 1) and self._pull():
             pass
-        out: list[LogRecord] = []
-        while buf and buf[0].offset < hi:
-            out.append(buf.popleft())
+        # Offsets of one channel increase, so the wanted records are the buffer's head.
+        count = min(len(buf), hi - buf[0].offset) if buf else 0
+        if count == len(buf):
+            out = list(buf)
+            buf.clear()
+        else:
+            out = [buf.popleft() for _ in range(count)]
         if len(out) != hi - lo or (out and (out[0].offset != lo or out[-1].offset != hi - 1)):
             raise InputGap(
                 f"channel {channel}: the cycle consumes offsets {lo}..{hi - 1}, the log has {len(out)} of them"

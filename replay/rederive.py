@@ -9,9 +9,13 @@ after cycle ``k`` reads it from the step of cycle ``k``.
 
 Start points: by default a fresh ``Engine`` (the built-in default config, as the
 service) whose ``source`` is taken from the first recorded output, at positions ``{}``
-and output offset 0. A ``StartPoint`` (e.g. restored from a snapshot) supplies another
-engine, the input positions it has consumed and the output offset of the next cycle's
-``cycle.started``; its engine's ``cycle_number`` is the last cycle it contains.
+and output offset 0. A ``StartPoint`` (e.g. restored from a snapshot by
+``replay.snapshot_start``) supplies another engine, the input positions it has consumed
+and the output offset of the next cycle's ``cycle.started``; its engine's
+``cycle_number`` is the last cycle it contains.
+
+Channels of one cycle are merged in the source's channel order
+(``replay.reader.channel_order``), which is the order the service merged them in.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from dataclasses import dataclass, field
 from events.codec import TimeFormatError, parse_time
 from events.log.port import LogRecord
 from events.models import OutputEvent
-from replay.reader import InputCursor, InputGap, LogSource
+from replay.reader import InputCursor, InputGap, LogSource, channel_order
 from scheduler.core.engine import DEFAULT_SOURCE, Engine
 from scheduler.cycle_records import LogStructureError, RecordedCycle, parse_record, recorded_cycles
 from scheduler.cycle_runner import run_logged_cycle
@@ -35,6 +39,7 @@ class StartPoint:
     engine: Engine
     positions: dict[str, int] = field(default_factory=dict)
     output_offset: int = 0
+    recorded_digest: str | None = None  # the log's state_digest for the engine's last cycle, when known
 
 
 @dataclass
@@ -53,7 +58,7 @@ class Step:
 
 
 def sorted_channels(names: Iterable[str]) -> list[str]:
-    """The default channel order: sorted names (the embedded log has one, ``inputs``)."""
+    """Channel names sorted: the merge order of a source that does not state its own."""
     return sorted(names)
 
 
@@ -67,8 +72,9 @@ class Rederiver:
     ``engine_factory(source)`` builds the starting engine when no ``StartPoint`` is given.
     ``keep(cycle, record)`` may drop input records before a cycle runs (what-if);
     ``before_cycle(engine, cycle, now_us)`` runs before a cycle's inputs are applied.
-    ``through_cycle`` stops after that cycle. Structural problems (a gap in the inputs, a
-    cycle out of sequence) raise ``LogStructureError`` when the walk reaches them.
+    ``through_cycle`` stops after that cycle. ``channel_order`` defaults to the source's
+    (``replay.reader.channel_order``). Structural problems (a gap in the inputs, a cycle
+    out of sequence) raise ``LogStructureError`` when the walk reaches them.
     """
 
     def __init__(
@@ -79,7 +85,7 @@ class Rederiver:
         engine_factory: Callable[[str], Engine] | None = None,
         keep: RecordFilter | None = None,
         before_cycle: CycleHook | None = None,
-        channel_order: Callable[[Iterable[str]], list[str]] = sorted_channels,
+        channel_order: Callable[[Iterable[str]], list[str]] | None = None,
         through_cycle: int | None = None,
     ) -> None:
         self.source = source
@@ -87,8 +93,8 @@ class Rederiver:
         self._factory = engine_factory or (lambda src: Engine(source=src))
         self._keep = keep
         self._before = before_cycle
-        self._channel_order = channel_order
-        self._through = through_cycle
+        self._channel_order = channel_order or (lambda names: _source_order(source, names))
+        self.through_cycle = through_cycle
         self.engine: Engine | None = start.engine if start is not None else None
         self.cursor = InputCursor(source, start.positions if start is not None else {})
         self.inputs_consumed = 0
@@ -105,10 +111,10 @@ class Rederiver:
         """Re-derive cycle after cycle, yielding each as it is done."""
         offset = self._start.output_offset if self._start is not None else 0
         for recorded in recorded_cycles(self.source.iter_outputs(offset)):
-            if self._through is not None and recorded.number > self._through:
+            if self.through_cycle is not None and recorded.number > self.through_cycle:
                 return
             yield self._step(recorded)
-            if self._through is not None and recorded.number >= self._through:
+            if self.through_cycle is not None and recorded.number >= self.through_cycle:
                 return
 
     def _step(self, recorded: RecordedCycle) -> Step:
@@ -142,6 +148,10 @@ class Rederiver:
             engine, applied, channels, now_us, started.inputs_from, started.inputs_through
         )
         return Step(recorded, derived, records, engine)
+
+
+def _source_order(source: LogSource, names: Iterable[str]) -> list[str]:
+    return channel_order(source, names)
 
 
 def inputs_range(started_from: Mapping[str, int], started_through: Mapping[str, int]) -> str:

@@ -2,7 +2,9 @@
 
 Cycle 0 is the state before any cycle: the built-in default config and nothing else.
 The re-derived state digest after cycle N is compared with the one recorded in cycle N's
-``cycle.completed``; ``StateAt.digest_matches`` says whether they agree.
+``cycle.completed``; ``StateAt.digest_matches`` says whether they agree. Given a
+``StartPoint`` (a snapshot at or before the first cycle asked for, see
+``replay.snapshot_start``) only the cycles after it are re-derived.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from events.models import CycleCompleted
 from replay.reader import LogSource
-from replay.rederive import Rederiver
+from replay.rederive import Rederiver, StartPoint
 from scheduler.core.engine import Engine
 from scheduler.cycle_records import LogStructureError
 
@@ -43,8 +45,8 @@ class StateAt:
         return self.cycle == 0 or self.recorded_digest == self.derived_digest
 
 
-def states_at(source: LogSource, cycles: Iterable[int]) -> dict[int, StateAt]:
-    """The state after each requested cycle, from one pass over the log."""
+def states_at(source: LogSource, cycles: Iterable[int], start: StartPoint | None = None) -> dict[int, StateAt]:
+    """The state after each requested cycle, from one pass over the log (after ``start``)."""
     wanted = sorted(set(cycles))
     if not wanted:
         return {}
@@ -55,9 +57,17 @@ def states_at(source: LogSource, cycles: Iterable[int]) -> dict[int, StateAt]:
         initial = Engine()
         found[0] = StateAt(0, initial.state_form(), None, initial.digest())
     last_complete = 0
+    if start is not None:
+        held = start.engine.cycle_number
+        first = min((n for n in wanted if n > 0), default=held)
+        if held > first:
+            raise ValueError(f"the start point holds cycle {held}, after cycle {first}")
+        last_complete = held
+        if held in wanted:
+            found[held] = StateAt(held, start.engine.state_form(), start.recorded_digest, start.engine.digest())
     incomplete: int | None = None
     try:
-        for step in Rederiver(source, through_cycle=wanted[-1]).steps():
+        for step in Rederiver(source, start=start, through_cycle=wanted[-1]).steps():
             if not step.recorded.complete:
                 incomplete = step.number
                 break
@@ -79,9 +89,9 @@ def states_at(source: LogSource, cycles: Iterable[int]) -> dict[int, StateAt]:
     return found
 
 
-def state_at(source: LogSource, cycle: int) -> StateAt:
-    """The state after cycle ``cycle``."""
-    return states_at(source, [cycle])[cycle]
+def state_at(source: LogSource, cycle: int, start: StartPoint | None = None) -> StateAt:
+    """The state after cycle ``cycle`` (re-derived after ``start`` when given)."""
+    return states_at(source, [cycle], start)[cycle]
 
 
 def diff_states(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:

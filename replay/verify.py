@@ -234,10 +234,20 @@ def verify(
     *,
     start: StartPoint | None = None,
     progress: Callable[[VerifyReport], None] | None = None,
+    through_cycle: int | None = None,
 ) -> VerifyReport:
-    """Re-derive and compare every cycle of ``source``; stops at the first divergence."""
+    """Re-derive and compare every cycle of ``source``; stops at the first divergence.
+
+    With ``start`` the cycles after it are verified; with ``through_cycle`` the walk stops
+    after that cycle (and does not count the inputs left after it): one range of a
+    parallel verification (``replay.verify_parallel``).
+    """
+    return verify_with(Rederiver(source, start=start, through_cycle=through_cycle), progress=progress)
+
+
+def verify_with(rederiver: Rederiver, *, progress: Callable[[VerifyReport], None] | None = None) -> VerifyReport:
+    """``verify`` over a given ``Rederiver`` (whose engine the caller may inspect afterwards)."""
     report = VerifyReport()
-    rederiver = Rederiver(source, start=start)
     incomplete: tuple[Step, list[bytes]] | None = None
     try:
         for step in rederiver.steps():
@@ -266,5 +276,6 @@ def verify(
         return report
     if incomplete is not None:
         report.incomplete_cycle = incomplete[0].number
-    report.unconsumed_inputs = rederiver.cursor.remaining()
+    if rederiver.through_cycle is None:
+        report.unconsumed_inputs = rederiver.cursor.remaining()
     return report

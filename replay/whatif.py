@@ -24,7 +24,7 @@ import orjson
 from events.log.port import LogRecord
 from events.models import AllocationDecided, ConfigUpdated, CycleCompleted, InputEvent, InputRejected
 from replay.reader import LogSource
-from replay.rederive import Rederiver
+from replay.rederive import Rederiver, StartPoint
 from scheduler.config import SchedulerConfig
 from scheduler.core.engine import Engine
 from scheduler.cycle_records import LogStructureError, parse_record
@@ -153,10 +153,18 @@ def _recorded(records: list[LogRecord]) -> Iterator[dict[str, Any]]:
                 yield obj
 
 
-def whatif(source: LogSource, config: SchedulerConfig, *, from_cycle: int = 1) -> WhatIfReport:
-    """Re-run ``source`` with ``config`` from ``from_cycle`` on (see the module docstring)."""
+def whatif(
+    source: LogSource, config: SchedulerConfig, *, from_cycle: int = 1, start: StartPoint | None = None
+) -> WhatIfReport:
+    """Re-run ``source`` with ``config`` from ``from_cycle`` on (see the module docstring).
+
+    ``start`` (a snapshot of a cycle before ``from_cycle``) saves re-deriving the cycles
+    up to it; they run as recorded either way.
+    """
     if from_cycle < 1:
         raise WhatIfError(f"--from-cycle must be at least 1, got {from_cycle}")
+    if start is not None and start.engine.cycle_number >= from_cycle:
+        raise WhatIfError(f"the start point holds cycle {start.engine.cycle_number}, not one before {from_cycle}")
     report = WhatIfReport(from_cycle)
 
     def keep(cycle: int, rec: LogRecord) -> bool:
@@ -180,7 +188,7 @@ def whatif(source: LogSource, config: SchedulerConfig, *, from_cycle: int = 1) -
     def factory(src: str) -> Engine:
         return Engine(config if from_cycle == 1 else None, source=src)
 
-    rederiver = Rederiver(source, engine_factory=factory, keep=keep, before_cycle=switch)
+    rederiver = Rederiver(source, start=start, engine_factory=factory, keep=keep, before_cycle=switch)
     try:
         for step in rederiver.steps():
             if not step.recorded.complete:

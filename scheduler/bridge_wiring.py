@@ -13,12 +13,12 @@ from typing import Any
 
 from events.log.port import EventLog
 from events.models import OutputEvent
-from scheduler.bridge.address import credentials_from_env
 from scheduler.bridge.ingest import Rejection
 from scheduler.bridge.port import Publisher
 from scheduler.bridge.topics import StatusTracker, route_cycle, route_status
 from scheduler.core.engine import Engine
 from scheduler.core.state_form import queue_entry
+from scheduler.credentials import mqtt_credentials
 
 LOG = logging.getLogger("evsched.bridge")
 
@@ -69,7 +69,8 @@ async def start_bridge(url: str, log: EventLog, *, ingest: bool, partition: str 
     """Connect the publisher (and, when asked, node ingest into ``log``)."""
     from scheduler.bridge.mqtt import MqttIngest, MqttPublisher
 
-    username, password = credentials_from_env(os.environ)
+    creds = mqtt_credentials(os.environ)  # EVSCHED_MQTT_PASSWORD or EVSCHED_MQTT_PASSWORD_FILE
+    username, password = creds.username, creds.password
     publisher = MqttPublisher(url, username=username, password=password)
     bridge = MqttBridge(publisher, partition)
     await publisher.start()

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from scheduler.cli_commands import add_commands
+from scheduler.runtime import tuned_gc
 
 
 class _Parser(argparse.ArgumentParser):
@@ -35,7 +36,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        code: int = args.handler(args)
+        with tuned_gc():
+            code: int = args.handler(args)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

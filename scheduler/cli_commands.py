@@ -72,13 +72,17 @@ def add_commands(sub: Any) -> None:
     p = sub.add_parser("run", help="the scheduler service")
     p.add_argument("--config", metavar="F", help="queue configuration YAML, appended to the log as config.updated")
     add_log_arguments(p)
-    p.add_argument("--mqtt", metavar="URL", help="publish outputs to MQTT: mqtt://[user:pass@]host:port")
+    p.add_argument("--mqtt", metavar="URL", help="publish outputs to MQTT: mqtt://[user@]host:port "
+                   "(the password: EVSCHED_MQTT_PASSWORD or --mqtt-password-file, never in the URL)")
     p.add_argument("--mqtt-ingest", action="store_true", help="accept node events from MQTT into the input log")
     p.add_argument("--once", action="store_true", help="process every input present, then exit")
     p.add_argument("--batch", type=int, default=5_000, metavar="N", help="max inputs per cycle (default 5000)")
     p.add_argument("--snapshot-dir", metavar="DIR",
                    help="where snapshots go (default: DIR/snapshots for the embedded log; none for Kafka)")
     p.add_argument("--snapshot-every", type=int, default=100, metavar="N", help="cycles between snapshots")
+    p.add_argument("--snapshot-keep", type=int, default=2, metavar="N",
+                   help="snapshots kept, newest first (default 2; 0 keeps all: `replay state`, `explain` and "
+                   "parallel `verify` start from the nearest one)")
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(handler=cmd_run)
 

@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -19,6 +19,10 @@ from events.log.port import EventLog, LogError
 from events.models import InputRejected
 from events.producer import key_of
 from scheduler.config import SchedulerConfig
+from scheduler.credentials import CredentialError, add_credential_arguments, kafka_sasl, prepare_run, redact_logs
+
+if TYPE_CHECKING:
+    from scheduler.service import Service
 
 DEFAULT_LOG_DIR = "./evsched-data"
 SUBMIT_SOURCE = "evsched-submit"
@@ -49,6 +53,12 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--security-protocol", default="PLAINTEXT", help="Kafka security protocol (SASL_SSL, SSL, …)")
     p.add_argument("--sasl-mechanism", default=None, help="Kafka SASL mechanism (PLAIN, SCRAM-SHA-256, …); "
                    "credentials come from EVSCHED_KAFKA_USERNAME / EVSCHED_KAFKA_PASSWORD")
+    add_credential_arguments(p, mqtt=p.prog.rsplit(" ", 1)[-1] == "run")
+    p.add_argument("--partition", action="append", dest="partitions", metavar="NAME",
+                   help="Kafka: a scheduler partition (shard) with its own topics — TOPIC.NAME, or the topics "
+                   "unchanged for 'default' (repeatable, or a comma list). run: the shards this instance may "
+                   "run, split with the other instances of --group; submit: route each event to its "
+                   "partition's topic; replay/audit: the one shard to read")
     # cli_commands registers the run parser and calls only this function; until it calls
     # add_service_arguments itself, the service's Kafka flags are added here for `run`.
     if p.prog.rsplit(" ", 1)[-1] == "run":
@@ -61,10 +71,54 @@ def add_service_arguments(p: argparse.ArgumentParser) -> None:
                    help="active/standby: run only while holding the lease (Kafka consumer group GROUP.active); "
                    "otherwise wait, then restore state from the decisions topic and take over when the active "
                    "instance stops or its session times out. Exits 1 if the lease is lost while running")
+    p.add_argument("--session-timeout-ms", type=int, default=10_000, metavar="MS",
+                   help="Kafka group session timeout: how soon another instance takes over the shards (or the "
+                   "lease) of one that died (default 10000)")
+    p.add_argument("--fetch-wait-ms", type=int, default=5, metavar="MS",
+                   help="Kafka fetch.max.wait: how long the broker may hold a fetch that finds nothing (default 5; "
+                   "Apache Kafka answers as soon as data arrives, so a longer wait saves idle requests there, but "
+                   "Tansu holds the fetch for all of it, which adds to the event→decision latency)")
     p.add_argument("--transactions", action="store_true",
                    help="require a broker with transactional producers: probe at start and exit 1 with the "
                    "broker's reason when it has none. Probe only: outputs and offsets are still committed "
                    "separately (outputs first), which the design relies on, so a crash never loses a decision")
+
+
+def kafka_security(args: argparse.Namespace) -> dict[str, Any]:
+    """KafkaLog's security keyword arguments; credentials from the environment, never argv."""
+    kwargs: dict[str, Any] = {"security_protocol": args.security_protocol}
+    if args.sasl_mechanism:
+        try:  # from EVSCHED_KAFKA_* or --kafka-password-file (scheduler.credentials), never argv
+            kwargs.update(kafka_sasl(args.sasl_mechanism, os.environ, getattr(args, "kafka_password_file", None)))
+        except CredentialError as exc:
+            raise LogError(str(exc)) from None
+    return kwargs
+
+
+def group_timing(args: argparse.Namespace) -> dict[str, Any]:
+    """Consumer-group session and heartbeat for ``--session-timeout-ms`` (absent: the defaults)."""
+    session = getattr(args, "session_timeout_ms", None)
+    if not session:
+        return {}
+    return {"session_timeout_ms": session, "heartbeat_interval_ms": max(100, min(3_000, session // 3))}
+
+
+def fetch_tuning(args: argparse.Namespace) -> dict[str, Any]:
+    """KafkaLog's ``fetch_max_wait_ms`` for ``--fetch-wait-ms`` (absent: the default)."""
+    wait = getattr(args, "fetch_wait_ms", None)
+    return {} if wait is None else {"fetch_max_wait_ms": wait}
+
+
+def kafka_topics(args: argparse.Namespace) -> dict[str, Any]:
+    """KafkaLog's topic keyword arguments: the base names, or one ``--partition``'s shard topics."""
+    from scheduler.cli_shards import partition_names, topics_of
+
+    shards = partition_names(args)
+    if len(shards) > 1:
+        raise LogError(f"name one --partition to read, not {len(shards)}: {', '.join(shards)}")
+    topics = topics_of(args, shards[0] if shards else "default")
+    return {"input_topics": list(topics.inputs), "decisions_topic": topics.decisions,
+            "deadletter_topic": topics.deadletter}
 
 
 async def open_log(args: argparse.Namespace, *, readonly: bool = False) -> EventLog:
@@ -72,20 +126,12 @@ async def open_log(args: argparse.Namespace, *, readonly: bool = False) -> Event
     if getattr(args, "kafka", None):
         from events.log.kafka import KafkaLog
 
-        kwargs: dict[str, Any] = {
-            "input_topics": args.input_topics or ["evsched.inputs"],
-            "decisions_topic": args.decisions_topic,
-            "deadletter_topic": args.deadletter_topic,
-            "group_id": args.group,
-            "security_protocol": args.security_protocol,
-        }
-        if args.sasl_mechanism:
-            kwargs["sasl_mechanism"] = args.sasl_mechanism
-            kwargs["sasl_plain_username"] = os.environ.get("EVSCHED_KAFKA_USERNAME")
-            kwargs["sasl_plain_password"] = os.environ.get("EVSCHED_KAFKA_PASSWORD")
-        log = KafkaLog(args.kafka, **kwargs)
+        log = KafkaLog(args.kafka, group_id=args.group, **kafka_topics(args), **kafka_security(args),
+                       **group_timing(args), **fetch_tuning(args))
         await log.start()
         return log
+    if getattr(args, "partitions", None):
+        raise LogError("--partition needs --kafka (the embedded log holds one scheduler)")
     from events.log.file import FileLog
 
     return FileLog(args.log or DEFAULT_LOG_DIR, readonly=readonly)
@@ -127,10 +173,13 @@ def cmd_submit(args: argparse.Namespace) -> int:
         print(f"evsched: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
         return 1
     good, errors = prepare_submission(raw.splitlines())
-    for err in errors:
-        print(f"evsched submit: {err}", file=sys.stderr)
 
     async def append() -> None:
+        if args.kafka and args.partitions:
+            from scheduler.cli_shards import submit_to_shards
+
+            good[:] = await submit_to_shards(args, good, errors)
+            return
         log = await open_log(args)
         try:
             await log.append_inputs(good)
@@ -142,13 +191,43 @@ def cmd_submit(args: argparse.Namespace) -> int:
     except LogError as exc:
         print(f"evsched submit: {exc}", file=sys.stderr)
         return 1
+    for err in errors:
+        print(f"evsched submit: {err}", file=sys.stderr)
     print(f"appended {len(good)} events" + (f"; {len(errors)} lines rejected" if errors else ""), file=sys.stderr)
     return 1 if errors else 0
+
+
+async def append_config(service: Service, config: SchedulerConfig | None, path: str | None) -> None:
+    """Append ``--config`` to the service's input log as ``config.updated`` when it differs
+    from the config in force (keyed by the service's shard name, ``default`` when unsharded)."""
+    if config is None or config.checksum == service.engine.state.config.checksum:
+        return
+    end = await service.log.input_end()
+    record = {
+        "id": f"config-{config.checksum[:16]}-{sum(end.values())}",
+        "source": "evsched-run",
+        "type": "config.updated",
+        "data": {"yaml": config.yaml},
+    }
+    waiting = await service.lag()
+    await service.log.append_inputs([((service.name or "default").encode(), orjson.dumps(record))])
+    LOG.info("appended config %s from %s to the input log", config.checksum[:12], path)
+    if waiting:
+        LOG.warning(
+            "the config takes effect after the %d inputs already waiting in the log; to apply it to "
+            "them, submit it first (a config.updated event) or start the service before submitting",
+            waiting,
+        )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``evsched run [--config F] [--log DIR | --kafka …] [--mqtt URL] [--once]``."""
     setup_logging(args.verbose)
+    try:
+        redact_logs(prepare_run(args, os.environ))  # credentials from env/files only, kept out of logs
+    except CredentialError as exc:
+        LOG.error("%s", exc)
+        return 1
     from scheduler.cli_commands import load_config_arg
 
     config = load_config_arg(args.config)  # None without --config; exits 1 with every reason when invalid
@@ -163,6 +242,10 @@ async def _run(args: argparse.Namespace, config: SchedulerConfig | None) -> int:
     from scheduler.service import Service
     from scheduler.snapshots import SnapshotStore
 
+    if args.kafka and args.partitions:
+        from scheduler.cli_shards import run_shards
+
+        return await run_shards(args, config)
     log = await open_log(args)
     if getattr(args, "transactions", False):
         probe = getattr(log, "probe_transactions", None)
@@ -180,9 +263,10 @@ async def _run(args: argparse.Namespace, config: SchedulerConfig | None) -> int:
         bridge = await start_bridge(args.mqtt, log, ingest=args.mqtt_ingest)
         listeners.append(bridge)
     snapshot_dir = args.snapshot_dir or (None if args.kafka else str(Path(args.log or DEFAULT_LOG_DIR) / "snapshots"))
-    store = SnapshotStore(snapshot_dir) if snapshot_dir else None
+    store = SnapshotStore(snapshot_dir, keep=getattr(args, "snapshot_keep", 2)) if snapshot_dir else None
+    # A Kafka read waits for records itself (KafkaLog's poll), so the loop needs no nap between reads.
     service = Service(log, batch_records=args.batch, listeners=listeners, snapshots=store,
-                      snapshot_every=args.snapshot_every)
+                      snapshot_every=args.snapshot_every, poll_interval_s=0.0 if args.kafka else 0.2)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, service.stop)
@@ -199,23 +283,7 @@ async def _run(args: argparse.Namespace, config: SchedulerConfig | None) -> int:
             if not await lease.wait(service.stopping):
                 return 0
         await service.start()
-        if config is not None and config.checksum != service.engine.state.config.checksum:
-            end = await log.input_end()
-            record = {
-                "id": f"config-{config.checksum[:16]}-{sum(end.values())}",
-                "source": "evsched-run",
-                "type": "config.updated",
-                "data": {"yaml": config.yaml},
-            }
-            waiting = await service.lag()
-            await log.append_inputs([(b"default", orjson.dumps(record))])
-            LOG.info("appended config %s from %s to the input log", config.checksum[:12], args.config)
-            if waiting:
-                LOG.warning(
-                    "the config takes effect after the %d inputs already waiting in the log; to apply it to "
-                    "them, submit it first (a config.updated event) or start the service before submitting",
-                    waiting,
-                )
+        await append_config(service, config, args.config)
         await service.run(once=args.once)
         if lease is not None and not lease.held.is_set():
             return 1

@@ -19,12 +19,13 @@ from typing import Any, Protocol
 
 from events.codec import encode_output
 from events.log.clock import wall_clock_us
-from events.log.port import EventLog, LogRecord
+from events.log.port import EventLog, LogError, LogRecord
 from events.models import OutputEvent
 from scheduler.core.engine import DEFAULT_SOURCE, Engine
 from scheduler.cycle_runner import advance, run_logged_cycle
 from scheduler.recovery import recover
 from scheduler.snapshots import SnapshotStore
+from scheduler.stall import watched
 
 LOG = logging.getLogger("evsched.service")
 ONCE_STALL_S = 30.0  # run(once=True): give up on inputs the log reports but never delivers
@@ -63,8 +64,13 @@ class Service:
         listeners: list[CycleListener] | None = None,
         snapshots: SnapshotStore | None = None,
         snapshot_every: int = 100,
+        name: str = "",
+        commit_interval_s: float = 0.2,
     ) -> None:
         self.log = log
+        self.name = name
+        # A sharded instance runs one Service per shard: its lines name the shard.
+        self._log = LOG.getChild(name) if name else LOG
         self.now_us = now_us
         self.batch_records = batch_records
         self.source = source
@@ -80,30 +86,37 @@ class Service:
         self.channels: list[str] = []
         self.stopping = asyncio.Event()
         self.progress = Progress()
+        self._commit: asyncio.Task[None] | None = None
+        self._committed_positions: dict[str, int] = {}
+        self._next_commit = 0.0
+        self.commit_interval_s = commit_interval_s
 
     async def start(self) -> None:
         """Recover state from the log and report what was found."""
         rec = await recover(self.log, source=self.source, snapshots=self.snapshots)
         self.engine = rec.engine
         self.positions = rec.positions
-        self._snapshot_cycle = self.engine.cycle_number if rec.from_snapshot == self.engine.cycle_number else 0
+        # Counted from the snapshot recovery started at, not from multiples of snapshot_every: a
+        # service killed again and again before the next multiple would otherwise re-derive more
+        # and more cycles on every start.
+        self._snapshot_cycle = rec.from_snapshot or 0
         self.output_offset = await self.log.output_end()
         self.channels = await self.log.input_channels()
         end = await self.log.input_end()
         lag = sum(max(0, end.get(ch, 0) - self.positions.get(ch, 0)) for ch in end)
         if rec.cycles or rec.from_snapshot:
             origin = f"snapshot of cycle {rec.from_snapshot} + " if rec.from_snapshot else ""
-            LOG.info(
+            self._log.info(
                 origin + "recovered %d cycles from the log (last cycle %d, state %s); "
                 "resuming at %s with %d inputs waiting",
                 rec.cycles, self.engine.cycle_number, self.engine.digest()[:19], self.positions, lag,
             )
         else:
-            LOG.info("starting on an empty output log; %d inputs waiting", lag)
+            self._log.info("starting on an empty output log; %d inputs waiting", lag)
         if rec.repaired_outputs:
-            LOG.warning("completed a cycle cut short by a crash: wrote %d missing outputs", rec.repaired_outputs)
+            self._log.warning("completed a cycle cut short by a crash: wrote %d missing outputs", rec.repaired_outputs)
         if rec.digest_mismatches:
-            LOG.error("re-derived state differs from the recorded digest in cycles %s", rec.digest_mismatches)
+            self._log.error("re-derived state differs from the recorded digest in cycles %s", rec.digest_mismatches)
 
     async def run_cycle_once(self) -> int:
         """Read one batch and run one cycle over it; returns the number of inputs consumed.
@@ -111,7 +124,7 @@ class Service:
         With no new inputs a cycle still runs when an app timer is due (so Starting apps
         time out and Completing apps complete); otherwise nothing is written.
         """
-        records = await self.log.read_inputs(self.positions, self.batch_records)
+        records = await watched("reading inputs", self.log.read_inputs(self.positions, self.batch_records), self._log)
         now = self.now_us()
         if not records and not self.engine.state.timer_due(now):
             return 0
@@ -120,20 +133,48 @@ class Service:
         outputs = run_logged_cycle(
             self.engine, records, self.channels, now, self.positions, through, unreadable=unreadable
         )
-        await self.log.append_outputs([encode_output(o) for o in outputs])
+        encoded = [encode_output(o) for o in outputs]
+        try:
+            await watched(f"cycle {self.engine.cycle_number}: writing outputs", self.log.append_outputs(encoded),
+                          self._log)
+        except LogError as exc:  # e.g. a full disk: stop rather than run on with state the log lacks
+            raise LogError(f"cycle {self.engine.cycle_number}: outputs not written ({exc}); stopping — "
+                           "a restart re-runs this cycle from the log") from exc
         await self._dead_letter(unreadable)
         self.output_offset += len(outputs)
-        commit = getattr(self.log, "commit", None)
-        if commit is not None:
-            await commit(through)
         self.positions = through
-        if self.snapshots is not None and self.engine.cycle_number % self.snapshot_every == 0:
+        await self._commit_positions(force=False)
+        if self.snapshots is not None and self.engine.cycle_number - self._snapshot_cycle >= self.snapshot_every:
             self._snapshot()
         for listener in self.listeners:
             listener.cycle_done(self.engine, outputs)
         decisions = sum(1 for o in outputs if o.type == "allocation.decided")
         await self._count(len(records), decisions)
         return len(records)
+
+    async def _commit_positions(self, *, force: bool) -> None:
+        """Commit the input positions (Kafka), after their outputs are acknowledged.
+
+        Committed offsets are for lag monitoring (recovery reads positions from the output
+        log), so a commit's round trip overlaps the next read, and a busy loop commits at
+        most every ``commit_interval_s`` (one request per cycle cost latency); an idle or
+        stopping loop commits what is left. Commits go out one at a time, in order.
+        """
+        commit = getattr(self.log, "commit", None)
+        if commit is None or self.positions == self._committed_positions:
+            return
+        if not force and time.monotonic() < self._next_commit:
+            return
+        await self.committed()
+        self._committed_positions = dict(self.positions)
+        self._next_commit = time.monotonic() + self.commit_interval_s
+        self._commit = asyncio.create_task(commit(self._committed_positions))
+
+    async def committed(self) -> None:
+        """Wait for the last cycle's offset commit (raises its error)."""
+        task, self._commit = self._commit, None
+        if task is not None:
+            await watched("committing input offsets", task, self._log)
 
     async def _dead_letter(self, unreadable: list[tuple[LogRecord, str]]) -> None:
         """Park unreadable records' raw bytes where the log has a dead-letter topic (Kafka).
@@ -148,13 +189,20 @@ class Service:
             return
         for record, error in unreadable:
             await dead_letter(record, error)
-            LOG.warning("dead-lettered unreadable input %s: %s", record.position, error[:200])
+            self._log.warning("dead-lettered unreadable input %s: %s", record.position, error[:200])
 
     def _snapshot(self) -> None:
         assert self.snapshots is not None
-        path = self.snapshots.save(self.engine, self.positions, self.output_offset)
+        try:
+            path = self.snapshots.save(self.engine, self.positions, self.output_offset)
+        except OSError as exc:
+            # A snapshot only shortens the next start; the log stays the truth. A full disk
+            # must not crash the service here: the next append reports it (and stops).
+            self._log.warning("snapshot of cycle %d not written (%s); a restart re-derives from the log instead",
+                              self.engine.cycle_number, exc)
+            return
         self._snapshot_cycle = self.engine.cycle_number
-        LOG.debug("wrote %s", path)
+        self._log.debug("wrote %s", path)
 
     async def _count(self, events: int, decisions: int) -> None:
         p = self.progress
@@ -166,7 +214,7 @@ class Service:
         if now - p.last_report >= self.progress_every_s:
             span = now - p.last_report
             pending = sum(len(a.asks) for part in self.engine.state.partitions.values() for a in part.apps.values())
-            LOG.info(
+            self._log.info(
                 "cycle %d: %.0f events/s, %.0f decisions/s, %d asks pending, %d inputs behind",
                 self.engine.cycle_number, p.window_events / span, p.window_decisions / span, pending,
                 await self.lag(),
@@ -181,12 +229,30 @@ class Service:
 
     async def run(self, *, once: bool = False) -> None:
         """Run until stopped (or, with ``once``, until every present input is processed)."""
+        try:
+            await self._loop(once)
+        except BaseException:
+            if self._commit is not None:  # the loop failed: nobody will wait for this commit
+                self._commit.cancel()
+            raise
+        await self._commit_positions(force=True)
+        await self.committed()
+        if self.snapshots is not None and self.engine.cycle_number > self._snapshot_cycle:
+            self._snapshot()  # a clean stop leaves nothing to re-derive on the next start
+        p = self.progress
+        self._log.info(
+            "stopped after cycle %d: %d events, %d decisions in %.1f s",
+            self.engine.cycle_number, p.events, p.decisions, time.monotonic() - p.started,
+        )
+
+    async def _loop(self, once: bool) -> None:
         idle_since = time.monotonic()
         while not self.stopping.is_set():
             consumed = await self.run_cycle_once()
             if consumed:
                 idle_since = time.monotonic()
                 continue
+            await self._commit_positions(force=True)  # idle: nothing more is coming to commit with
             if once:
                 # Kafka can answer a poll with nothing while records wait (the fetch after a
                 # seek is still in flight), so "done" is an empty read *and* no lag — bounded,
@@ -195,19 +261,18 @@ class Service:
                 if not waiting:
                     break
                 if time.monotonic() - idle_since > ONCE_STALL_S:
-                    LOG.warning("--once: %d inputs reported, none arrived in %.0f s; stopping", waiting, ONCE_STALL_S)
+                    self._log.warning("--once: %d inputs reported, none arrived in %.0f s; stopping",
+                                      waiting, ONCE_STALL_S)
                     break
                 continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), self.poll_interval_s)
-        if self.snapshots is not None and self.engine.cycle_number > self._snapshot_cycle:
-            self._snapshot()  # a clean stop leaves nothing to re-derive on the next start
-        p = self.progress
-        LOG.info(
-            "stopped after cycle %d: %d events, %d decisions in %.1f s",
-            self.engine.cycle_number, p.events, p.decisions, time.monotonic() - p.started,
-        )
+            if self.poll_interval_s > 0:  # a log whose read waits for records (Kafka) needs no nap
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.stopping.wait(), self.poll_interval_s)
 
     def stop(self, *_: Any) -> None:
         """Ask the loop to finish its current cycle and return."""
         self.stopping.set()
+
+    def resume(self) -> None:
+        """Let ``run`` be called again after a stop (a shard handed back to this instance)."""
+        self.stopping.clear()

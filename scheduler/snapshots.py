@@ -50,7 +50,7 @@ class Restored:
 
 
 class SnapshotStore:
-    """Snapshot files in one directory, newest kept, written atomically."""
+    """Snapshot files in one directory, the newest ``keep`` kept (0: every one), written atomically."""
 
     def __init__(self, directory: str | Path, *, keep: int = 2) -> None:
         self.directory = Path(directory)
@@ -71,13 +71,19 @@ class SnapshotStore:
         }
         path = self.directory / f"snapshot-{engine.cycle_number:012d}.json"
         tmp = path.with_suffix(".tmp")
-        with open(tmp, "wb") as fh:
-            fh.write(orjson.dumps(body))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(orjson.dumps(body))
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except OSError:
+            tmp.unlink(missing_ok=True)  # a full disk must not keep a partial file (and its space)
+            raise
         for old in sorted(self.directory.glob("snapshot-*.json"))[: -self.keep]:
             old.unlink(missing_ok=True)
+        for stale in self.directory.glob("snapshot-*.tmp"):  # left by a writer killed mid-save
+            stale.unlink(missing_ok=True)
         return path
 
     def candidates(self) -> list[Path]:
@@ -113,3 +119,31 @@ class SnapshotStore:
             LOG.warning("discarding snapshot %s: restored state does not match its digest", path.name)
             return None
         return Restored(engine, body["positions"], body["output_offset"], cycle, path)
+
+    @staticmethod
+    def cycle_of(path: Path) -> int | None:
+        """The cycle a snapshot file holds, from its name (``snapshot-<cycle>.json``)."""
+        digits = path.stem.removeprefix("snapshot-")
+        return int(digits) if digits.isdigit() else None
+
+    def header(self, path: Path) -> dict[str, Any] | None:
+        """A snapshot's small fields (everything but ``engine``) without parsing the engine.
+
+        ``save`` writes them first, so only the head of the file is read. None when the
+        file is unreadable or made by other code (as ``read``, but without a log line).
+        """
+        marker = b',"engine":'
+        head = b""
+        try:
+            with open(path, "rb") as fh:
+                while (cut := head.find(marker)) < 0:
+                    chunk = fh.read(1 << 16)
+                    if not chunk:
+                        return None
+                    head += chunk
+            body: dict[str, Any] = orjson.loads(head[:cut] + b"}")
+        except (OSError, orjson.JSONDecodeError):
+            return None
+        if body.get("schema") != snapshot.SNAPSHOT_VERSION or body.get("code_digest") != self._code:
+            return None
+        return body

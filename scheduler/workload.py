@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from events.codec import format_time
 
 GIB = 2**30
@@ -29,6 +31,13 @@ class WorkloadSpec:
     leaves: int = 12
     node_policy: str = "fair"
     seed: int = 7
+    department_max_cores: int = 0  # > 0: department 1 gets resources.max of this many vcores
+    unsorted_department: bool = False  # department 2 (and its leaves) with application.sort.priority disabled
+
+
+# Issue #7's reference workload: 5,000 nodes, 50,000 pending asks, 500 apps, 50 leaf queues
+# under 5 departments (one fenced, offsets elsewhere), fifo and fair leaves, 4 priority classes.
+REFERENCE = WorkloadSpec(nodes=5_000, apps=500, asks=50_000, departments=5, leaves=50)
 
 
 def config_yaml(spec: WorkloadSpec) -> str:
@@ -38,7 +47,13 @@ def config_yaml(spec: WorkloadSpec) -> str:
     per_dept = max(1, spec.leaves // spec.departments)
     leaf_no = 0
     for d in range(spec.departments):
-        lines += [f"          - name: dept{d}", "            properties:"]
+        lines += [f"          - name: dept{d}"]
+        if d == 1 and spec.department_max_cores:
+            limit = f"                vcore: {spec.department_max_cores}"
+            lines += ["            resources:", "              max:", limit]
+        lines += ["            properties:"]
+        if d == 2 and spec.unsorted_department:
+            lines += ["              application.sort.priority: disabled"]
         if d == 0:
             lines += ["              priority.policy: fence", "              priority.offset: '100'"]
         else:
@@ -108,3 +123,8 @@ def numbered(
     """Give each event an id, a source and a time (1 ms apart) so it is a full input record."""
     for i, evt in enumerate(evts):
         yield {"id": f"{source}-{i}", "source": source, "time": format_time(start_us + i * 1000), **evt}
+
+
+def records(spec: WorkloadSpec, *, source: str = "workload") -> list[bytes]:
+    """The spec's input events as the JSON bytes a producer would publish (ids and times set)."""
+    return [orjson.dumps(evt) for evt in numbered(events(spec), source=source)]

@@ -157,13 +157,22 @@ def decode_frames(
             magic, length, crc = -1, 0, 0
         stop = pos + HEAD_SIZE + length
         body = view[pos + HEAD_SIZE : stop]
-        if magic != MAGIC or stop > len(buf) or crc32(body, crc32(view[pos : pos + 5])) != crc:
+        # The length and key length are checked too: a frame rewritten with a matching crc
+        # (not chance damage, but possible) must not make the slicing below read past it.
+        if length >= META_SIZE and stop <= len(buf):
+            time_us, klen = unpack_meta(buf, pos + HEAD_SIZE)
+        else:
+            time_us, klen = 0, -2
+        if (
+            magic != MAGIC
+            or not -1 <= klen <= length - META_SIZE
+            or crc32(body, crc32(view[pos : pos + 5])) != crc
+        ):
             offset = first_offset + i
             raise LogError(
                 f"{where}: record {channel}@{offset} is corrupt (damaged since the log was "
                 "opened); refusing to return it"
             )
-        time_us, klen = unpack_meta(buf, pos + HEAD_SIZE)
         kstart = pos + MIN_FRAME
         if klen < 0:
             key, vstart = None, kstart

@@ -82,6 +82,8 @@ def parse_broker_url(url: str) -> BrokerAddress:
 
 
 def credentials_from_env(environ: Mapping[str, str]) -> tuple[str | None, str | None]:
-    """(username, password) from ``EVSCHED_MQTT_USERNAME`` / ``EVSCHED_MQTT_PASSWORD``; the CLI
-    passes ``os.environ`` and hands the result to ``MqttPublisher`` / ``MqttIngest``."""
+    """(username, password) from ``EVSCHED_MQTT_USERNAME`` / ``EVSCHED_MQTT_PASSWORD`` only.
+
+    The CLI uses ``scheduler.credentials.mqtt_credentials`` instead, which also reads a
+    password file (``EVSCHED_MQTT_PASSWORD_FILE`` / ``--mqtt-password-file``)."""
     return environ.get(USERNAME_ENV) or None, environ.get(PASSWORD_ENV) or None

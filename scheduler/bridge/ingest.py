@@ -6,8 +6,13 @@ of the codec's checks an agent may only speak about its own node, of its own par
 with the two heartbeat types, in small messages.
 
 Reason codes (stable, like CONTRACT §3's): ``ingest-too-large``, ``ingest-topic``,
-``ingest-partition``, ``ingest-type``, ``ingest-node-mismatch``, and the codec's own
-(``invalid``, …) for records that are not valid events at all.
+``ingest-partition``, ``ingest-type``, ``ingest-node-mismatch``, ``ingest-source``, and the
+codec's own (``invalid``, …) for records that are not valid events at all.
+
+The event's ``source`` must end in ``/<node_id>`` (e.g. ``agent/n1``): duplicates are
+dropped by (``source``, ``id``), so an agent free to pick any source could pre-empt an
+event of another producer (the resource manager's own ``node.removed``, say) by sending
+its id first.
 """
 
 from __future__ import annotations
@@ -83,6 +88,13 @@ def validate_ingest(topic: str, payload: bytes, *, partition: str, now_us: int) 
         return None, Rejection(
             "ingest-partition",
             f"data.partition {data.partition!r} is not {partition!r}",
+            decoded.id,
+            decoded.type,
+        )
+    if not decoded.source.endswith("/" + topic_node):
+        return None, Rejection(
+            "ingest-source",
+            f"source {decoded.source!r} must end in '/{topic_node}' (an agent speaks only as its node)",
             decoded.id,
             decoded.type,
         )

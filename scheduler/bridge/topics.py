@@ -7,9 +7,11 @@ Pure: no I/O, no clock. The layout (``<p>`` is the scheduler partition)::
     evsched/<p>/queues/root/a/b             retained status of queue root.a.b
     evsched/<p>/ingest/nodes/<node_id>      node.added / node.updated from node agents (inbound)
 
-Identifiers become single topic levels through ``escape_level`` (``%``, ``/``, ``+``, ``#``
-and NUL are percent-encoded) because YuniKorn queue names may contain ``#`` and ``/``, which
-would otherwise turn a queue topic into a wildcard or split it into extra levels.
+Identifiers become single topic levels through ``escape_level``: ``%``, ``/``, ``+``, ``#``,
+control characters (C0, DEL, C1) and Unicode non-characters are percent-encoded (as UTF-8
+bytes, ``%XX``). ``/``, ``+`` and ``#`` would split a level or make it a wildcard; the
+others are refused by brokers (mosquitto drops the connection of a client that publishes
+one), so one hostile node id would otherwise cut the bridge off for good.
 
 >>> queue_topic("default", "root.a.b")
 'evsched/default/queues/root/a/b'
@@ -31,10 +33,10 @@ STATUS_FIELDS = ("priority", "pending", "allocated", "running_apps")
 
 QueueStatus = Mapping[str, Any]
 
-_ESCAPES = {"%": "%25", "/": "%2F", "+": "%2B", "#": "%23", "\x00": "%00"}
-_UNESCAPES = {v: k for k, v in _ESCAPES.items()}
-_ESCAPE_RE = re.compile("[%/+#\x00]")
-_UNESCAPE_RE = re.compile("%(?:25|2F|2B|23|00)")
+# Non-characters: U+FDD0–U+FDEF and the last two code points of each of the 17 planes.
+_NONCHARACTERS = r"\ufdd0-\ufdef" + "".join(f"{chr(p << 16 | 0xFFFE)}{chr(p << 16 | 0xFFFF)}" for p in range(17))
+_ESCAPE_RE = re.compile(r"[%/+#\x00-\x1f\x7f-\x9f" + _NONCHARACTERS + "]")
+_UNESCAPE_RE = re.compile("(?:%[0-9A-F]{2})+")
 
 
 class Outgoing(NamedTuple):
@@ -45,20 +47,32 @@ class Outgoing(NamedTuple):
     retain: bool
 
 
+def _percent(match: re.Match[str]) -> str:
+    return "".join(f"%{byte:02X}" for byte in match.group().encode("utf-8", "surrogatepass"))
+
+
+def _unpercent(match: re.Match[str]) -> str:
+    return bytes.fromhex(match.group().replace("%", "")).decode("utf-8", "replace")
+
+
 def escape_level(text: str) -> str:
-    """An identifier → one safe topic level (inverse: ``unescape_level``). Empty is an error."""
+    """An identifier → one safe topic level (inverse: ``unescape_level``). Empty is an error.
+
+    >>> escape_level("n#1/\\x85")
+    'n%231%2F%C2%85'
+    """
     if not text:
         raise ValueError("an MQTT topic level cannot be empty")
-    return _ESCAPE_RE.sub(lambda m: _ESCAPES[m.group()], text)
+    return _ESCAPE_RE.sub(_percent, text)
 
 
 def unescape_level(level: str) -> str:
     """One topic level → the identifier ``escape_level`` made it from.
 
-    >>> unescape_level(escape_level("a/b#c%d"))
-    'a/b#c%d'
+    >>> unescape_level(escape_level("a/b#c%d\\x85"))
+    'a/b#c%d\\x85'
     """
-    return _UNESCAPE_RE.sub(lambda m: _UNESCAPES[m.group()], level)
+    return _UNESCAPE_RE.sub(_unpercent, level)
 
 
 def decisions_topic(partition: str) -> str:
@@ -92,7 +106,12 @@ def parse_ingest_topic(topic: str) -> tuple[str, str] | None:
         return None
     if not levels[1] or not levels[4]:
         return None
-    return unescape_level(levels[1]), unescape_level(levels[4])
+    partition, node_id = unescape_level(levels[1]), unescape_level(levels[4])
+    # Only the one canonical spelling of a level: "%41" or "%2f" for a node named "A" or "/"
+    # would be a second topic for that node, outside what a broker ACL on its topic covers.
+    if escape_level(partition) != levels[1] or escape_level(node_id) != levels[4]:
+        return None
+    return partition, node_id
 
 
 def topic_matches(topic_filter: str, topic: str) -> bool:

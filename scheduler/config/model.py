@@ -10,6 +10,7 @@ interpreted here: quantities stay strings, properties stay text.
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
@@ -72,7 +73,10 @@ def _to_float(value: object) -> object:
         if v is None:
             return 0.0
         if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return float(v)
+            try:
+                return float(v)
+            except OverflowError:  # an integer past float's range: infinite, which validation refuses
+                return math.inf if v > 0 else -math.inf
     raise ValueError(f"expected a number, found {_found(value)}")
 
 

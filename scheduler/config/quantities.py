@@ -59,9 +59,10 @@ def parse_quantity(resource_name: str, value: object) -> int:
     match = _LEGAL.fullmatch(trim_space(text))
     if match is None:
         raise ValueError(f"invalid quantity {text!r} for {resource_name!r}")
-    number = int(match.group(1))
+    digits = match.group(1)
     suffix = match.group(2)
-    if number > INT64_MAX:
+    # Checked before int(): past 4,300 digits int() raises its own, confusing error.
+    if len(digits.lstrip("0")) > len(str(INT64_MAX)) or int(digits) > INT64_MAX:
         raise ValueError(f"invalid quantity {text!r} for {resource_name!r}: overflow")
     milli = resource_name == VCORE
     scale = _MULTIPLIERS.get(suffix)
@@ -70,7 +71,7 @@ def parse_quantity(resource_name: str, value: object) -> int:
         raise ValueError(
             f"invalid quantity {text!r} for {resource_name!r}: invalid suffix {suffix!r} (allowed: {allowed})"
         )
-    result = number * scale
+    result = int(digits) * scale
     if milli and suffix != "m":
         result *= 1000
     if result > INT64_MAX:

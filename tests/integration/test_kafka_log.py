@@ -212,3 +212,40 @@ def test_closed_log_refuses_and_hides_credentials(kafka_bootstrap: str) -> None:
         run(log.read_inputs({}, 10))
     with pytest.raises(LogError, match="not started"):
         run(log.append_outputs([b"x"]))
+
+
+def test_reading_again_from_inside_the_last_batch_gives_the_same_records(
+    kafka_bootstrap: str, kafka_topics: KafkaTopics
+) -> None:
+    # Recovery's pattern: read a batch, use one cycle's worth, ask again from there. Served
+    # from the last batch (no seek), and a position outside it still seeks and fetches.
+    async def body() -> None:
+        async with make_kafka_log(kafka_bootstrap, kafka_topics) as log:
+            await log.append_inputs([(b"k", f"v{i}".encode()) for i in range(50)])
+            (channel,) = await log.input_channels()
+            everything = await _read_all(log, 50)
+            assert [r.offset for r in everything] == list(range(50))
+            again = await log.read_inputs({channel: 10}, 5)
+            assert again == everything[10:15]
+            rest = await log.read_inputs({channel: 15}, 1000)
+            assert rest == everything[15:len(rest) + 15] and rest
+            assert await log.read_inputs({channel: 0}, 3) == everything[:3]
+            # After the last record nothing is re-read; a read from the end waits for news.
+            assert await log.read_inputs({channel: 50}, 10) == []
+            await log.append_inputs([(b"k", b"v50")])
+            later = await _read_all_from(log, {channel: 50}, 1)
+            assert [(r.offset, r.value) for r in later] == [(50, b"v50")]
+
+    run(body())
+
+
+async def _read_all_from(log: KafkaLog, positions: dict[str, int], want: int) -> list[LogRecord]:
+    got: list[LogRecord] = []
+    pos = dict(positions)
+    deadline = time.monotonic() + 10
+    while len(got) < want:
+        assert time.monotonic() < deadline, f"only {len(got)} of {want} records arrived"
+        for rec in await log.read_inputs(pos, 1000):
+            pos[rec.channel] = rec.offset + 1
+            got.append(rec)
+    return got

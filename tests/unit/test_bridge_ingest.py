@@ -36,7 +36,8 @@ ACCEPTED = [
     pytest.param(T1, raw(without(event(), "time")), id="no-time-uses-now"),
     pytest.param(T1, raw(event(schedulable=False)), id="cordon"),
     pytest.param(T1, raw(event(partition=P)), id="explicit-partition"),
-    pytest.param("evsched/default/ingest/nodes/n%251", raw(event(node_id="n%1")), id="escaped-node-id"),
+    pytest.param("evsched/default/ingest/nodes/n%251", raw(event(node_id="n%1") | {"source": "agent/n%1"}),
+                 id="escaped-node-id"),
     pytest.param(T1, raw(event()).ljust(MAX_INGEST_BYTES), id="exactly-64KiB"),
 ]
 

@@ -182,6 +182,7 @@ def test_incremental_digest_merges_partitions_in_key_order(lines: list[tuple[str
             if "queue" in data:
                 data["queue"] = "root.a"
             sim.feed(orjson.dumps({**obj, "data": data}))
+    assert len(state_form(sim.engine.state)["apps"]) == 2 * len(APPS)  # both partitions hold apps
     for partition, obj in lines:
         obj = {k: v for k, v in obj.items() if not (k == "time" and v is None)}
         if obj["type"] != "schedule":
@@ -193,7 +194,6 @@ def test_incremental_digest_merges_partitions_in_key_order(lines: list[tuple[str
         assert sim.engine.digest() == digest(state_form(sim.engine.state))
     sim.finish()
     assert sim.engine.digest() == digest(state_form(sim.engine.state))
-    assert len(state_form(sim.engine.state)["apps"]) > len(APPS)  # both partitions hold apps
 
 
 def test_incremental_digest_sees_timer_state_changes() -> None:

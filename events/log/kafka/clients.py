@@ -1,0 +1,130 @@
+"""Kafka client plumbing shared by the adapter: connection options, topic creation, probes.
+
+Credentials live only in the options dict and the clients built from it: never in logs,
+exceptions or reprs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from aiokafka import AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import KafkaError
+from aiokafka.protocol.group import LeaveGroupRequest
+
+from events.log.port import LogError
+
+log = logging.getLogger("evsched.kafka")
+
+_TOPIC_ALREADY_EXISTS = 36
+
+
+def client_options(
+    bootstrap_servers: str | Sequence[str],
+    *,
+    client_id: str = "evsched",
+    request_timeout_ms: int = 30_000,
+    security_protocol: str = "PLAINTEXT",
+    sasl_mechanism: str | None = None,
+    sasl_plain_username: str | None = None,
+    sasl_plain_password: str | None = None,
+    ssl_context: ssl.SSLContext | None = None,
+) -> dict[str, Any]:
+    """The keyword arguments every aiokafka client of the adapter is built with."""
+    servers = bootstrap_servers if isinstance(bootstrap_servers, str) else list(bootstrap_servers)
+    security = {
+        "security_protocol": security_protocol,
+        "sasl_mechanism": sasl_mechanism,
+        "sasl_plain_username": sasl_plain_username,
+        "sasl_plain_password": sasl_plain_password,
+        "ssl_context": ssl_context,
+    }
+    return {
+        "bootstrap_servers": servers,
+        "client_id": client_id,
+        "request_timeout_ms": request_timeout_ms,
+        **{k: v for k, v in security.items() if v is not None},
+    }
+
+
+async def ensure_topics(options: Mapping[str, Any], wanted: Mapping[str, int], replication: int) -> dict[str, int]:
+    """Create the topics of ``wanted`` ({topic: partitions}) that do not exist yet, with a log
+    line; return every wanted topic's partition count once metadata shows them all."""
+    admin = AIOKafkaAdminClient(**options)
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+        missing = [NewTopic(t, n, replication) for t, n in wanted.items() if t not in existing]
+        if missing:
+            log.info(
+                "creating missing Kafka topics: %s",
+                ", ".join(f"{t.name} ({t.num_partitions} partitions)" for t in missing),
+            )
+            response = await admin.create_topics(missing)
+            for topic, code, *message in response.topic_errors:
+                if code not in (0, _TOPIC_ALREADY_EXISTS):
+                    raise LogError(f"cannot create topic {topic!r}: error {code} {message}")
+        # A new topic's partitions show up in metadata after a moment on real clusters.
+        deadline = time.monotonic() + options.get("request_timeout_ms", 30_000) / 1000
+        names = list(wanted)
+        while True:
+            described = await admin.describe_topics(names)
+            counts = {d["topic"]: len(d["partitions"]) for d in described if d["error_code"] == 0}
+            if all(counts.get(t, 0) > 0 for t in names):
+                return counts
+            if time.monotonic() > deadline:
+                raise LogError(f"topics have no partitions in metadata: {described}")
+            await asyncio.sleep(0.1)
+    finally:
+        await admin.close()
+
+
+async def probe_transactions(options: Mapping[str, Any], client_id: str, timeout_s: float = 10.0) -> tuple[bool, str]:
+    """Can this broker run a transactional producer? ``(supported, reason)``.
+
+    Tansu rejects aiokafka's InitProducerId (v0), so outputs and offsets are then
+    committed separately (the design does not depend on transactions).
+    """
+    producer = AIOKafkaProducer(transactional_id=f"{client_id}-probe-{uuid.uuid4().hex[:8]}", **options)
+    try:
+        await asyncio.wait_for(producer.start(), timeout_s)
+    except TimeoutError:
+        return False, f"InitProducerId (v0) got no answer within {timeout_s:.0f}s"
+    except KafkaError as exc:
+        detail = getattr(exc, "description", "") or str(exc)
+        return False, f"broker rejected InitProducerId (v0): {type(exc).__name__}: {detail}"
+    finally:
+        await producer.stop()
+    return True, "transactional producer started (InitProducerId accepted)"
+
+
+async def leave_group_at_generation_zero(consumer: Any) -> None:
+    """Send LeaveGroup where aiokafka would not: it skips it in generation 0, which is
+    Tansu's first generation (Kafka's is 1), and the others would then wait a whole
+    session timeout to take over. Private aiokafka API, so any surprise just skips it."""
+    try:
+        coordinator = consumer._coordinator
+        member, generation = coordinator.member_id, coordinator.generation
+        if generation != 0 or not member:  # "" until the member has joined
+            return
+        await coordinator.close()  # stops heartbeats and rejoins first; consumer.stop() then skips it
+        await coordinator._send_req(LeaveGroupRequest(coordinator.group_id, member))
+        log.info("left the consumer group %s", coordinator.group_id)
+    except (AttributeError, TypeError, KafkaError) as exc:
+        log.debug("could not leave the consumer group early: %r", exc)
+
+
+def group_generation(consumer: Any) -> int | None:
+    """The consumer's current group generation (not public API; Kafka's own sticky assignor
+    uses it the same way), or None when it cannot be read."""
+    try:
+        return int(consumer._coordinator.generation)
+    except (AttributeError, TypeError, ValueError):
+        return None

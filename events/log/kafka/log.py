@@ -1,0 +1,378 @@
+"""``KafkaLog``: the EventLog port over Kafka — input topic-partitions in, decisions out.
+
+Channels are ``<topic>/<partition>`` (``evsched.inputs/0``) and positions are Kafka
+offsets. Outputs go to partition 0 of the decisions topic, so their order is total.
+Input offsets are committed explicitly (``commit``), only after the outputs of the cycle
+that consumed them are acknowledged; auto-commit is off.
+
+Partitions are either all assigned manually (the default: one instance owns every input
+partition of its topics) or handed out by the consumer group (``group_subscribe=True``);
+in that mode the service registers ``set_revoke_callback`` to drain and commit before a
+partition goes. A sharded instance (``scheduler.shards``) opens one manually assigned
+``KafkaLog`` per shard and commits through its group membership (``commit_offsets``).
+
+Two waits matter for latency: ``poll_timeout_ms`` is how long ``read_inputs`` waits on the
+client for records (it returns as soon as a fetch brings some), and ``fetch_max_wait_ms`` how
+long the broker may hold a fetch that finds nothing. Apache Kafka answers a held fetch as
+soon as data arrives; Tansu holds it for the whole wait, so that wait is added to the
+event→decision latency there. Hence a short default.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.abc import ConsumerRebalanceListener
+from aiokafka.errors import KafkaError, MessageSizeTooLargeError, RecordListTooLargeError
+
+from events.log.clock import wall_clock_us
+from events.log.kafka.clients import client_options, ensure_topics, probe_transactions
+from events.log.kafka.lease import KafkaLease
+from events.log.kafka.outputs import (
+    MAX_ERROR_HEADER,
+    OutputReader,
+    append_batched,
+    dead_letter_headers,
+    to_record,
+)
+from events.log.kafka.recent import RecentBatches
+from events.log.kafka.topics import channel_name, parse_channel
+from events.log.port import LogError, LogRecord
+
+log = logging.getLogger("evsched.kafka")
+
+RevokeCallback = Callable[[list[str]], Awaitable[None]]
+OffsetCommitter = Callable[[dict[TopicPartition, int]], Awaitable[None]]
+
+_SEEK_ANSWER_S = 5.0  # read_inputs: how long an empty read after a seek waits for the fetch
+_BATCH_BYTES = 512 * 1024  # well under the brokers' default 1 MiB message limit
+
+
+class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is untyped
+    """Forwards consumer-group rebalances to the log (aiokafka awaits these coroutines)."""
+
+    def __init__(self, owner: KafkaLog) -> None:
+        self._owner = owner
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        await self._owner._on_revoked(list(revoked))
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        self._owner._on_assigned(list(assigned))
+
+
+class KafkaLog:
+    """EventLog over Kafka. ``await start()`` before use, ``await close()`` after."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str | Sequence[str],
+        *,
+        input_topics: Sequence[str] = ("evsched.inputs",),
+        decisions_topic: str = "evsched.decisions",
+        deadletter_topic: str = "evsched.deadletter",
+        group_id: str = "evsched",
+        client_id: str = "evsched",
+        partitions: int = 1,
+        replication_factor: int = 1,
+        group_subscribe: bool = False,
+        security_protocol: str = "PLAINTEXT",
+        sasl_mechanism: str | None = None,
+        sasl_plain_username: str | None = None,
+        sasl_plain_password: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        poll_timeout_ms: int = 100,
+        fetch_max_wait_ms: int = 5,
+        request_timeout_ms: int = 30_000,
+        session_timeout_ms: int = 10_000,
+        heartbeat_interval_ms: int = 3_000,
+        assignment_timeout_s: float = 60.0,
+        commit_offsets: OffsetCommitter | None = None,
+        now_us: Callable[[], int] | None = None,
+    ) -> None:
+        if not input_topics:
+            raise ValueError("at least one input topic is required")
+        self._options = client_options(
+            bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
+            security_protocol=security_protocol, sasl_mechanism=sasl_mechanism,
+            sasl_plain_username=sasl_plain_username, sasl_plain_password=sasl_plain_password, ssl_context=ssl_context,
+        )
+        self._bootstrap = self._options["bootstrap_servers"]
+        self._input_topics = list(input_topics)
+        self._decisions, self._deadletter = decisions_topic, deadletter_topic
+        self._group_id, self._client_id = group_id, client_id
+        self._partitions, self._replication = partitions, replication_factor
+        self._group_subscribe = group_subscribe
+        self._poll_timeout_ms, self._fetch_max_wait_ms = poll_timeout_ms, fetch_max_wait_ms
+        self._session_timeout_ms = session_timeout_ms
+        self._heartbeat_interval_ms = heartbeat_interval_ms
+        self._assignment_timeout_s = assignment_timeout_s
+        self._commit_offsets = commit_offsets
+        self._now_us = now_us or wall_clock_us
+        self._producer: Any = None
+        self._consumer: Any = None
+        self._outputs = OutputReader(self._options, self._now_us)
+        self._manual: list[TopicPartition] = []
+        self._delivered: dict[TopicPartition, int] = {}  # next offset the consumer will give
+        self._recent = RecentBatches()  # answers recovery's re-reads without seeking back
+        self._assigned = asyncio.Event()
+        self._revoke_cb: RevokeCallback | None = None
+        self._decisions_tp = TopicPartition(decisions_topic, 0)
+
+    def __repr__(self) -> str:
+        return (
+            f"KafkaLog(bootstrap={self._bootstrap!r}, inputs={self._input_topics!r}, "
+            f"decisions={self._decisions!r}, group={self._group_id!r})"
+        )
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Create missing topics, start the clients, take the input partitions."""
+        mode = "group subscription" if self._group_subscribe else "manual assignment"
+        log.info("connecting to Kafka %s as %s (%s)", self._bootstrap, self._group_id, mode)
+        try:
+            wanted = dict.fromkeys(self._input_topics, self._partitions)
+            wanted[self._decisions] = 1  # one partition: outputs are totally ordered
+            wanted[self._deadletter] = 1
+            partition_counts = await ensure_topics(self._options, wanted, self._replication)
+            # linger 0: records queued in one call still share a batch (the sender task
+            # only runs once we await), and a lone record is not held back. Batches of up
+            # to 512 KiB: with the default 16 KiB a cycle's outputs took ~100 round trips
+            # (one batch per partition is in flight at a time).
+            self._producer = AIOKafkaProducer(acks="all", linger_ms=0, max_batch_size=_BATCH_BYTES, **self._options)
+            await self._producer.start()
+            self._consumer = AIOKafkaConsumer(
+                group_id=self._group_id,
+                enable_auto_commit=False,
+                auto_offset_reset="earliest",
+                fetch_max_wait_ms=self._fetch_max_wait_ms,
+                session_timeout_ms=self._session_timeout_ms,
+                heartbeat_interval_ms=self._heartbeat_interval_ms,
+                **self._options,
+            )
+            await self._consumer.start()
+            await self._outputs.start()
+            if self._group_subscribe:
+                self._consumer.subscribe(self._input_topics, listener=_Rebalance(self))
+                await asyncio.wait_for(self._assigned.wait(), self._assignment_timeout_s)
+            else:
+                self._manual = [
+                    TopicPartition(topic, p) for topic in self._input_topics for p in range(partition_counts[topic])
+                ]
+                self._consumer.assign(self._manual)
+        except (KafkaError, LogError, OSError, TimeoutError) as exc:
+            await self.close()
+            raise LogError(f"cannot start Kafka log on {self._bootstrap}: {exc!r}") from exc
+
+    async def close(self) -> None:
+        """Stop every client (idempotent)."""
+        clients = [("consumer", self._consumer), ("reader", self._outputs), ("producer", self._producer)]
+        self._consumer = self._producer = None
+        for name, client in clients:
+            if client is not None:
+                try:
+                    await client.stop()
+                except KafkaError as exc:  # closing is best effort; the process may be exiting
+                    log.warning("error stopping Kafka %s: %r", name, exc)
+
+    async def __aenter__(self) -> KafkaLog:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # ------------------------------------------------------------------ group membership
+
+    def set_revoke_callback(self, callback: RevokeCallback | None) -> None:
+        """Register ``await callback(channels)``: run before partitions leave this instance."""
+        self._revoke_cb = callback
+
+    async def _on_revoked(self, revoked: list[TopicPartition]) -> None:
+        channels = sorted(channel_name(tp) for tp in revoked)
+        log.info("partitions revoked: %s", channels)
+        if revoked and self._revoke_cb is not None:
+            await self._revoke_cb(channels)
+        for tp in revoked:
+            self._delivered.pop(tp, None)
+            self._recent.forget(tp)
+
+    def _on_assigned(self, assigned: list[TopicPartition]) -> None:
+        log.info("partitions assigned: %s", sorted(channel_name(tp) for tp in assigned))
+        for tp in assigned:
+            self._delivered.pop(tp, None)  # position unknown: the next read seeks
+            self._recent.forget(tp)
+        self._assigned.set()
+
+    def _assignment(self) -> list[TopicPartition]:
+        """Assigned input partitions in a fixed order: topic order, then partition."""
+        consumer = self._require(self._consumer)
+        if not self._group_subscribe:
+            return list(self._manual)
+        order = {topic: i for i, topic in enumerate(self._input_topics)}
+        current = consumer.assignment()
+        return sorted(current, key=lambda tp: (order.get(tp.topic, len(order)), tp.partition))
+
+    @staticmethod
+    def _require(client: Any) -> Any:
+        if client is None:
+            raise LogError("Kafka log is not started (or already closed)")
+        return client
+
+    # ------------------------------------------------------------------ inputs
+
+    async def input_channels(self) -> list[str]:
+        return [channel_name(tp) for tp in self._assignment()]
+
+    async def append_inputs(
+        self,
+        records: Sequence[tuple[bytes | None, bytes]],
+        *,
+        topic: str | None = None,
+        partition: int | None = None,
+    ) -> None:
+        """Send keyed records; the key picks the partition unless ``partition`` is given."""
+        target = topic or self._input_topics[0]
+        await self._send_all(f"appending inputs to {target!r}", target, records, partition)
+
+    async def _send_all(
+        self,
+        what: str,
+        topic: str,
+        records: Sequence[tuple[bytes | None, bytes]],
+        partition: int | None = None,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None:
+        """Queue every record, then await all acks: the client batches what is queued together.
+
+        One ``send_and_wait`` per record would cost a broker round trip each.
+        """
+        producer = self._require(self._producer)
+        stamp_ms = self._now_us() // 1000
+        try:
+            futures = [
+                await producer.send(topic, v, k, partition=partition, timestamp_ms=stamp_ms, headers=headers)
+                for k, v in records
+            ]
+            await asyncio.gather(*futures)
+        except KafkaError as exc:
+            raise LogError(f"{what} ({len(records)} records) failed: {exc!r}") from exc
+
+    async def read_inputs(self, positions: Mapping[str, int], max_records: int) -> list[LogRecord]:
+        consumer = self._require(self._consumer)
+        assigned = self._assignment()
+        if max_records <= 0 or not assigned:
+            return []
+        again = self._recent.again(assigned, positions, self._delivered, max_records)
+        if again:
+            return again
+        sought = []
+        for tp in assigned:
+            wanted = positions.get(channel_name(tp), 0)
+            # Seeking drops the consumer's prefetched records, so only seek on a change.
+            if self._delivered.get(tp) != wanted:
+                consumer.seek(tp, wanted)
+                self._delivered[tp] = wanted
+                sought.append(tp)
+        deadline = time.monotonic() + _SEEK_ANSWER_S
+        try:
+            while True:
+                batches = await consumer.getmany(*assigned, timeout_ms=self._poll_timeout_ms, max_records=max_records)
+                if any(batches.values()) or not sought or time.monotonic() > deadline:
+                    break
+                # After a seek the fetch for the new position is often not back within one
+                # poll; "nothing there" holds only once a fetch's high watermark says so
+                # (recovery and --once must not mistake a slow answer for the log's end).
+                ends = [(consumer.highwater(tp), self._delivered[tp]) for tp in sought]
+                if all(end is not None and end <= wanted for end, wanted in ends):
+                    break
+        except KafkaError as exc:
+            raise LogError(f"reading input records failed: {exc!r}") from exc
+        out: list[LogRecord] = []
+        for tp in assigned:
+            got = [to_record(tp, rec, self._now_us) for rec in batches.get(tp, ())]
+            if got:
+                out.extend(got)
+                self._delivered[tp] = got[-1].offset + 1
+                self._recent.remember(tp, got)
+        return out
+
+    async def input_end(self) -> dict[str, int]:
+        ends = await self._outputs.end_offsets(self._assignment())
+        return {channel_name(tp): end for tp, end in ends.items()}
+
+    async def commit(self, positions: Mapping[str, int]) -> None:
+        """Commit group offsets ``{channel: next offset}``; call once outputs are acknowledged."""
+        consumer = self._require(self._consumer)
+        assigned = set(self._assignment())
+        offsets = {}
+        for channel, offset in positions.items():
+            tp = parse_channel(channel)
+            if tp.topic not in self._input_topics:
+                raise LogError(f"{channel!r} is not a channel of the input topics")
+            if tp in assigned:  # a revoked partition's offsets are its new owner's business
+                offsets[tp] = offset
+        if not offsets:
+            return
+        if self._commit_offsets is not None:
+            await self._commit_offsets(offsets)
+            return
+        try:
+            await consumer.commit(offsets)
+        except KafkaError as exc:
+            raise LogError(f"committing offsets {positions!r} failed: {exc!r}") from exc
+
+    async def committed(self) -> dict[str, int]:
+        """The group's committed offsets of the assigned partitions (absent: none committed)."""
+        consumer = self._require(self._consumer)
+        found = {channel_name(tp): await consumer.committed(tp) for tp in self._assignment()}
+        return {channel: offset for channel, offset in found.items() if offset is not None}
+
+    async def dead_letter(self, record: LogRecord, error: str) -> None:
+        """Park an unprocessable record's raw bytes on the dead-letter topic, with its origin."""
+        headers = dead_letter_headers(record, error)
+        what = f"dead-lettering {record.position}"
+        try:
+            await self._send_all(what, self._deadletter, [(record.key, record.value)], None, headers)
+        except LogError as exc:
+            if not isinstance(exc.__cause__, (MessageSizeTooLargeError, RecordListTooLargeError)):
+                raise
+            # Too large for the producer or the broker: this would fail on every attempt, so
+            # park the origin without the bytes (they stay readable at their input offset).
+            dropped = f"value of {len(record.value)} bytes not copied: {exc.__cause__}"
+            headers.append(("evsched.value-dropped", dropped.encode()[:MAX_ERROR_HEADER]))
+            await self._send_all(what, self._deadletter, [(record.key, b"")], None, headers)
+
+    # ------------------------------------------------------------------ outputs
+
+    async def append_outputs(self, values: Sequence[bytes]) -> None:
+        producer = self._require(self._producer)
+        await append_batched(producer, self._decisions_tp, values, self._now_us() // 1000)
+
+    async def read_outputs(self, start: int = 0, max_records: int | None = None) -> list[LogRecord]:
+        """Records of decisions/0 from ``start`` up to the end as of this call, then stop."""
+        return await self._outputs.read(self._decisions_tp, start, max_records)
+
+    async def output_end(self) -> int:
+        tp = self._decisions_tp
+        return (await self._outputs.end_offsets([tp]))[tp]
+
+    # ------------------------------------------------------------------ lease, capabilities
+
+    def lease(self) -> KafkaLease:
+        """The active lease of this log's instances (``KafkaLease``), built from its options."""
+        return KafkaLease(
+            self._options, topic=self._decisions, group_id=f"{self._group_id}.active",
+            session_timeout_ms=self._session_timeout_ms, heartbeat_interval_ms=self._heartbeat_interval_ms,
+        )
+
+    async def probe_transactions(self, timeout_s: float = 10.0) -> tuple[bool, str]:
+        """Can this broker run a transactional producer? ``(supported, reason)``."""
+        return await probe_transactions(self._options, self._client_id, timeout_s)

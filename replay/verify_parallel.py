@@ -1,0 +1,387 @@
+"""Parallel verify: cut the log at snapshot boundaries and verify the ranges in worker processes.
+
+The service's snapshots split the log into ranges ``(s_i, s_i+1]`` of cycles. Range ``i``
+restores snapshot ``s_i`` (validated as recovery does: ``replay.snapshot_start``; range 0
+starts from a fresh engine), re-derives and compares its cycles with ``replay.verify``,
+and stops after cycle ``s_i+1``. Ranges run in a process pool (``jobs`` workers).
+
+Why the result equals a sequential verify: a range that verifies ends with a re-derived
+state whose digest equals the log's ``cycle.completed`` of ``s_i+1``, and additionally
+the whole engine dump (every fact the snapshot holds, seen input ids and timers
+included: ``scheduler.core.snapshot.dump``) is hashed and compared with the hash of the
+snapshot file the next range started from. So each range starts from exactly the state
+a sequential run would have reached, and the first divergence in log order is the
+divergence of the first range (in log order) that has one; the ranges after it are
+cancelled. A snapshot that cannot be used (unreadable, other code, not vouched for by the
+log, or not equal to the state re-derived up to it) is dropped as a boundary and the
+ranges around it are re-planned as one.
+
+Ranges are planned from the snapshot headers (cycle, input positions) to hold about
+equal numbers of inputs, a few per worker for balance, and not fewer than
+``MIN_RANGE_INPUTS`` each (restoring a snapshot costs time). Progress: every worker puts
+``(range, cycles, inputs, outputs)`` on a queue after each cycle; ``on_progress`` gets
+the sum over ranges. This module is shell code: processes, queues, files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import hashlib
+import itertools
+import multiprocessing
+import queue as queue_module
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from replay.reader import LogSource, input_total
+from replay.rederive import Rederiver
+from replay.snapshot_start import restore_start
+from scheduler.core import snapshot
+from scheduler.core.engine import Engine
+from scheduler.snapshots import SnapshotStore
+
+MIN_RANGE_INPUTS = 20_000
+RANGES_PER_JOB = 2  # more balances better; each cut costs a snapshot restore and two engine hashes
+
+Spec = dict[str, Any]  # the picklable arguments a worker opens the log with (``open_source``)
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """A cut between ranges: after ``cycle``, restored from the snapshot at ``path`` (None: the start)."""
+
+    cycle: int
+    inputs: int  # input records consumed through ``cycle``, over all channels
+    path: str | None = None
+
+
+@dataclass(frozen=True)
+class Range:
+    """Cycles ``start.cycle + 1`` … ``end.cycle`` (to the end of the log when ``end`` is None)."""
+
+    index: int
+    start: Boundary
+    end: Boundary | None
+
+    @property
+    def key(self) -> tuple[int, int | None]:
+        """Identifies the work: the same cycles verified from the same start."""
+        return (self.start.cycle, None if self.end is None else self.end.cycle)
+
+
+@dataclass
+class RangeResult:
+    """A range's verify report, and what it says about the snapshots at its two ends."""
+
+    report: Any  # replay.verify.VerifyReport
+    start_hash: str | None = None  # hash of the start snapshot's engine (None: fresh engine)
+    end_hash: str | None = None  # hash of the engine re-derived through the end cycle
+    bad_start: str | None = None  # why the start snapshot could not be used
+
+
+def engine_hash(dumped: dict[str, Any], seen: Iterable[Sequence[str]] | None = None) -> str:
+    """sha256 of an engine dump with its order-free parts put in order (timers, classes, seen ids).
+
+    The timer heap's list order depends on how the heap was built (pushes vs. a restore's
+    heapify), not on the state; sorting makes two equal states hash equal. The seen input
+    ids (``seen``, else the dump's own) are hashed as one sorted run of length-prefixed
+    strings: sorting a million ``(source, id)`` tuples costs several times more.
+    """
+    body = dict(dumped)
+    pairs = body.pop("seen", []) if seen is None else seen
+    body.pop("seen", None)
+    body["timers"] = sorted(body.get("timers", []))
+    body["classes"] = sorted(body.get("classes", []))
+    digest = hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS))
+    keys = sorted(f"{len(src)}:{src}{len(ident)}:{ident}" for src, ident in pairs)
+    digest.update("".join(keys).encode())
+    return digest.hexdigest()
+
+
+def derived_engine_hash(engine: Engine) -> str:
+    """``engine_hash`` of a live engine, equal to that of its snapshot file's ``engine``."""
+    seen, engine.seen = engine.seen, set()  # dump without its (slow) sort of every seen id …
+    try:
+        dumped = snapshot.dump(engine)
+    finally:
+        engine.seen = seen  # … which engine_hash orders faster
+    return engine_hash(dumped, seen)
+
+
+def plan_boundaries(store: SnapshotStore | None) -> list[Boundary]:
+    """Usable-looking snapshot boundaries (header readable, made by this code), by cycle."""
+    if store is None:
+        return []
+    out: dict[int, Boundary] = {}
+    for path in store.candidates():
+        head = store.header(path)
+        if head is None or not isinstance(head.get("cycle"), int) or head["cycle"] < 1:
+            continue
+        positions = head.get("positions") or {}
+        inputs = sum(v for v in positions.values() if isinstance(v, int))
+        out.setdefault(head["cycle"], Boundary(head["cycle"], inputs, str(path)))
+    return [out[c] for c in sorted(out)]
+
+
+def plan_ranges(
+    boundaries: list[Boundary], total_inputs: int, jobs: int, min_inputs: int = MIN_RANGE_INPUTS
+) -> list[Range]:
+    """Ranges of about equal inputs, cut only at ``boundaries`` (see the module docstring).
+
+    Example: 100,000 inputs, 2 jobs, snapshots every 10,000 inputs → 4 ranges wanted of at
+    least 25,000 inputs, so cuts at the snapshots holding 30,000, 60,000 and 90,000 inputs.
+    With 90,500 inputs the last cut would leave 500: it is not made.
+    """
+    wanted = max(1, jobs * RANGES_PER_JOB)
+    size = max(min_inputs, total_inputs // wanted, 1)
+    cuts = [Boundary(0, 0)]
+    for b in boundaries:
+        if b.inputs - cuts[-1].inputs >= size and total_inputs - b.inputs >= min_inputs // 2:
+            cuts.append(b)
+    ends: list[Boundary | None] = [*cuts[1:], None]
+    return [Range(i, start, end) for i, (start, end) in enumerate(zip(cuts, ends, strict=True))]
+
+
+# ---------------------------------------------------------------------------------- worker side
+
+_QUEUE: Any = None
+_SOURCES: dict[str, tuple[ExitStack, LogSource]] = {}
+
+
+def _init_worker(progress_queue: Any) -> None:
+    global _QUEUE
+    _QUEUE = progress_queue
+    atexit.register(_close_sources)
+
+
+def _close_sources() -> None:
+    for stack, _ in _SOURCES.values():
+        stack.close()
+    _SOURCES.clear()
+
+
+def _source(spec: Spec) -> LogSource:
+    """The worker's open log for ``spec`` (opened once per worker process, reused by its ranges)."""
+    key = orjson.dumps(spec, option=orjson.OPT_SORT_KEYS).decode()
+    if key not in _SOURCES:
+        from replay.source_cli import open_source
+
+        stack = ExitStack()
+        source = stack.enter_context(open_source(argparse.Namespace(**spec)))
+        _SOURCES[key] = (stack, source)
+    return _SOURCES[key][1]
+
+
+def verify_range(
+    spec: Spec, rng: Range, source: LogSource | None = None, progress: Callable[[Any], None] | None = None
+) -> RangeResult:
+    """Verify one range: in a worker, or in this process when ``source`` is given."""
+    from replay.verify import VerifyReport, verify_with
+
+    source = source if source is not None else _source(spec)
+    start = None
+    start_hash = None
+    if rng.start.path is not None:
+        path = Path(rng.start.path)
+        store = SnapshotStore(path.parent)
+        body = store.read(path)
+        start = restore_start(source, store, path, body) if body is not None else None
+        if body is None or start is None or start.engine.cycle_number != rng.start.cycle:
+            return RangeResult(VerifyReport(), bad_start=f"snapshot {path} cannot be used")
+        start_hash = engine_hash(body["engine"])
+
+    def report_progress(report: VerifyReport) -> None:
+        if progress is not None:
+            progress(report)
+        if _QUEUE is not None:
+            _QUEUE.put((rng.index, report.cycles, report.inputs, report.outputs))
+
+    rederiver = Rederiver(source, start=start, through_cycle=None if rng.end is None else rng.end.cycle)
+    report = verify_with(rederiver, progress=report_progress)
+    end_hash = None
+    engine = rederiver.engine
+    if rng.end is not None and report.ok and engine is not None and engine.cycle_number == rng.end.cycle:
+        end_hash = derived_engine_hash(engine)
+    return RangeResult(report, start_hash=start_hash, end_hash=end_hash)
+
+
+# ---------------------------------------------------------------------------------- parent side
+
+
+@dataclass
+class ParallelRun:
+    """Progress over all ranges (what ``on_progress`` sees), and the plan that was run."""
+
+    ranges: list[Range] = field(default_factory=list)
+    per_range: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    passes: int = 0  # how many plans were run (more than 1: a snapshot was dropped)
+    dropped: list[str] = field(default_factory=list)
+
+    def totals(self) -> tuple[int, int, int]:
+        """(cycles, inputs, outputs) verified so far over all ranges."""
+        c = sum(v[0] for v in self.per_range.values())
+        i = sum(v[1] for v in self.per_range.values())
+        o = sum(v[2] for v in self.per_range.values())
+        return c, i, o
+
+
+def merge_results(ranges: list[Range], results: dict[tuple[int, int | None], RangeResult]) -> Any:
+    """One ``VerifyReport`` for the ranges in log order: sums, and the first divergence."""
+    from replay.verify import VerifyReport
+
+    merged = VerifyReport()
+    for rng in ranges:
+        part = results[rng.key].report
+        if part.divergence is not None:
+            merged.divergence = part.divergence
+            return merged
+        merged.cycles += part.cycles
+        merged.inputs += part.inputs
+        merged.outputs += part.outputs
+        merged.rerun_cycles.extend(part.rerun_cycles)
+        merged.incomplete_cycle = part.incomplete_cycle
+        merged.unconsumed_inputs = part.unconsumed_inputs
+    return merged
+
+
+def _broken_links(ranges: list[Range], results: dict[tuple[int, int | None], RangeResult]) -> list[Boundary]:
+    """Boundaries that cannot be trusted: their snapshot was unusable, or is not the state the
+    range before re-derived. Only judged where that range verified from a trusted start: a
+    range that started from a bad snapshot ends in a state that proves nothing."""
+    bad: list[Boundary] = []
+    for before, after in itertools.pairwise(ranges):
+        prev, nxt = results.get(before.key), results.get(after.key)
+        if nxt is None or prev is None or (bad and bad[-1] == before.start) or not prev.report.ok:
+            continue
+        if nxt.bad_start is not None or prev.end_hash != nxt.start_hash:
+            bad.append(after.start)
+    return bad
+
+
+def _settled(ranges: list[Range], results: dict[tuple[int, int | None], RangeResult]) -> bool:
+    """True when the outcome is known: every range is done, or a range diverged and every
+    range before it is done, verified and linked."""
+    for i, rng in enumerate(ranges):
+        res = results.get(rng.key)
+        if res is None:
+            return False
+        if res.bad_start is not None:
+            return False
+        if i > 0 and results[ranges[i - 1].key].end_hash != res.start_hash:
+            return False
+        if not res.report.ok:
+            return True
+    return True
+
+
+def verify_parallel(
+    source: LogSource,
+    spec: Spec,
+    store: SnapshotStore | None,
+    jobs: int,
+    on_progress: Callable[[ParallelRun], None] | None = None,
+    min_range_inputs: int = MIN_RANGE_INPUTS,
+    run: ParallelRun | None = None,
+) -> Any:
+    """Verify ``source`` in ranges over ``jobs`` worker processes (see the module docstring).
+
+    ``spec`` holds the arguments a worker opens the same log with. With a single range
+    (no usable snapshots, a short log, ``jobs`` 1) it runs in this process. ``run``, when
+    given, is filled in with the plan, the progress and the snapshots dropped.
+    """
+    total = input_total(source) or 0
+    boundaries = plan_boundaries(store) if jobs > 1 else []
+    run = run if run is not None else ParallelRun()
+    results: dict[tuple[int, int | None], RangeResult] = {}
+    while True:
+        run.ranges = plan_ranges(boundaries, total, jobs, min_range_inputs)
+        run.passes += 1
+        todo = [r for r in run.ranges if r.key not in results]
+        run.per_range = {  # progress of this plan: the ranges already verified count in full
+            r.index: (results[r.key].report.cycles, results[r.key].report.inputs, results[r.key].report.outputs)
+            for r in run.ranges if r.key in results
+        }
+        if len(run.ranges) == 1 and todo:
+            only = run.ranges[0]
+
+            def local(report: Any) -> None:
+                run.per_range[0] = (report.cycles, report.inputs, report.outputs)
+                if on_progress is not None:
+                    on_progress(run)
+
+            results[only.key] = verify_range(spec, only, source, progress=local)
+        elif todo:
+            _run_ranges(spec, todo, jobs, run, results, on_progress)
+        bad = _broken_links(run.ranges, results)
+        if not bad:
+            return merge_results(run.ranges, results)
+        run.dropped.extend(b.path or "" for b in bad)
+        boundaries = [b for b in boundaries if b not in bad]
+
+
+def _run_ranges(
+    spec: Spec,
+    todo: list[Range],
+    jobs: int,
+    run: ParallelRun,
+    results: dict[tuple[int, int | None], RangeResult],
+    on_progress: Callable[[ParallelRun], None] | None,
+) -> None:
+    """Run ``todo`` on a pool of ``jobs`` spawned processes until the outcome is settled."""
+    ctx = multiprocessing.get_context("spawn")
+    progress_queue = ctx.Queue()
+    pool = ctx.Pool(min(jobs, len(todo)), initializer=_init_worker, initargs=(progress_queue,))
+    finished = False
+    try:
+        pending = {rng.key: (rng, pool.apply_async(verify_range, (spec, rng))) for rng in todo}
+        by_index = {rng.index: rng for rng in run.ranges}
+        while pending:
+            next(iter(pending.values()))[1].wait(0.2)
+            for key, (rng, job) in list(pending.items()):
+                if job.ready():
+                    results[key] = job.get()
+                    rep = results[key].report
+                    run.per_range[rng.index] = (rep.cycles, rep.inputs, rep.outputs)
+                    del pending[key]
+            for index, counts in _drain(progress_queue):
+                if index in by_index and by_index[index].key not in results:
+                    run.per_range[index] = counts
+            if on_progress is not None:
+                on_progress(run)
+            if _settled(run.ranges, results):
+                break
+        finished = not pending
+    finally:
+        if finished:
+            pool.close()  # idle workers exit and close their logs
+        else:
+            pool.terminate()  # the outcome is known (or an error): stop ranges still running
+        pool.join()
+        progress_queue.close()
+
+
+def _drain(progress_queue: Any) -> Iterator[tuple[int, tuple[int, int, int]]]:
+    while True:
+        try:
+            index, cycles, inputs, outputs = progress_queue.get_nowait()
+        except (queue_module.Empty, OSError, ValueError):
+            return
+        yield index, (cycles, inputs, outputs)
+
+
+def worker_spec(args: argparse.Namespace) -> Spec:
+    """The plain-data arguments a worker needs to open the same log (no handlers, no files)."""
+    keep = (str, int, float, bool, type(None), list, tuple)
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(args).items() if isinstance(v, keep)}
+
+
+__all__ = [
+    "Boundary", "ParallelRun", "Range", "RangeResult", "engine_hash", "merge_results", "plan_boundaries",
+    "plan_ranges", "verify_parallel", "verify_range", "worker_spec",
+]

@@ -1,0 +1,200 @@
+"""``evsched run|submit --kafka … --partition NAME``: sharded Kafka wiring for the CLI.
+
+``run`` joins the shard group ``--group`` (``events.log.kafka.ShardMembership``) for the
+named scheduler partitions and lets ``scheduler.shards.ShardHost`` run the ones the group
+assigns to this instance, each as its own ``Service`` over its own ``KafkaLog``.
+``submit`` routes each event to its partition's input topic; ``config.updated`` and
+priority-class events concern every partition and go to every named shard.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+from collections import defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from events.log.port import LogError
+from scheduler.config import SchedulerConfig
+from scheduler.core.engine import DEFAULT_SOURCE
+
+if TYPE_CHECKING:
+    from events.log.kafka import ShardTopics
+    from scheduler.shards import RunningShard
+
+LOG = logging.getLogger("evsched")
+DEFAULT_SHARD = "default"  # as events.log.kafka.DEFAULT_SHARD; not imported: the CLI loads without aiokafka
+# Every shard's scheduler sees these: the queue configuration and the priority classes.
+BROADCAST_TYPES = frozenset({"config.updated", "priorityclass.upserted", "priorityclass.deleted"})
+
+
+def partition_names(args: argparse.Namespace) -> list[str]:
+    """``--partition`` values (repeatable, comma lists), first mention first, without repeats."""
+    names: list[str] = []
+    for value in getattr(args, "partitions", None) or []:
+        for name in value.split(","):
+            if name.strip() and name.strip() not in names:
+                names.append(name.strip())
+    return names
+
+
+def topics_of(args: argparse.Namespace, shard: str) -> ShardTopics:
+    """The topics of ``shard`` under the base names given by ``--input-topic`` and friends."""
+    from events.log.kafka import shard_topics
+
+    try:
+        return shard_topics(
+            shard, input_topics=args.input_topics or ["evsched.inputs"], decisions_topic=args.decisions_topic,
+            deadletter_topic=args.deadletter_topic,
+        )
+    except ValueError as exc:
+        raise LogError(f"--partition: {exc}") from None
+
+
+def shard_source(shard: str) -> str:
+    """The ``source`` of a shard's outputs: envelope ids (``<cycle>-<n>``) repeat across shards,
+    so each shard is its own CloudEvents source (the default shard keeps ``evsched``)."""
+    return DEFAULT_SOURCE if shard == DEFAULT_SHARD else f"{DEFAULT_SOURCE}/{shard}"
+
+
+# ---------------------------------------------------------------------------- submit
+
+
+Record = tuple[bytes, bytes]
+
+
+def route(records: list[Record], shards: list[str]) -> tuple[dict[str, list[Record]], list[str]]:
+    """Each validated ``(key, value)`` to its shard(s): ``({shard: records}, errors)``.
+
+    An event goes to the shard of its ``data.partition`` (``default`` when absent); the
+    broadcast types go to every shard; a partition not among ``shards`` is an error.
+    """
+    out: dict[str, list[Record]] = defaultdict(list)
+    errors = []
+    for key, value in records:
+        obj = orjson.loads(value)
+        if obj["type"] in BROADCAST_TYPES:
+            for shard in shards:
+                out[shard].append((key, value))
+            continue
+        partition = obj["data"].get("partition", DEFAULT_SHARD)
+        if partition not in shards:
+            errors.append(f"event {obj['id']!r}: partition {partition!r} is not among --partition {','.join(shards)}")
+            continue
+        out[partition].append((key, value))
+    return dict(out), errors
+
+
+async def submit_to_shards(
+    args: argparse.Namespace, records: list[Record], errors: list[str]
+) -> list[Record]:
+    """Append ``records`` to their shards' input topics; returns those appended (errors: appended to)."""
+    from events.log.kafka import KafkaLog
+    from scheduler.cli_run import kafka_security
+
+    shards = partition_names(args)
+    routed, unroutable = route(records, shards)
+    errors.extend(unroutable)
+    for shard, batch in routed.items():
+        topics = topics_of(args, shard)
+        log = KafkaLog(args.kafka, input_topics=topics.inputs, decisions_topic=topics.decisions,
+                       deadletter_topic=topics.deadletter, group_id=args.group, **kafka_security(args))
+        await log.start()
+        try:
+            await log.append_inputs(batch)
+        finally:
+            await log.close()
+    appended = {r for batch in routed.values() for r in batch}
+    return [r for r in records if r in appended]
+
+
+# ---------------------------------------------------------------------------- run
+
+
+async def run_shards(args: argparse.Namespace, config: SchedulerConfig | None) -> int:
+    """``evsched run --kafka … --partition …``: join the shard group, run what it assigns."""
+    from events.log.kafka import KafkaLog, ShardMembership
+    from events.log.kafka.clients import client_options
+    from scheduler.cli_run import group_timing, kafka_security
+    from scheduler.shards import ShardHost
+
+    if args.standby:
+        LOG.error("--standby and --partition do not mix: with --partition, instances of one group split the "
+                  "shards and take over each other's (that is the standby)")
+        return 1
+    shards = partition_names(args)
+    topics = {shard: topics_of(args, shard) for shard in shards}
+    security = kafka_security(args)
+    if args.transactions:
+        supported, reason = await KafkaLog(args.kafka, **security).probe_transactions()
+        if not supported:
+            LOG.error("--transactions: no transactional producer: %s", reason)
+            return 1
+        LOG.info("--transactions: %s (outputs and offsets are still committed separately)", reason)
+    membership = ShardMembership(
+        client_options(args.kafka, **security), group_id=args.group,
+        shards={shard: t.inputs for shard, t in topics.items()},
+        **group_timing(args),
+    )
+
+    async def open_shard(shard: str) -> RunningShard:
+        return await _open_shard(args, config, topics[shard], membership)
+
+    host = ShardHost(open_shard, once=args.once)
+    membership.on_revoke, membership.on_assign = host.revoke, host.assign
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, host.stop)
+    await membership.start()
+    try:
+        await host.run()
+    finally:
+        await membership.close()  # after the last cycle of every shard is written: others take over at once
+    return 0
+
+
+async def _open_shard(
+    args: argparse.Namespace, config: SchedulerConfig | None, topics: ShardTopics, membership: Any
+) -> RunningShard:
+    """Open one shard's log, restore its scheduler (snapshot + log tail) and append ``--config``."""
+    from events.log.kafka import KafkaLog
+    from scheduler.cli_run import append_config, fetch_tuning, kafka_security
+    from scheduler.service import Service
+    from scheduler.shards import RunningShard
+    from scheduler.snapshots import SnapshotStore
+
+    shard = topics.shard
+    log = KafkaLog(
+        args.kafka, input_topics=topics.inputs, decisions_topic=topics.decisions, deadletter_topic=topics.deadletter,
+        group_id=args.group, commit_offsets=membership.commit, **kafka_security(args), **fetch_tuning(args),
+    )
+    await log.start()
+    bridge = None
+
+    async def close() -> None:
+        if bridge is not None:
+            await bridge.close()
+        await log.close()
+
+    try:
+        listeners: list[Any] = []
+        if args.mqtt:
+            from scheduler.bridge_wiring import start_bridge
+
+            bridge = await start_bridge(args.mqtt, log, ingest=args.mqtt_ingest, partition=shard)
+            listeners.append(bridge)
+        store = (SnapshotStore(Path(args.snapshot_dir) / shard, keep=getattr(args, "snapshot_keep", 2))
+                 if args.snapshot_dir else None)
+        service = Service(log, name=shard, source=shard_source(shard), batch_records=args.batch, listeners=listeners,
+                          snapshots=store, snapshot_every=args.snapshot_every, poll_interval_s=0.0)
+        await service.start()
+        await append_config(service, config, args.config)
+    except BaseException:
+        await close()
+        raise
+    return RunningShard(service, close)

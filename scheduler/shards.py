@@ -1,0 +1,181 @@
+"""Sharded service: run the scheduler partitions (shards) the consumer group gives this instance.
+
+A shard is one scheduler partition run as an independent event-sourced scheduler over its
+own log (input topics, decisions topic, cycle numbers, snapshots; see
+``events.log.kafka.topics``). Instances that may run the same shards join one consumer
+group (``events.log.kafka.ShardMembership``); the group hands each shard to exactly one of
+them. ``ShardHost`` follows what the group says:
+
+* assigned a shard it does not have: open its log, restore it (snapshot + log tail: the
+  ordinary recovery of ``Service.start``) and run it;
+* revoked (inside the rebalance, before anyone else may get it): stop the shard's loop —
+  it finishes the cycle in hand and commits — and keep it, paused;
+* assigned a paused shard again (the sticky assignor usually hands a shard straight
+  back): resume it if its decisions topic has not grown since it stopped (nobody else
+  wrote, so its state is the log's), otherwise discard it and restore afresh;
+* a paused shard that went to another member: close it.
+
+The host never runs a shard between a revoke and the next assignment, so two instances
+never append to one shard's decisions topic at the same time — except when a member is
+expelled without noticing (its session timed out while it was cut off from the broker);
+without transactions there is no broker-side fence for that case (see README, Kafka).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from scheduler.service import Service
+
+LOG = logging.getLogger("evsched.shards")
+
+
+@dataclass
+class RunningShard:
+    """A shard this instance has restored: its service, and the loop running it (None: paused)."""
+
+    service: Service
+    close: Callable[[], Awaitable[None]]
+    task: asyncio.Task[None] | None = None
+    finished_once: bool = False  # --once: caught up and stopped on its own
+
+
+OpenShard = Callable[[str], Awaitable[RunningShard]]
+
+
+class ShardHost:
+    """Runs the shards assigned to this instance (module docstring)."""
+
+    def __init__(self, open_shard: OpenShard, *, once: bool = False) -> None:
+        self._open_shard = open_shard
+        self._once = once
+        self.shards: dict[str, RunningShard] = {}
+        self._desired: set[str] | None = None  # None: a rebalance is under way
+        self._changed = asyncio.Event()
+        self._lock = asyncio.Lock()  # reconciling and revoking never interleave
+        self.stopping = asyncio.Event()
+        self._failure: BaseException | None = None
+
+    # ------------------------------------------------------------------ membership callbacks
+
+    def assign(self, shards: set[str]) -> None:
+        """The group's answer: from now on this instance runs exactly ``shards``."""
+        self._desired = set(shards)
+        self._changed.set()
+
+    async def revoke(self, shards: set[str]) -> None:
+        """Before a rebalance: finish each shard's cycle in hand and pause it."""
+        self._desired = None
+        async with self._lock:
+            for name in sorted(shards & set(self.shards)):
+                await self._pause(name)
+
+    def stop(self, *_: object) -> None:
+        """Finish every shard's cycle in hand, then return from ``run``."""
+        self.stopping.set()
+        self._changed.set()
+
+    # ------------------------------------------------------------------ the loop
+
+    async def run(self) -> None:
+        """Follow the assignments until stopped (or, with ``once``, until every shard is idle)."""
+        try:
+            while not self.stopping.is_set():
+                await self._wait_for_news()
+                self._raise_failures()
+                if self._changed.is_set() and not self.stopping.is_set():
+                    self._changed.clear()
+                    async with self._lock:
+                        await self._reconcile()
+                if self._once and self._all_caught_up():
+                    LOG.info("--once: every assigned shard is caught up")
+                    break
+        finally:
+            await self.shutdown()
+
+    async def _wait_for_news(self) -> None:
+        """Until the assignment changes, a shard's loop ends, or we are asked to stop."""
+        tasks = [s.task for s in self.shards.values() if s.task is not None]
+        changed = asyncio.create_task(self._changed.wait())
+        try:
+            await asyncio.wait([changed, *tasks], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            changed.cancel()
+        for name in [n for n, s in self.shards.items() if s.task is not None and s.task.done()]:
+            shard = self.shards[name]
+            if self._failed(name, shard.task):
+                continue
+            shard.finished_once = self._once and not shard.service.stopping.is_set()
+            shard.task = None
+
+    def _failed(self, name: str, task: asyncio.Task[None] | None) -> bool:
+        """Whether a finished shard loop failed; a failed shard is dropped (its state may be
+        ahead of its log, so it is never resumed) and the failure ends ``run``."""
+        exc = task.exception() if task is not None and task.done() and not task.cancelled() else None
+        if exc is None:
+            return False
+        LOG.error("shard %s failed: %r", name, exc)
+        self._failure = self._failure or exc
+        self.shards[name].task = None
+        return True
+
+    def _raise_failures(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+
+    def _all_caught_up(self) -> bool:
+        desired = self._desired
+        return desired is not None and all(
+            name in self.shards and self.shards[name].finished_once for name in desired
+        )
+
+    async def _reconcile(self) -> None:
+        desired = self._desired
+        if desired is None:
+            return  # revoked and not yet re-assigned: wait for the group's answer
+        for name in sorted(set(self.shards) - desired):
+            await self._pause(name)
+            await self.shards.pop(name).close()
+            LOG.info("shard %s: handed over to another instance", name)
+        for name in sorted(desired):
+            shard = self.shards.get(name)
+            if shard is not None and shard.task is None and not await self._still_current(shard):
+                LOG.info("shard %s: another instance wrote to it meanwhile; restoring it again", name)
+                await self.shards.pop(name).close()
+                shard = None
+            if shard is None:
+                LOG.info("shard %s: assigned to this instance; restoring it", name)
+                shard = self.shards[name] = await self._open_shard(name)
+            elif shard.task is None and not shard.finished_once:
+                LOG.info("shard %s: kept; resuming after cycle %d", name, shard.service.engine.cycle_number)
+            if shard.task is None and not shard.finished_once:
+                shard.service.resume()
+                shard.task = asyncio.create_task(shard.service.run(once=self._once), name=f"shard-{name}")
+
+    @staticmethod
+    async def _still_current(shard: RunningShard) -> bool:
+        """A paused shard's state is the log's while nobody else has appended to its outputs."""
+        return shard.finished_once or await shard.service.log.output_end() == shard.service.output_offset
+
+    async def _pause(self, name: str) -> None:
+        shard = self.shards[name]
+        task, shard.task = shard.task, None
+        if task is None:
+            return
+        shard.service.stop()
+        await asyncio.gather(task, return_exceptions=True)
+        shard.finished_once = False
+        if self._failed(name, task):
+            await self.shards.pop(name).close()
+
+    async def shutdown(self) -> None:
+        """Stop and close every shard (idempotent)."""
+        async with self._lock:
+            for name in sorted(self.shards):
+                await self._pause(name)
+            while self.shards:
+                _, shard = self.shards.popitem()
+                await shard.close()

@@ -1,0 +1,237 @@
+"""Fault-injection harness: a seeded SIGKILL campaign against ``evsched run``, and the checks on its log.
+
+``kill_campaign`` starts the service again and again on one log and SIGKILLs it at random
+(seeded) moments: a share of the kills land during start-up and recovery (where a cycle
+cut short is being completed), the rest while cycles are being written. How long a life
+runs is planned from the progress the service reports when it is ready (``N inputs
+waiting``) and the rate measured so far, so the kills spread over the whole workload on a
+fast machine as on a slow one, and the campaign reaches its kill count before the work
+runs out.
+
+``judge`` checks what CONTRACT §3 promises of the outputs however often the writer died:
+cycles completed as 1, 2, 3 … (a copy only if identical), every input consumed, and a
+decision id written twice only with identical content; it returns the decisions with the
+copies dropped.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from scheduler.workload import WorkloadSpec
+from tests.kafka_broker import KafkaTopics
+from tests.kafka_run import decisions, open_log, read_all, spawn_run, unique, wait_for_line
+from tests.log_contract import run
+from tests.logdrive import workload_records
+
+ROOT = Path(__file__).resolve().parents[2]
+# 1 config + 4 priority classes + 5,000 nodes + 200 apps + 94,795 asks = 100,000 inputs, and
+# room for every ask: ~95k decisions, so a lost or changed one cannot hide among pending asks.
+FULL_SPEC = WorkloadSpec(nodes=5000, apps=200, asks=94_795, leaves=8, seed=5)
+FULL_EVENTS = 100_000
+
+
+def run_args(batch: int) -> list[str]:
+    """``evsched run`` options of a campaign: ``--once``, cycles of ``batch`` inputs, and a
+    snapshot every 10 cycles, so a restart re-derives about 10 cycles at most."""
+    return ["--once", "--batch", str(batch), "--snapshot-every", "10"]
+
+
+STARTUP_SHARE = 0.2  # of the lives, killed at a random moment of start-up / recovery
+READY = b"inputs waiting"  # Service.start's last line: recovery is done, cycles come next
+_WAITING = re.compile(rb"(\d+) inputs waiting")
+READY_TIMEOUT_S = 180.0
+
+
+def fault_workload(spec: WorkloadSpec = FULL_SPEC) -> list[dict[str, Any]]:
+    """The input records of a generated workload, its queue config first."""
+    records = workload_records(spec)
+    assert spec is not FULL_SPEC or len(records) == FULL_EVENTS
+    return records
+
+
+@dataclass(frozen=True)
+class CampaignCase:
+    """A kill campaign's workload, cycle size (inputs per cycle) and number of kills."""
+
+    spec: WorkloadSpec
+    batch: int
+    kills: int
+
+
+FULL_CASE = CampaignCase(FULL_SPEC, 500, 52)  # 200 cycles, ≥ 50 kills
+
+
+def campaign_cases(small: CampaignCase, *, small_is_fast: bool = True) -> list[Any]:
+    """``small`` (in the fast subset ``make test`` runs, if ``small_is_fast``) and the full
+    100,000-event case (``slow``)."""
+    return [pytest.param(small, id="small", marks=[] if small_is_fast else [pytest.mark.slow]),
+            pytest.param(FULL_CASE, id="100k", marks=[pytest.mark.slow, pytest.mark.timeout(900)])]
+
+
+@dataclass
+class Campaign:
+    """What a kill campaign did; ``finished`` is True when a life completed the work itself."""
+
+    kills: int = 0
+    in_startup: int = 0
+    mid_stream: int = 0
+    lives: int = 0
+    torn_cycle_repairs: int = 0
+    seconds: float = 0.0
+    finished: bool = False
+
+    def line(self) -> str:
+        return (f"{self.kills} SIGKILLs in {self.lives} lives ({self.in_startup} in start-up/recovery, "
+                f"{self.mid_stream} mid-stream), {self.torn_cycle_repairs} cycles cut short completed on "
+                f"restart, {self.seconds:.0f} s")
+
+
+class _Planner:
+    """How long the next life runs: the remaining work spread over the kills still planned."""
+
+    def __init__(self, kills: int, first_life_s: float) -> None:
+        self.goal = kills + 10  # plan for more kills than needed, so the work outlasts the campaign
+        self.first_life_s = first_life_s
+        self.rate: float | None = None  # inputs consumed per second of a life after it is ready
+        self._measured: tuple[int, float] | None = None  # the previous life: (inputs waiting, seconds run)
+
+    def life_s(self, waiting: int, kills_done: int, rng: random.Random) -> float:
+        """A random run time for a life that is ready with ``waiting`` inputs left."""
+        if self._measured is not None and self._measured[1] > 0.05:
+            sample = max(self._measured[0] - waiting, 1) / self._measured[1]
+            self.rate = sample if self.rate is None else 0.7 * self.rate + 0.3 * sample
+        if self.rate is None:
+            mean = self.first_life_s
+        else:
+            lives_left = (1 - STARTUP_SHARE) * max(1, self.goal - kills_done)
+            mean = max(0.05, waiting / self.rate / lives_left)
+        live = rng.uniform(0.0, 2 * mean)
+        self._measured = (waiting, live)
+        return live
+
+    def unmeasured(self) -> None:
+        """The last life's progress is unknown (killed in start-up, or it may have run on)."""
+        self._measured = None
+
+
+def kill_campaign(args: list[str], workdir: Path, *, kills: int, seed: int, first_life_s: float = 0.3) -> Campaign:
+    """SIGKILL ``evsched run *args`` ``kills`` times, restarting it each time (see the module doc).
+
+    Stops early only if a life finishes the whole workload by itself (``finished``).
+    """
+    rng = random.Random(seed)
+    plan = _Planner(kills, first_life_s)
+    done = Campaign()
+    began = time.monotonic()
+    while done.kills < kills:
+        err = workdir / f"life-{done.lives:03d}.err"
+        proc = spawn_run(args, err)
+        done.lives += 1
+        if rng.random() < STARTUP_SHARE:
+            time.sleep(rng.uniform(0.0, 1.0))  # interpreter start, log open, snapshot load, re-derive
+            plan.unmeasured()
+        elif wait_for_line(proc, err, READY, timeout=READY_TIMEOUT_S):
+            found = _WAITING.search(err.read_bytes())
+            time.sleep(plan.life_s(int(found.group(1)) if found else 0, done.kills, rng))
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+            done.kills += 1
+            if READY in err.read_bytes():
+                done.mid_stream += 1
+            else:
+                done.in_startup += 1
+            continue
+        text = err.read_text(errors="replace")
+        assert proc.returncode == 0, f"life {done.lives} exited {proc.returncode}:\n{text[-3000:]}"
+        done.finished = True
+        break
+    done.torn_cycle_repairs = sum(b"was cut short" in p.read_bytes() for p in workdir.glob("life-*.err"))
+    done.seconds = time.monotonic() - began
+    return done
+
+
+def finish_run(args: list[str], err_path: Path, timeout: float = 600) -> str:
+    """Run the service to the end, uninterrupted; its stderr (asserting exit 0)."""
+    with open(err_path, "wb") as err:
+        proc = subprocess.run([sys.executable, "-m", "scheduler", "run", *args], cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=err, timeout=timeout)
+    text = err_path.read_text(errors="replace")
+    assert proc.returncode == 0, f"evsched run exited {proc.returncode}:\n{text[-3000:]}"
+    return text
+
+
+@dataclass
+class Judged:
+    """The outputs of a run, judged: unique decisions in order, cycles, copies written twice."""
+
+    decisions: list[dict[str, Any]]
+    cycles: int
+    copies: int
+
+
+def judge(outs: list[dict[str, Any]], input_end: Mapping[str, int]) -> Judged:
+    """Check the outputs against CONTRACT §3 (see the module doc); ``input_end``: the log's input end."""
+    completed = unique([o["data"] for o in outs if o["type"] == "cycle.completed"], "cycle")
+    assert [c["cycle"] for c in completed] == list(range(1, len(completed) + 1)), "cycles not 1, 2, 3, …"
+    assert completed, "no cycle completed"
+    assert completed[-1]["inputs_through"] == dict(input_end), "inputs left unprocessed"
+    written = decisions(outs)
+    kept = unique(written, "decision_id")  # asserts that every copy is identical
+    return Judged(kept, len(completed), len(written) - len(kept))
+
+
+def verify_log(log_args: list[str]) -> dict[str, Any]:
+    """``evsched replay verify LOG-ARGS --no-snapshots --json``: every cycle re-derived from cycle 1
+    and compared byte for byte; asserts exit 0 (no divergence) and returns the report."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "scheduler", "replay", "verify", *log_args, "--no-snapshots", "--json"],
+        cwd=ROOT, capture_output=True, timeout=900,
+    )
+    assert proc.returncode == 0, f"replay verify exited {proc.returncode}:\n{proc.stdout[-3000:]!r}{proc.stderr!r}"
+    report: dict[str, Any] = orjson.loads(proc.stdout)
+    return report
+
+
+def consumed(bootstrap: str, topics: KafkaTopics) -> int:
+    """Inputs a Kafka log's last completed cycle has consumed (0 before the first)."""
+    _, outs = read_all(bootstrap, topics)
+    done = [o["data"]["inputs_through"] for o in outs if o["type"] == "cycle.completed"]
+    return sum(done[-1].values()) if done else 0
+
+
+def wait_consumed(
+    bootstrap: str, topics: KafkaTopics, at_least: int, service: subprocess.Popen[bytes], timeout: float = 120
+) -> int:
+    """Wait until a running service has consumed ``at_least`` inputs (failing if it exits); the count."""
+    deadline = time.monotonic() + timeout
+    while (now := consumed(bootstrap, topics)) < at_least:
+        assert service.poll() is None, f"the service exited ({service.returncode}) with {now} inputs consumed"
+        assert time.monotonic() < deadline, f"only {now} of {at_least} inputs consumed within {timeout} s"
+        time.sleep(0.2)
+    return now
+
+
+def output_values(bootstrap: str, topics: KafkaTopics) -> set[bytes]:
+    """A Kafka log's output records as bytes (the canonical encoding the MQTT bridge publishes too)."""
+
+    async def body() -> set[bytes]:
+        async with open_log(bootstrap, topics) as log:
+            return {r.value for r in await log.read_outputs(0)}
+
+    values: set[bytes] = run(body())
+    return values

@@ -41,12 +41,20 @@ class NodeSortPolicy(Enum):
 
 def usage_score(capacity: Mapping[str, int], available: Mapping[str, int], weights: Mapping[str, float]) -> float:
     """Weighted usage in [0, 1] (above 1 when overcommitted); 0.0 when no type is usable."""
+    return _score(capacity, available, weight_items(weights))
+
+
+def weight_items(weights: Mapping[str, float]) -> list[tuple[str, float]]:
+    """The non-zero weights in a fixed (name) order: float sums are order-sensitive."""
+    return [(name, weights[name]) for name in sorted(weights) if weights[name]]
+
+
+def _score(capacity: Mapping[str, int], available: Mapping[str, int], items: list[tuple[str, float]]) -> float:
     total = 0.0
     weight_sum = 0.0
-    for name in sorted(weights):  # fixed order: float sums are order-sensitive
-        weight = weights[name]
+    for name, weight in items:
         cap = capacity.get(name, 0)
-        if not weight or cap <= 0:
+        if cap <= 0:
             continue
         total += weight * (1.0 - available.get(name, 0) / cap)
         weight_sum += weight
@@ -76,6 +84,8 @@ class NodeIndex:
     def __init__(self, policy: NodeSortPolicy, weights: Mapping[str, float], block_size: int = 256) -> None:
         self.policy = policy
         self.weights = dict(weights)
+        self._weight_items = weight_items(weights)  # computed once: key_of runs per allocation
+        self._fair = policy is NodeSortPolicy.FAIR
         self._block_size = block_size
         self._blocks: list[_Block] = []
         self._last_keys: list[NodeKey] = []  # last key of every block, for bisect
@@ -90,8 +100,9 @@ class NodeIndex:
         return node_id in self._keys
 
     def key_of(self, capacity: Mapping[str, int], available: Mapping[str, int]) -> float:
-        """The policy key a node with this capacity and availability gets."""
-        return policy_key(self.policy, capacity, available, self.weights)
+        """The policy key a node with this capacity and availability gets (as ``policy_key``)."""
+        score = _score(capacity, available, self._weight_items)
+        return score if self._fair else 1.0 - score
 
     def _dim(self, name: str) -> int:
         dim = self._dims.get(name)

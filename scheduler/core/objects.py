@@ -99,9 +99,17 @@ class Node:
 
     def available(self) -> Resources:
         """capacity − allocated − occupied, zero entries left out (may be negative)."""
+        capacity, allocated, occupied = self.capacity, self.allocated, self.occupied
         out: Resources = {}
-        for name in self.capacity.keys() | self.allocated.keys() | self.occupied.keys():
-            v = self.capacity.get(name, 0) - self.allocated.get(name, 0) - self.occupied.get(name, 0)
+        for name, cap in capacity.items():
+            v = cap - allocated.get(name, 0) - occupied.get(name, 0)
             if v:
                 out[name] = v
+        # Types used but not in the capacity (rare) go negative; no set union per call.
+        for used in (allocated, occupied):
+            for name in used:
+                if name not in capacity and name not in out:
+                    v = -allocated.get(name, 0) - occupied.get(name, 0)
+                    if v:
+                        out[name] = v
         return out

@@ -91,16 +91,16 @@ def sort_queues(children: Sequence[QueueNode], sort_priority: bool) -> list[Queu
     candidates = [c for c in children if is_positive(c.pending)]
     if len(candidates) < 2:
         return candidates
-    primary: list[tuple[object, object]]
+    # Each key is computed once; ``order`` is unique among siblings, so tuples never tie.
+    keyed: list[tuple[tuple[object, object, int], QueueNode]]
     if sort_priority:
-        candidates.sort(key=lambda q: (-q.priority, q.fair_share(), q.order))
-        primary = [(-q.priority, q.fair_share()) for q in candidates]
+        keyed = sorted(((-q.priority, q.fair_share(), q.order), q) for q in candidates)
     else:
-        candidates.sort(key=lambda q: (q.fair_share(), -q.priority, q.order))
-        primary = [(q.fair_share(), -q.priority) for q in candidates]
+        keyed = sorted(((q.fair_share(), -q.priority, q.order), q) for q in candidates)
     out: list[QueueNode] = []
     keys: list[object] = []
-    for q, key in zip(candidates, primary, strict=True):
+    for full_key, q in keyed:
+        key = full_key[:2]
         i = len(out)
         while i > 0 and keys[i - 1] == key and dominates(q.pending, out[i - 1].pending):
             i -= 1

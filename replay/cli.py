@@ -131,7 +131,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         return _fail("diff needs exactly two --cycle options")
     first, second = args.cycle
     with open_source(args) as source:
-        start = pick_start(source, args, min(first, second), f"{PROG} diff")
+        positive = [c for c in (first, second) if c > 0]  # cycle 0 is the initial state: nothing to re-derive
+        start = pick_start(source, args, min(positive), f"{PROG} diff") if positive else None
         found = states_at(source, [first, second], start)
     diff = diff_states(found[first].form, found[second].form)
     if args.json:

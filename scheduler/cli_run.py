@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +79,12 @@ def add_service_arguments(p: argparse.ArgumentParser) -> None:
                    help="Kafka fetch.max.wait: how long the broker may hold a fetch that finds nothing (default 5; "
                    "Apache Kafka answers as soon as data arrives, so a longer wait saves idle requests there, but "
                    "Tansu holds the fetch for all of it, which adds to the event→decision latency)")
+    p.add_argument("--request-timeout-ms", type=int, default=None, metavar="MS",
+                   help="Kafka request timeout: a broker silent this long fails the request (default 30000)")
+    p.add_argument("--kafka-outage-s", type=float, default=300.0, metavar="S",
+                   help="when Kafka fails (broker down or silent past the request timeout), restart in-process "
+                   "— restore state from the log and go on — with backoff for up to S seconds of failures, "
+                   "then exit 1 (default 300; 0 exits at the first failure)")
     p.add_argument("--transactions", action="store_true",
                    help="require a broker with transactional producers: probe at start and exit 1 with the "
                    "broker's reason when it has none. Probe only: outputs and offsets are still committed "
@@ -104,9 +111,13 @@ def group_timing(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def fetch_tuning(args: argparse.Namespace) -> dict[str, Any]:
-    """KafkaLog's ``fetch_max_wait_ms`` for ``--fetch-wait-ms`` (absent: the default)."""
-    wait = getattr(args, "fetch_wait_ms", None)
-    return {} if wait is None else {"fetch_max_wait_ms": wait}
+    """KafkaLog's ``fetch_max_wait_ms`` and ``request_timeout_ms`` for ``run``'s flags (absent: the defaults)."""
+    tuning: dict[str, Any] = {}
+    if getattr(args, "fetch_wait_ms", None) is not None:
+        tuning["fetch_max_wait_ms"] = args.fetch_wait_ms
+    if getattr(args, "request_timeout_ms", None) is not None:
+        tuning["request_timeout_ms"] = args.request_timeout_ms
+    return tuning
 
 
 def kafka_topics(args: argparse.Namespace) -> dict[str, Any]:
@@ -231,11 +242,49 @@ def cmd_run(args: argparse.Namespace) -> int:
     from scheduler.cli_commands import load_config_arg
 
     config = load_config_arg(args.config)  # None without --config; exits 1 with every reason when invalid
-    try:
-        return asyncio.run(_run(args, config))
-    except LogError as exc:
-        LOG.error("%s", exc)
-        return 1
+    outage = KafkaOutage(getattr(args, "kafka_outage_s", 0.0) if args.kafka else 0.0)
+    while True:
+        try:
+            return asyncio.run(_run(args, config))
+        except LogError as exc:
+            delay = outage.next_delay(time.monotonic())
+            if delay is None:
+                LOG.error("%s", exc)
+                return 1
+            # Everything decided is in the log: a restart restores it (snapshot + tail), as after a crash.
+            LOG.warning("Kafka failed: %s; restarting from the log in %.0f s (attempt %d; gives up after %.0f s "
+                        "more of failures, --kafka-outage-s)", exc, delay, outage.attempts, outage.remaining)
+            time.sleep(delay)
+
+
+class KafkaOutage:
+    """Backoff for in-process restarts after Kafka failures; a streak ends S seconds after its last failure.
+
+    >>> o = KafkaOutage(60)
+    >>> [o.next_delay(t) for t in (0, 1, 3, 7)], o.next_delay(61), o.next_delay(200)
+    ([1.0, 2.0, 4.0, 8.0], None, 1.0)
+    """
+
+    def __init__(self, limit_s: float) -> None:
+        self.limit_s = limit_s
+        self.attempts = 0
+        self.remaining = 0.0
+        self._streak_start: float | None = None
+        self._last: float | None = None
+
+    def next_delay(self, now: float) -> float | None:
+        """Seconds to wait before the next attempt, or None when it is time to give up."""
+        if self.limit_s <= 0:
+            return None
+        if self._last is None or now - self._last > self.limit_s:  # a new streak
+            self._streak_start, self.attempts = now, 0
+        self._last = now
+        assert self._streak_start is not None
+        self.remaining = self._streak_start + self.limit_s - now
+        if self.remaining <= 0:
+            return None
+        self.attempts += 1
+        return min(2.0 ** (self.attempts - 1), 30.0, self.remaining)
 
 
 async def _run(args: argparse.Namespace, config: SchedulerConfig | None) -> int:

@@ -96,3 +96,44 @@ def test_broker_paused_past_the_session_timeout_the_service_carries_on(
               f"mid-stream at input {at_pause}: service stayed up; '{stall.split(': ', 1)[1]}'; "
               f"{len(got.decisions)} decisions equal simulate, {got.copies} identical copies, "
               f"replay verify ok over {report['cycles']} cycles")
+
+
+def test_broker_silent_past_the_request_timeout_the_service_restarts_itself(tmp_path: Path) -> None:
+    # Past the request timeout a Kafka call fails; `run` restores itself from the log
+    # (--kafka-outage-s) instead of exiting, and nothing is lost or written differently.
+    records = fault_workload(SPEC)
+    first, second = records[:1000], records[1000:]
+    topics = fresh_topics("outage")
+    pause_s = 12.0
+    with private_tansu(tmp_path) as (bootstrap, broker):
+        log_args = kafka_args(bootstrap, topics)
+        submit_file(bootstrap, topics, first, tmp_path)
+        err = tmp_path / "service.err"
+        service = spawn_run([*log_args, "--batch", "5", "--request-timeout-ms", "3000",
+                             "--session-timeout-ms", "6000", "--kafka-outage-s", "120"], err)
+        try:
+            wait_consumed(bootstrap, topics, len(first), service)
+            submit_file(bootstrap, topics, second, tmp_path)
+            at_pause = wait_consumed(bootstrap, topics, len(first) + 1, service)  # busy: appends in flight
+            os.killpg(broker.pid, signal.SIGSTOP)
+            time.sleep(pause_s)
+            os.killpg(broker.pid, signal.SIGCONT)
+            wait_consumed(bootstrap, topics, len(records), service)
+        finally:
+            service.send_signal(signal.SIGTERM)
+            code = service.wait(timeout=60)
+        stderr = err.read_text(errors="replace")
+        assert code == 0, stderr[-3000:]
+        assert at_pause < len(records), "the pause came after the work it was meant to interrupt"
+        assert "restarting from the log" in stderr, stderr[-3000:]
+        assert "Traceback" not in stderr, stderr[-3000:]
+        inputs, outs = read_all(bootstrap, topics)
+        assert len(inputs) == len(records)
+        got = judge(outs, {f"{topics.inputs}/0": len(inputs)})
+        assert got.decisions == simulate_with_recorded_boundaries(inputs, outs), "a decision was lost or changed"
+        report = verify_log(log_args)
+        assert report["ok"] and report["unconsumed_inputs"] == 0, report
+        restarts = stderr.count("restarting from the log")
+        print(f"\nFAULTS Kafka SIGSTOP {pause_s:.0f} s past a 3 s request timeout: {restarts} in-process "
+              f"restart(s) from the log; {len(got.decisions)} decisions equal simulate, {got.copies} identical "
+              f"copies, replay verify ok over {report['cycles']} cycles")

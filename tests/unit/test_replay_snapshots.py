@@ -201,6 +201,12 @@ def test_cli_state_and_explain_say_when_they_rederive_everything(
     assert main(["replay", "state", "--cycle", str(cycle), "--log", str(snap_log), "--no-snapshots"]) == 0
     full = capsys.readouterr()
     assert full.out == fast.out and "--no-snapshots: re-deriving from the first cycle" in full.err
+    diff = ["replay", "diff", "--cycle", "0", "--cycle", str(cycle), "--log", str(snap_log), "--json"]
+    assert main(diff) == 0
+    fast = capsys.readouterr()
+    assert "re-deriving" not in fast.err
+    assert main([*diff, "--no-snapshots"]) == 0
+    assert capsys.readouterr().out == fast.out
     (tmp_path / "empty").mkdir()
     argv = ["replay", "state", "--cycle", str(cycle), "--log", str(snap_log), "--snapshot-dir", str(tmp_path / "empty")]
     assert main(argv) == 0

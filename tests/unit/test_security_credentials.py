@@ -181,7 +181,7 @@ def test_kafka_credentials_never_reach_the_output(tmp_path: Path) -> None:
     common = ["--kafka", "127.0.0.1:1", "--sasl-mechanism", "PLAIN", "--security-protocol", "SASL_PLAINTEXT"]
     no_user = evsched("submit", *common, "--kafka-password-file", secret_file(tmp_path), str(events))
     assert no_user.returncode == 1 and "needs EVSCHED_KAFKA_USERNAME" in no_user.stderr
-    refused = evsched("run", "--once", "-v", *common, env={"EVSCHED_KAFKA_USERNAME": "bob",
+    refused = evsched("run", "--once", "-v", "--kafka-outage-s", "0", *common, env={"EVSCHED_KAFKA_USERNAME": "bob",
                                                            "EVSCHED_KAFKA_PASSWORD": SECRET})  # fmt: skip
     assert refused.returncode == 1  # nothing listens on port 1
     for done in (no_user, refused):

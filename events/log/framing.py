@@ -121,19 +121,35 @@ def scan(buf: memoryview, base: int, check_crc: bool) -> ScanResult:
     return ScanResult(positions, base + pos, None)
 
 
+CRC_BUDGET_PER_BYTE = 8  # checksum work allowed per byte of tail, before giving up (see below)
+
+
 def valid_frame_after(buf: memoryview, start: int) -> int | None:
     """Position of the first CRC-valid frame at or after ``start``, if there is one.
 
     Used to tell a torn tail (nothing valid follows) from corruption in the middle of
-    acknowledged data (valid frames follow), which must not be silently dropped.
+    acknowledged data (valid frames follow), which must not be silently dropped. Random
+    damage offers few candidates; a tail crafted so that every few bytes look like the
+    head of a frame reaching the end would make this quadratic, so the checksum work is
+    bounded and, past the bound, the tail is refused (never dropped) with ``LogError``.
     """
     magic = bytes([MAGIC])
     limit = len(buf)
     tail = buf[start:].tobytes()
+    budget = CRC_BUDGET_PER_BYTE * len(tail) + (1 << 20)
     found = tail.find(magic)
     while found != -1 and start + found + MIN_FRAME <= limit:
-        if check_frame(buf, start + found, limit, check_crc=True) is None:
-            return start + found
+        pos = start + found
+        length = _HEAD.unpack_from(buf, pos)[1]
+        if HEAD_SIZE + length <= limit - pos:  # only a frame that fits gets its crc computed
+            budget -= length
+            if budget < 0:
+                raise LogError(
+                    f"cannot tell a torn tail from damage inside acknowledged data after byte {start}: "
+                    f"{len(tail)} bytes full of frame-like heads (crafted?); refusing to drop them"
+                )
+        if check_frame(buf, pos, limit, check_crc=True) is None:
+            return pos
         found = tail.find(magic, found + 1)
     return None
 

@@ -282,3 +282,20 @@ def test_a_forged_frame_with_a_valid_crc_is_refused(frame: bytes) -> None:
     # matched, and raised struct.error (or returned a key read from the next frame).
     with pytest.raises(LogError, match="corrupt"):
         decode_frames(frame + encode_frame(1, b"next", b"v"), 2, "inputs", 0, "fuzz")
+
+
+def test_a_tail_crafted_full_of_frame_heads_is_refused_in_bounded_work() -> None:
+    # Every 16 bytes a frame head whose length reaches the end of the tail: each candidate
+    # would need a crc over the rest, quadratic in the tail (hours for 1 MiB) if unbounded.
+    size = 1 << 20
+    tail = bytearray(size)
+    for pos in range(0, size - 32, 16):
+        struct.pack_into("<BII", tail, pos, MAGIC, size - pos - 9, 0)
+    with pytest.raises(LogError, match="refusing to drop"):
+        valid_frame_after(memoryview(bytes(tail)), 0)
+
+
+def test_a_valid_frame_after_damage_is_still_found() -> None:
+    frame = encode_frame(7, b"k", b"value")
+    damaged = b"\xe1" + b"\x00" * 40 + frame  # a torn head, then a valid frame
+    assert valid_frame_after(memoryview(damaged), 0) == 41

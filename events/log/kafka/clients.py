@@ -121,6 +121,20 @@ async def leave_group_at_generation_zero(consumer: Any) -> None:
         log.debug("could not leave the consumer group early: %r", exc)
 
 
+async def stop_group_member(poller: asyncio.Task[Any] | None, consumer: Any, group: str) -> None:
+    """Stop a group member: cancel its poller, leave the group at once, stop the consumer."""
+    if poller is not None:
+        poller.cancel()
+        await asyncio.gather(poller, return_exceptions=True)
+    if consumer is None:
+        return
+    try:
+        await leave_group_at_generation_zero(consumer)
+        await consumer.stop()
+    except KafkaError as exc:
+        log.warning("error leaving the %s: %r", group, exc)
+
+
 def group_generation(consumer: Any) -> int | None:
     """The consumer's current group generation (not public API; Kafka's own sticky assignor
     uses it the same way), or None when it cannot be read."""

@@ -25,7 +25,7 @@ from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
 from aiokafka.errors import KafkaError
 
-from events.log.kafka.clients import group_generation, leave_group_at_generation_zero
+from events.log.kafka.clients import group_generation, stop_group_member
 from events.log.port import LogError
 
 log = logging.getLogger("evsched.kafka")
@@ -96,18 +96,9 @@ class KafkaLease:
 
     async def close(self) -> None:
         """Leave the group (a standby takes over at once); idempotent."""
-        if self._poller is not None:
-            self._poller.cancel()
-            await asyncio.gather(self._poller, return_exceptions=True)
-            self._poller = None
+        poller, self._poller = self._poller, None
         consumer, self._consumer = self._consumer, None
-        if consumer is None:
-            return
-        try:
-            await leave_group_at_generation_zero(consumer)
-            await consumer.stop()
-        except KafkaError as exc:
-            log.warning("error leaving the lease group: %r", exc)
+        await stop_group_member(poller, consumer, "lease group")
 
 
 class _LeaseListener(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is untyped

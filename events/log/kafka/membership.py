@@ -30,7 +30,7 @@ from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, Cons
 from aiokafka.errors import KafkaError
 
 from events.log.kafka.assignment import MemberShards, assign_shards
-from events.log.kafka.clients import ensure_topics, group_generation, leave_group_at_generation_zero
+from events.log.kafka.clients import ensure_topics, group_generation, stop_group_member
 from events.log.port import LogError
 
 log = logging.getLogger("evsched.kafka")
@@ -132,18 +132,9 @@ class ShardMembership:
 
     async def close(self) -> None:
         """Leave the group (the others take over at once); idempotent."""
-        if self._poller is not None:
-            self._poller.cancel()
-            await asyncio.gather(self._poller, return_exceptions=True)
-            self._poller = None
+        poller, self._poller = self._poller, None
         consumer, self._consumer = self._consumer, None
-        if consumer is None:
-            return
-        try:
-            await leave_group_at_generation_zero(consumer)
-            await consumer.stop()
-        except KafkaError as exc:
-            log.warning("error leaving the shard group: %r", exc)
+        await stop_group_member(poller, consumer, "shard group")
 
 
 class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is untyped

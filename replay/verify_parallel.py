@@ -44,6 +44,7 @@ from replay.rederive import Rederiver
 from replay.snapshot_start import restore_start
 from scheduler.core import snapshot
 from scheduler.core.engine import Engine
+from scheduler.core.snapshot import seen_pairs
 from scheduler.snapshots import SnapshotStore
 
 MIN_RANGE_INPUTS = 20_000
@@ -94,8 +95,8 @@ def engine_hash(dumped: dict[str, Any], seen: Iterable[Sequence[str]] | None = N
     strings: sorting a million ``(source, id)`` tuples costs several times more.
     """
     body = dict(dumped)
-    pairs = body.pop("seen", []) if seen is None else seen
-    body.pop("seen", None)
+    grouped = body.pop("seen", {})
+    pairs = seen_pairs(grouped) if seen is None else seen
     body["timers"] = sorted(body.get("timers", []))
     body["classes"] = sorted(body.get("classes", []))
     digest = hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS))
@@ -106,11 +107,11 @@ def engine_hash(dumped: dict[str, Any], seen: Iterable[Sequence[str]] | None = N
 
 def derived_engine_hash(engine: Engine) -> str:
     """``engine_hash`` of a live engine, equal to that of its snapshot file's ``engine``."""
-    seen, engine.seen = engine.seen, set()  # dump without its (slow) sort of every seen id …
+    seen, engine.seen = engine.seen, {}  # dump without grouping every seen id …
     try:
         dumped = snapshot.dump(engine)
     finally:
-        engine.seen = seen  # … which engine_hash orders faster
+        engine.seen = seen  # … which engine_hash orders as pairs
     return engine_hash(dumped, seen)
 
 

@@ -73,10 +73,11 @@ class _Segment:
     path: Path
     size: int = 0  # bytes of valid frames
     positions: array[int] = field(default_factory=lambda: array("q"))
+    unindexed: int = -1  # ≥ 0: not indexed yet, holds this many records (its successor's name says)
 
     @property
     def count(self) -> int:
-        return len(self.positions)
+        return self.unindexed if self.unindexed >= 0 else len(self.positions)
 
 
 @dataclass(slots=True, eq=False)
@@ -144,7 +145,13 @@ class Channel:
             int(m.group(1)) for p in self._dir.iterdir() if (m := _SEGMENT_NAME.match(p.name))
         )
         for i, base in enumerate(bases):
-            seg = self._scan_segment(base, last=i == len(bases) - 1)
+            last = i == len(bases) - 1
+            if self._readonly and not last and not self._verify_all:
+                # A reader (replay) indexes a full segment when it first reads it, so asking
+                # about the end of a long log does not scan all of it first.
+                seg = _Segment(base, self._dir / segment_name(base), unindexed=bases[i + 1] - base)
+            else:
+                seg = self._scan_segment(base, last=last)
             if self._segments and seg.base != self.end:
                 raise LogError(
                     f"{seg.path}: segment starts at offset {seg.base} but the previous one ends "
@@ -340,6 +347,8 @@ class Channel:
         i = bisect_right(self._bases, start) - 1
         while want > 0:
             seg = self._segments[i]
+            if seg.unindexed >= 0:
+                self._index(seg)
             k = start - seg.base
             n = min(want, seg.count - k)
             if n > 0:
@@ -353,6 +362,16 @@ class Channel:
                 want -= n
             i += 1
         return out
+
+    def _index(self, seg: _Segment) -> None:
+        """Index a full segment opened lazily; it must hold what its successor's name says."""
+        scanned = self._scan_segment(seg.base, last=False)  # raises on any bad frame
+        if scanned.count != seg.unindexed:
+            raise LogError(
+                f"{seg.path}: holds {scanned.count} records, but the next segment starts at offset "
+                f"{seg.base + seg.unindexed}: a segment is damaged or was replaced"
+            )
+        seg.positions, seg.size, seg.unindexed = scanned.positions, scanned.size, -1
 
     def _read_fd(self, seg: _Segment) -> int:
         fd = self._read_fds.get(seg.path)

@@ -34,7 +34,8 @@ class Engine:
     def __init__(self, config: SchedulerConfig | None = None, *, source: str = DEFAULT_SOURCE) -> None:
         self.state = SchedulerState(config)
         self.source = source
-        self.seen: set[tuple[str, str]] = set()
+        # Applied (source, id) pairs in log order: a dict, so a snapshot lists them without sorting.
+        self.seen: dict[tuple[str, str], None] = {}
         self.pending_outputs: list[OutputData] = []
 
     @property
@@ -58,7 +59,7 @@ class Engine:
             message = f"event {event.id!r} from {event.source!r} was already applied"
             self.pending_outputs.append(reject(event.id, event.type, "duplicate", message))
             return
-        self.seen.add(key)
+        self.seen[key] = None
         apply(self.state, event, self.pending_outputs)
 
     def reject_raw(self, data: InputRejected) -> None:

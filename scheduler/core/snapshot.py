@@ -9,6 +9,7 @@ the one that was saved (tests compare digests and the decisions that follow).
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from scheduler.config import load_config
@@ -17,7 +18,7 @@ from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.priorityclass import PriorityClass
 from scheduler.core.state import _Timer
 
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2  # 2: seen input ids grouped by source, in log order
 
 
 def _ask(a: Ask) -> list[Any]:
@@ -26,6 +27,28 @@ def _ask(a: Ask) -> list[Any]:
 
 def _alloc(al: Allocation) -> list[Any]:
     return [al.ask_id, al.node_id, al.resources, al.priority, al.decision_id, al.seq]
+
+
+def seen_by_source(seen: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """Applied input ids grouped by source, each list in log order (no sort: a million ids).
+
+    >>> seen_by_source([("rm", "1"), ("agent/n1", "7"), ("rm", "2")])
+    {'rm': ['1', '2'], 'agent/n1': ['7']}
+    """
+    out: dict[str, list[str]] = {}
+    for source, event_id in seen:
+        ids = out.get(source)
+        if ids is None:
+            ids = out[source] = []
+        ids.append(event_id)
+    return out
+
+
+def seen_pairs(grouped: dict[str, list[str]]) -> Iterator[tuple[str, str]]:
+    """The (source, id) pairs of ``seen_by_source`` output."""
+    for source, ids in grouped.items():
+        for event_id in ids:
+            yield source, event_id
 
 
 def dump(engine: Engine) -> dict[str, Any]:
@@ -58,7 +81,7 @@ def dump(engine: Engine) -> dict[str, Any]:
         "config_yaml": state.config.yaml,
         "cycle": state.cycle,
         "seq": state.seq,
-        "seen": [list(key) for key in sorted(engine.seen)],
+        "seen": seen_by_source(engine.seen),
         "classes": [[c.name, c.value, c.global_default, c.preemption_policy]
                     for c in state.priority_classes.classes.values()],
         "timers": [[t.deadline_us, t.app_seq, t.app_id, t.partition, t.state, t.since_us] for t in state._timers],
@@ -74,7 +97,7 @@ def load(data: dict[str, Any]) -> Engine:
     state = engine.state
     state.cycle = data["cycle"]
     state.seq = data["seq"]
-    engine.seen = {(s, i) for s, i in data["seen"]}
+    engine.seen = dict.fromkeys(seen_pairs(data["seen"]))
     for name, value, default, policy in data["classes"]:
         state.priority_classes.classes[name] = PriorityClass(name, value, default, policy)
     for pname, pdata in data["partitions"].items():

@@ -181,9 +181,13 @@ def test_structural_damage_in_an_old_segment_is_refused(tmp_path: Path) -> None:
     fill(tmp_path, 20, segment_bytes=4 * FRAME)
     first = segments(tmp_path)[0]
     patch_bytes(first, 1 * FRAME, b"\x00\x00\x00\x00\x00")  # record 1's magic and length
-    for readonly in (False, True):
-        with pytest.raises(LogError, match=r"00000000000000000000\.seg.*inputs@1.*not a torn tail"):
-            FileLog(tmp_path, readonly=readonly)
+    refused = r"00000000000000000000\.seg.*inputs@1.*not a torn tail"
+    with pytest.raises(LogError, match=refused):
+        FileLog(tmp_path)  # the writer checks every segment's structure on open
+    with FileLog(tmp_path, readonly=True) as reader:  # a reader indexes an old segment on first read
+        assert [r.offset for r in asyncio.run(reader.read_inputs({"inputs": 8}, 2))] == [8, 9]
+        with pytest.raises(LogError, match=refused):
+            asyncio.run(reader.read_inputs({}, 3))
 
 
 def test_payload_damage_in_an_old_segment_is_caught_on_read_or_full_verify(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ pytestmark = pytest.mark.faults
 SMALL_SPEC = WorkloadSpec(nodes=300, apps=40, asks=5000, leaves=8, seed=5)
 
 
-@pytest.mark.parametrize("case", campaign_cases(CampaignCase(SMALL_SPEC, batch=60, kills=5)))
+@pytest.mark.parametrize("case", campaign_cases(CampaignCase(SMALL_SPEC, batch=20, kills=5)))
 def test_sigkills_during_a_run_lose_and_change_nothing(tmp_path: Path, case: CampaignCase) -> None:
     args = run_args(case.batch)
     records = fault_workload(case.spec)

@@ -39,7 +39,7 @@ from tests.log_contract import run
 
 pytestmark = pytest.mark.kafka
 SHARDS = ("default", "beta")
-SPEC = WorkloadSpec(nodes=200, apps=30, asks=3000, leaves=6, seed=13)
+SPEC = WorkloadSpec(nodes=200, apps=30, asks=6000, leaves=6, seed=13)  # long enough to act mid-run
 FAST_GROUP = ["--session-timeout-ms", "6000"]  # a dead member's shards move after ~6 s
 
 
@@ -192,7 +192,7 @@ def test_a_joining_instance_gets_a_shard_handed_over_and_a_stopping_one_hands_ov
     kafka_bootstrap: str, kafka_topics: KafkaTopics, tmp_path: Path
 ) -> None:
     inputs = submit_to_shards(kafka_bootstrap, kafka_topics, tmp_path)
-    args = [*kafka_args(kafka_bootstrap, kafka_topics), "--partition", "default,beta", "--batch", "4", *FAST_GROUP]
+    args = [*kafka_args(kafka_bootstrap, kafka_topics), "--partition", "default,beta", "--batch", "2", *FAST_GROUP]
     errs = [tmp_path / "first.err", tmp_path / "second.err"]
     procs = [spawn_run(args, errs[0])]
     try:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from events.codec import format_time
+from events.codec import MAX_TIME_US, MIN_TIME_US, format_time
 from events.log.port import LogRecord
 from events.models import MAX_RECORD_BYTES
 from replay.reader import InputCursor, InputGap, LogSource, channel_order
@@ -88,6 +88,8 @@ def simulate_line(rec: LogRecord) -> tuple[bytes, bool]:
     obj.setdefault("id", None)
     obj.setdefault("source", None)
     if obj.get("time") is None:
+        if not MIN_TIME_US <= rec.append_time_us < MAX_TIME_US:  # the service rejected it as invalid
+            return _stand_in(rec, f"no time, and an append time of {rec.append_time_us} µs out of range"), True
         obj["time"] = format_time(rec.append_time_us)
     return orjson.dumps(obj), False
 

@@ -110,6 +110,10 @@ def test_simulate_line_rules() -> None:
     assert stand_in and len(big) > MAX_RECORD_BYTES and b"\n" not in big
     obj = orjson.loads(simulate_line(rec(b'{"type": "app.removed", "data": {}}'))[0])
     assert obj == {"type": "app.removed", "data": {}, "id": None, "source": None, "time": "1970-01-01T00:00:03Z"}
+    # A producer-set append time past year 9999 (the service rejected the record) is no crash.
+    late = LogRecord("inputs", 8, b'{"type": "app.removed", "data": {}}', 2**62)
+    line, stand_in = simulate_line(late)
+    assert stand_in and b"inputs@8" in line and b"out of range" in line
 
 
 def test_schedule_typed_record_becomes_a_rejected_stand_in(tmp_path: Path) -> None:

@@ -33,11 +33,11 @@ from tests.kafka_broker import KafkaTopics
 from tests.kafka_run import kafka_args, read_all, simulate_with_recorded_boundaries, submit_file
 
 pytestmark = [pytest.mark.faults, pytest.mark.kafka]
-SMALL_SPEC = WorkloadSpec(nodes=300, apps=40, asks=3000, leaves=8, seed=5)
+SMALL_SPEC = WorkloadSpec(nodes=300, apps=40, asks=8000, leaves=8, seed=5)
 
 
 # The small case stays out of `make test`: tests/integration/test_kafka_service.py kills on Kafka there.
-@pytest.mark.parametrize("case", campaign_cases(CampaignCase(SMALL_SPEC, batch=60, kills=4), small_is_fast=False))
+@pytest.mark.parametrize("case", campaign_cases(CampaignCase(SMALL_SPEC, batch=10, kills=4), small_is_fast=False))
 def test_sigkills_on_kafka_lose_and_change_nothing(
     kafka_bootstrap: str, kafka_topics: KafkaTopics, tmp_path: Path, case: CampaignCase
 ) -> None:

@@ -106,11 +106,15 @@ class Subscriber:
             self._loop.call_soon_threadsafe(self._task.cancel)
         self._thread.join(timeout=10)
 
-    def wait_for(self, wanted: set[bytes], timeout: float = 30) -> None:
+    def wait_for(self, wanted: set[bytes], timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         while not wanted <= set(self.payloads):
-            missing = len(wanted - set(self.payloads))
-            assert time.monotonic() < deadline, f"{missing} of {len(wanted)} outputs never arrived over MQTT"
+            missing = wanted - set(self.payloads)
+            ids = sorted(orjson.loads(p)["id"] for p in missing)
+            assert time.monotonic() < deadline, (
+                f"{len(missing)} of {len(wanted)} outputs never arrived over MQTT (first {ids[:5]}, last "
+                f"{ids[-5:]}; {len(self.payloads)} received over {self.connects} connections)"
+            )
             time.sleep(0.1)
 
 
@@ -132,7 +136,11 @@ def test_mqtt_broker_restart_loses_and_doubles_nothing(
             broker.start()
             submit_file(kafka_bootstrap, kafka_topics, third, tmp_path)
             wait_consumed(kafka_bootstrap, kafka_topics, len(records), service)
-            subscriber.wait_for(output_values(kafka_bootstrap, kafka_topics))
+            try:
+                subscriber.wait_for(output_values(kafka_bootstrap, kafka_topics))
+            except AssertionError:
+                print(err.read_text(errors="replace")[-3000:])  # the bridge's own account, for the diagnosis
+                raise
         finally:
             service.send_signal(signal.SIGTERM)
             code = service.wait(timeout=60)

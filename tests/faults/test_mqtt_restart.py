@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import threading
 import time
@@ -49,6 +50,10 @@ class PersistentBroker(PrivateBroker):
         super().__init__(binary)
         conf = self._conf.read_text().replace("persistence false", "persistence true")
         self._conf.write_text(conf + f"persistence_location {self._dir}/\nmax_queued_messages 0\n")
+        # Started as root, mosquitto drops to its own user and then cannot save its database
+        # in our root-owned directory ("Permission denied"): sessions were lost on restart and
+        # the subscriber missed what was published before it re-subscribed.
+        os.chmod(self._dir, 0o777)
 
 
 @contextlib.contextmanager
@@ -140,7 +145,9 @@ def test_mqtt_broker_restart_loses_and_doubles_nothing(
                 subscriber.wait_for(output_values(kafka_bootstrap, kafka_topics))
             except AssertionError:
                 print(err.read_text(errors="replace")[-3000:])  # the bridge's own account, for the diagnosis
+                print(broker.log_text()[-3000:])  # and the broker's
                 raise
+            assert "Error saving" not in broker.log_text(), "the broker could not keep its sessions over the restart"
         finally:
             service.send_signal(signal.SIGTERM)
             code = service.wait(timeout=60)

@@ -14,7 +14,6 @@ import ssl
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import aiomqtt
 
@@ -285,7 +284,6 @@ class MqttPublisher(_Reconnecting):
         with Nagle on, mosquitto's default, delay the PUBACKs at the end of a burst by a
         delayed-ACK period, which made batch-and-wait ~10x slower than one at a time)."""
         window: deque[tuple[Message, asyncio.Task[None]]] = deque()
-        pubacks = Pubacks(client)
         try:
             while True:
                 self._resync_if_due()
@@ -297,7 +295,7 @@ class MqttPublisher(_Reconnecting):
                     m = self._unacked.popleft() if self._unacked else self._outbox.take(1)[0]
                     # Each task hands its message to paho before its first await, in creation
                     # order, so messages go on the wire in publish order.
-                    task = asyncio.create_task(pubacks.publish(m))
+                    task = asyncio.create_task(client.publish(m.topic, m.payload, qos=m.qos, retain=m.retain))
                     task.add_done_callback(lambda _: self._wakeup.set())
                     window.append((m, task))
                 if not window:
@@ -315,43 +313,6 @@ class MqttPublisher(_Reconnecting):
                 if task.done() and not task.cancelled():
                     task.exception()  # read, so asyncio does not log it as never retrieved
             self._unacked.extendleft(reversed([m for m, _ in window]))
-
-
-class Pubacks:
-    """QoS 1 publishes that complete on the broker's PUBACK, not when written to the socket.
-
-    aiomqtt's ``publish`` returns as soon as paho reports the message published, and paho
-    2.x reports that once the PUBLISH packet is fully written — before the broker has
-    acknowledged it. A broker stopped at that moment lost up to a window of messages the
-    outbox counted as delivered (found by ``tests/faults/test_mqtt_restart.py``). So this
-    publishes through paho and waits for paho's PUBACK callback (chained after aiomqtt's).
-    Private aiomqtt API (``client._client``), pinned by that test.
-    """
-
-    def __init__(self, client: aiomqtt.Client) -> None:
-        self._paho = client._client
-        self._waiting: dict[int, asyncio.Future[None]] = {}
-        inner = self._paho.on_publish
-
-        def on_publish(*args: Any) -> None:  # paho's (client, userdata, mid, reason_code, properties)
-            if inner is not None:
-                inner(*args)
-            future = self._waiting.pop(args[2], None)
-            if future is not None and not future.done():
-                future.set_result(None)
-
-        self._paho.on_publish = on_publish
-
-    async def publish(self, m: Message) -> None:
-        """Send one message; return when the broker acknowledged it (QoS 1) or it was sent (QoS 0)."""
-        info = self._paho.publish(m.topic, m.payload, qos=m.qos, retain=m.retain)
-        if info.rc != 0:
-            raise aiomqtt.MqttCodeError(info.rc, "Could not publish message")
-        if m.qos == 0:
-            return
-        future = asyncio.get_running_loop().create_future()
-        self._waiting[info.mid] = future  # the PUBACK comes from a later socket read, never before this
-        await future
 
 
 class MqttIngest(_Reconnecting):

@@ -78,10 +78,9 @@ def broker() -> Iterator[str]:
         yield configured
         return
     from tests.kafka_broker import tansu_binary, tansu_command
+    from tests.procs import free_port, stop_group
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
+    port = free_port()
     log = tempfile.NamedTemporaryFile(prefix="tansu-", suffix=".log", delete=False)  # noqa: SIM115
     proc = subprocess.Popen(
         tansu_command(tansu_binary(), port), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -98,8 +97,7 @@ def broker() -> Iterator[str]:
             time.sleep(0.05)
         yield f"127.0.0.1:{port}"
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)  # its own process group, by pid
-        proc.wait(timeout=10)
+        stop_group(proc)  # its own process group, by pid
 
 
 def topics(label: str) -> dict[str, str]:

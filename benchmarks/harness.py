@@ -94,6 +94,15 @@ def decoded(spec: WorkloadSpec) -> list[InputEvent]:
     return out
 
 
+def write_workload_jsonl(spec: WorkloadSpec, path: Path) -> int:
+    """The spec as an ``evsched submit`` file: its queue config as a ``config.updated`` line, then
+    the numbered events; returns the number of lines."""
+    lines = [orjson.dumps({"type": "config.updated", "data": {"yaml": config_yaml(spec)}})]
+    lines += [orjson.dumps(e) for e in numbered(generate(spec))]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return len(lines)
+
+
 def engine_with(spec: WorkloadSpec, events: list[InputEvent] | None = None) -> Engine:
     """An engine configured for the spec with every event applied (no cycle run yet).
 

@@ -16,12 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import orjson
+from harness import ROOT, write_workload_jsonl  # puts the repository on sys.path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from scheduler.workload import WorkloadSpec, config_yaml, events, numbered  # noqa: E402
+from scheduler.workload import WorkloadSpec
 
 
 def evsched(*args: str) -> float:
@@ -38,12 +35,10 @@ def main() -> None:
     spec = WorkloadSpec(nodes=max(100, args.events // 30), apps=200, asks=asks, leaves=20, departments=4)
     work = Path(tempfile.mkdtemp(prefix="evsched-bench-"))
     try:
-        lines = [orjson.dumps({"type": "config.updated", "data": {"yaml": config_yaml(spec)}})]
-        lines += [orjson.dumps(e) for e in numbered(events(spec))]
-        (work / "in.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+        count = write_workload_jsonl(spec, work / "in.jsonl")
         log = work / "log"
         evsched("submit", "--log", str(log), str(work / "in.jsonl"))
-        print(f"input log: {len(lines)} events")
+        print(f"input log: {count} events")
 
         proc = subprocess.Popen([sys.executable, "-m", "scheduler", "run", "--log", str(log), "--once",
                                  "--batch", "1000", "--snapshot-every", "20"], cwd=ROOT,

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import harness  # noqa: F401  (puts the repository on sys.path)
 import orjson
-from harness import ROOT, info, machine, report
+from harness import ROOT, info, machine, report, write_workload_jsonl
 
-from scheduler.workload import WorkloadSpec, config_yaml, events, numbered
+from scheduler.workload import WorkloadSpec
 
 TARGET_PER_S = 50_000
 
@@ -78,18 +78,16 @@ def main() -> None:
                         departments=4)
     work = Path(tempfile.mkdtemp(prefix="evsched-bench-verify-"))
     try:
-        lines = [orjson.dumps({"type": "config.updated", "data": {"yaml": config_yaml(spec)}})]
-        lines += [orjson.dumps(e) for e in numbered(events(spec))]
-        (work / "in.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+        count = write_workload_jsonl(spec, work / "in.jsonl")
         log = work / "log"
-        print(f"\n== replay verify: a service log of {len(lines):,} input events ({spec.asks:,} asks, "
+        print(f"\n== replay verify: a service log of {count:,} input events ({spec.asks:,} asks, "
               f"{spec.nodes:,} nodes, {spec.apps} apps), batches of {args.batch:,}", flush=True)
         evsched("submit", "--log", str(log), str(work / "in.jsonl"))
         run_s, _, run_cpu = evsched("run", "--log", str(log), "--once", "--batch", str(args.batch))
         info("verify.service_run", "the service run that wrote the log",
-             f"{len(lines):,} inputs in {run_s:.1f} s = {len(lines) / run_s:,.0f} inputs/s, "
-             f"{len(lines) / run_cpu:,.0f} per cpu second (embedded log, fsync per cycle, interpreter start "
-             "included)", rate=len(lines) / run_s)
+             f"{count:,} inputs in {run_s:.1f} s = {count / run_s:,.0f} inputs/s, "
+             f"{count / run_cpu:,.0f} per cpu second (embedded log, fsync per cycle, interpreter start "
+             "included)", rate=count / run_s)
         default, inputs, cycles, default_cpu = verify_rate(log, [], args.repeat)
         one, _, _, one_cpu = verify_rate(log, ["--jobs", "1"], args.repeat)
         sequential, _, _, sequential_cpu = verify_rate(log, ["--jobs", "1", "--no-snapshots"], 1)

@@ -142,7 +142,7 @@ def decode_input_object(obj: Any, *, append_time_us: int, position: str = "?") -
     return _input_event(env.id, env.source, env.type, env.time, data, append_time_us=append_time_us)
 
 
-_EVENT_FIELDS = frozenset({"id", "source", "type", "time_us", "data"})
+_EVENT_FIELDS = frozenset(InputEvent.model_fields)
 
 
 def _input_event(

@@ -20,13 +20,16 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from events.models import (
+    IDENTIFIER_CHARS,
     INPUT_DATA,
+    PARTITION_CHARS,
     AllocationReleased,
     AppAdded,
     AppRemoved,
     AskAdded,
     AskRemoved,
     Frozen,
+    InputEnvelope,
     NodeAdded,
     NodeRemoved,
     NodeUpdated,
@@ -36,8 +39,8 @@ from events.resources import MAX_QUANTITY
 _BAD: Any = object()  # a checker's answer for "not sure: let pydantic decide"
 _REQUIRED: Any = object()
 
-_IDENTIFIER = re.compile(r"[^\x00-\x1f\x7f/#+]+").fullmatch  # models.Identifier's pattern
-_PARTITION = re.compile(r"[A-Za-z0-9_-]+").fullmatch  # models.PartitionName's pattern
+_IDENTIFIER = re.compile(IDENTIFIER_CHARS).fullmatch  # models.Identifier's pattern
+_PARTITION = re.compile(PARTITION_CHARS).fullmatch  # models.PartitionName's pattern
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 Checker = Callable[[Any], Any]
@@ -181,7 +184,7 @@ _FAST: dict[str, tuple[type[Frozen], tuple[FieldSpec, ...], frozenset[str]]] = {
     if model in _FIELDS
 }
 
-_ENVELOPE_KEYS = frozenset({"specversion", "id", "source", "type", "time", "data"})
+_ENVELOPE_KEYS = frozenset(InputEnvelope.model_fields)
 _ASK_ADDED_KEYS = _FAST["ask.added"][2]
 
 

@@ -15,14 +15,16 @@ from events.resources import MAX_QUANTITY
 
 # Identifiers reach file names, topics and MQTT topic levels: bounded length, no control
 # characters, no MQTT wildcards or path separators.
+IDENTIFIER_CHARS = r"[^\x00-\x1f\x7f/#+]+"
+PARTITION_CHARS = r"[A-Za-z0-9_-]+"
 Identifier = Annotated[
-    str, StringConstraints(strict=True, min_length=1, max_length=253, pattern=r"^[^\x00-\x1f\x7f/#+]+$")
+    str, StringConstraints(strict=True, min_length=1, max_length=253, pattern=f"^{IDENTIFIER_CHARS}$")
 ]
 Quantity = Annotated[int, Field(strict=True, ge=0, le=MAX_QUANTITY)]
 ResourceMap = dict[Annotated[str, StringConstraints(min_length=1, max_length=253)], Quantity]
 Tags = dict[Annotated[str, StringConstraints(max_length=253)], Annotated[str, StringConstraints(max_length=4096)]]
 PartitionName = Annotated[
-    str, StringConstraints(strict=True, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
+    str, StringConstraints(strict=True, min_length=1, max_length=64, pattern=f"^{PARTITION_CHARS}$")
 ]
 
 MAX_RECORD_BYTES = 1024 * 1024

@@ -174,13 +174,7 @@ class Auditor:
             e.data.input_id for e in cycle.outputs
             if isinstance(e.data, InputRejected) and e.data.reason != "duplicate"
         )
-        decoded: list[tuple[int, int, int, InputEvent]] = []
-        rank = {ch: i for i, ch in enumerate(self.channel_order)}
-        for rec in self.inputs(start, started.inputs_through):
-            event = decode_input(rec.value, append_time_us=rec.append_time_us, position=rec.position)
-            if isinstance(event, InputEvent):
-                decoded.append((event.time_us, rank.get(rec.channel, len(rank)), rec.offset, event))
-        for event in _merged(decoded):
+        for event in merged_inputs(self.inputs(start, started.inputs_through), self.channel_order):
             self.counts["inputs"] += 1
             if rejected[event.id] > 0:
                 rejected[event.id] -= 1
@@ -286,9 +280,22 @@ class Auditor:
         }
 
 
-def _merged(items: list[tuple[int, int, int, InputEvent]]) -> list[InputEvent]:
+def merged_inputs(records: Iterable[LogRecord], channel_order: Sequence[str]) -> list[InputEvent]:
+    """The readable input events of ``records`` in CONTRACT §4 merge order."""
+    rank = {ch: i for i, ch in enumerate(channel_order)}
+    decoded: list[tuple[int, int, int, InputEvent | None]] = []
+    for rec in records:
+        result = decode_input(rec.value, append_time_us=rec.append_time_us, position=rec.position)
+        event = result if isinstance(result, InputEvent) else None
+        time_us = event.time_us if event is not None else rec.append_time_us
+        if event is not None:
+            decoded.append((time_us, rank.get(rec.channel, len(rank)), rec.offset, event))
+    return [event for event in _merged(decoded) if event is not None]
+
+
+def _merged(items: list[tuple[int, int, int, InputEvent | None]]) -> list[InputEvent | None]:
     """CONTRACT §4 merge: by event time then channel order, each channel kept in offset order."""
-    channels: dict[int, list[tuple[int, int, int, InputEvent]]] = {}
+    channels: dict[int, list[tuple[int, int, int, InputEvent | None]]] = {}
     for item in items:
         channels.setdefault(item[1], []).append(item)
     if len(channels) <= 1:
@@ -296,7 +303,7 @@ def _merged(items: list[tuple[int, int, int, InputEvent]]) -> list[InputEvent]:
     lists = {ch: sorted(v, key=lambda i: i[2]) for ch, v in channels.items()}
     heap = [(v[0][0], ch, 0) for ch, v in lists.items()]
     heapq.heapify(heap)
-    out = []
+    out: list[InputEvent | None] = []
     while heap:
         _, ch, i = heapq.heappop(heap)
         out.append(lists[ch][i][3])
@@ -308,11 +315,3 @@ def _merged(items: list[tuple[int, int, int, InputEvent]]) -> list[InputEvent]:
 def _diff(a: AllocationDecided, b: AllocationDecided) -> str:
     da, db = a.model_dump(), b.model_dump()
     return ", ".join(f"{k}: {da[k]!r} vs {db[k]!r}" for k in sorted(da) if da[k] != db[k])
-
-
-def audit_records(outputs: Iterable[LogRecord], inputs: InputSource) -> Auditor:
-    """Audit a whole output log; the returned Auditor holds violations and the summary."""
-    auditor = Auditor(inputs)
-    for rec in outputs:
-        auditor.feed(rec)
-    return auditor

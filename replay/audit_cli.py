@@ -72,9 +72,6 @@ def source_inputs(source: LogSource) -> InputSource:
     return read
 
 
-file_inputs = source_inputs  # the name the embedded-log-only version had
-
-
 def _print_violation(v: Violation, as_json: bool) -> None:
     if as_json:
         print(dumps(v.as_event()).decode())

@@ -14,12 +14,11 @@ import itertools
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from events.resources import normalized
-from replay.explain_format import RULE_QUEUE_SORT, Blocker, fmt_res, fmt_time, ordinal, priority_formula, share_list
-from replay.explain_report import ASK_ORDER, app_key_names
+from replay.explain_format import RULE_QUEUE_SORT, Blocker, fmt_res, ordinal, priority_formula, share_list
+from replay.explain_report import ASK_ORDER, app_key_names, ask_dict
 from replay.explain_walk import Walker
 from scheduler.core.engine import Engine
-from scheduler.core.objects import App, Ask
+from scheduler.core.objects import App
 from scheduler.core.sorting import sort_queues
 
 
@@ -79,15 +78,6 @@ def _queue_path(app: App) -> list[dict[str, Any]]:
     return out
 
 
-def _ask_dict(ask: Ask) -> dict[str, Any]:
-    return {
-        "priority": ask.priority,
-        "created": fmt_time(ask.created_us),
-        "resources": normalized(ask.resources),
-        "required_node": ask.required_node,
-    }
-
-
 def _status(app_id: str, ask_id: str, partition: str | None, status: str, cycle: int, text: str,
             decision_id: str | None = None) -> PendingExplanation:
     return PendingExplanation(app_id, ask_id, partition, status, cycle, text, decision_id=decision_id)
@@ -129,7 +119,7 @@ def explain_pending(engine: Engine, app_id: str, ask_id: str, partition: str | N
         after_cycle=cycle,
         summary="",
         queue=leaf.path,
-        ask=_ask_dict(ask),
+        ask=ask_dict(ask),
         queue_path=_queue_path(app),
         app_position={
             "position": apps.index(app) + 1 if app in apps else None,

@@ -30,7 +30,7 @@ from replay.explain_format import (
     share_list,
     shortfall,
 )
-from replay.explain_walk import AppTry, QueueTry
+from replay.explain_walk import AppTry, AskTry, QueueTry
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import PartitionState
 
@@ -51,6 +51,25 @@ def app_key_names(leaf: QueueNode) -> list[str]:
     """What each component of the leaf's app sort key means (stateaware sorts as fifo)."""
     policy = "fair" if leaf.app_sort_policy == "fair" else "fifo"
     return _APP_KEY_NAMES[(policy, leaf.sort_priority)]
+
+
+def _outcome(tried: QueueTry | AppTry | AskTry | None, chosen: bool, passed: str) -> tuple[str, dict[str, str] | None]:
+    """A candidate's outcome and its blocker: chosen, ``passed`` (tried and failed), or not reached."""
+    if chosen:
+        return "chosen", None
+    if tried is not None:
+        return passed, tried.why_not.as_dict() if tried.why_not else None
+    return "not reached", None
+
+
+def ask_dict(ask: Ask) -> dict[str, Any]:
+    """An ask's place-deciding values: priority, creation time, resources, required node."""
+    return {
+        "priority": ask.priority,
+        "created": fmt_time(ask.created_us),
+        "resources": normalized(ask.resources),
+        "required_node": ask.required_node,
+    }
 
 
 def queue_entry(q: QueueNode, position: int, outcome: str, why_not: dict[str, str] | None) -> dict[str, Any]:
@@ -106,12 +125,7 @@ def queue_levels(root: QueueTry) -> list[dict[str, Any]]:
         entries = []
         for i, q in enumerate(node.order):
             t = tried.get(q.path)
-            if t is not None and t is chosen:
-                outcome, why = "chosen", None
-            elif t is not None:
-                outcome, why = "skipped", t.why_not.as_dict() if t.why_not else None
-            else:
-                outcome, why = "not reached", None
+            outcome, why = _outcome(t, t is not None and t is chosen, "skipped")
             if i < SHOW_ITEMS or outcome != "not reached":
                 entries.append(queue_entry(q, i + 1, outcome, why))
         level: dict[str, Any] = {
@@ -173,12 +187,7 @@ def leaf_section(leaf: QueueTry) -> dict[str, Any]:
     apps = []
     for i, app in enumerate(leaf.apps):
         t = tried.get(app.app_id)
-        if app is chosen:
-            outcome, why = "chosen", None
-        elif t is not None:
-            outcome, why = "skipped", t.why_not.as_dict() if t.why_not else None
-        else:
-            outcome, why = "not reached", None
+        outcome, why = _outcome(t, app is chosen, "skipped")
         if i < SHOW_ITEMS or outcome != "not reached":
             apps.append(
                 {
@@ -224,24 +233,10 @@ def ask_section(attempt: AppTry) -> dict[str, Any]:
     asks = []
     for i, ask in enumerate(attempt.app.sorted_asks):
         t = tried.get(ask.ask_id)
-        if t is not None and t.node is not None:
-            outcome, why = "chosen", None
-        elif t is not None:
-            outcome, why = "passed over", t.why_not.as_dict() if t.why_not else None
-        else:
-            outcome, why = "not reached", None
+        outcome, why = _outcome(t, t is not None and t.node is not None, "passed over")
         if i < SHOW_ITEMS or outcome != "not reached":
             asks.append(
-                {
-                    "ask_id": ask.ask_id,
-                    "position": i + 1,
-                    "priority": ask.priority,
-                    "created": fmt_time(ask.created_us),
-                    "resources": normalized(ask.resources),
-                    "required_node": ask.required_node,
-                    "outcome": outcome,
-                    "why_not": why,
-                }
+                {"ask_id": ask.ask_id, "position": i + 1, **ask_dict(ask), "outcome": outcome, "why_not": why}
             )
     return {"app_id": attempt.app.app_id, "order_rule": ASK_ORDER, "rule": RULE_ASK_SORT, "asks": asks}
 

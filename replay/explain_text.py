@@ -25,6 +25,16 @@ def _outcome(entry: dict[str, Any]) -> str:
     return str(entry["outcome"])
 
 
+def _tail(section: dict[str, Any]) -> list[str]:
+    """The lines after a queue level's or leaf's candidates: how many are not shown, the deciding factor."""
+    lines = []
+    if section["not_shown"]:
+        lines.append(f"    … {section['not_shown']} more not shown")
+    if section["deciding_factor"]:
+        lines.append(f"    deciding factor: {section['deciding_factor']}")
+    return lines
+
+
 def _queues(level: dict[str, Any]) -> list[str]:
     state = "on" if level["priority_sorting"] else "off (application.sort.priority: disabled)"
     lines = [f"  under {level['parent']} — priority sorting {state}; order: {level['order_rule']}"]
@@ -33,11 +43,7 @@ def _queues(level: dict[str, Any]) -> list[str]:
             f"    {e['position']}. {e['queue']}  priority {e['priority_formula']}  fair share "
             f"{fmt_share(e['fair_share'])}  pending {fmt_res(e['pending'])}  — {_outcome(e)}"
         )
-    if level["not_shown"]:
-        lines.append(f"    … {level['not_shown']} more not shown")
-    if level["deciding_factor"]:
-        lines.append(f"    deciding factor: {level['deciding_factor']}")
-    return lines
+    return lines + _tail(level)
 
 
 def _leaf(leaf: dict[str, Any]) -> list[str]:
@@ -53,11 +59,7 @@ def _leaf(leaf: dict[str, Any]) -> list[str]:
             f"    {a['position']}. {a['app_id']}  {a['state']}  priority {a['priority']}  submitted {a['submitted']}"
             f"  — {_outcome(a)}"
         )
-    if leaf["not_shown"]:
-        lines.append(f"    … {leaf['not_shown']} more not shown")
-    if leaf["deciding_factor"]:
-        lines.append(f"    deciding factor: {leaf['deciding_factor']}")
-    return lines
+    return lines + _tail(leaf)
 
 
 def _asks(asks: dict[str, Any]) -> list[str]:

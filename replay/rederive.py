@@ -57,11 +57,6 @@ class Step:
         return self.recorded.number
 
 
-def sorted_channels(names: Iterable[str]) -> list[str]:
-    """Channel names sorted: the merge order of a source that does not state its own."""
-    return sorted(names)
-
-
 RecordFilter = Callable[[int, LogRecord], bool]
 CycleHook = Callable[[Engine, int, int], None]
 

@@ -107,12 +107,7 @@ def engine_hash(dumped: dict[str, Any], seen: Iterable[Sequence[str]] | None = N
 
 def derived_engine_hash(engine: Engine) -> str:
     """``engine_hash`` of a live engine, equal to that of its snapshot file's ``engine``."""
-    seen, engine.seen = engine.seen, {}  # dump without grouping every seen id …
-    try:
-        dumped = snapshot.dump(engine)
-    finally:
-        engine.seen = seen  # … which engine_hash orders as pairs
-    return engine_hash(dumped, seen)
+    return engine_hash(snapshot.dump(engine))
 
 
 def plan_boundaries(store: SnapshotStore | None) -> list[Boundary]:

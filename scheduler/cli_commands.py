@@ -67,11 +67,12 @@ def cmd_config_check(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """Register every subcommand on the parser's subparsers object."""
-    from scheduler.cli_run import add_log_arguments, cmd_run, cmd_submit
+    from scheduler.cli_run import add_log_arguments, add_service_arguments, cmd_run, cmd_submit
 
     p = sub.add_parser("run", help="the scheduler service")
     p.add_argument("--config", metavar="F", help="queue configuration YAML, appended to the log as config.updated")
-    add_log_arguments(p)
+    add_log_arguments(p, mqtt=True)
+    add_service_arguments(p)
     p.add_argument("--mqtt", metavar="URL", help="publish outputs to MQTT: mqtt://[user@]host:port "
                    "(the password: EVSCHED_MQTT_PASSWORD or --mqtt-password-file, never in the URL)")
     p.add_argument("--mqtt-ingest", action="store_true", help="accept node events from MQTT into the input log")

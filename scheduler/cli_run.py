@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ from scheduler.config import SchedulerConfig
 from scheduler.credentials import CredentialError, add_credential_arguments, kafka_sasl, prepare_run, redact_logs
 
 if TYPE_CHECKING:
+    from scheduler.bridge_wiring import MqttBridge
     from scheduler.service import Service
 
 DEFAULT_LOG_DIR = "./evsched-data"
@@ -40,8 +42,8 @@ def setup_logging(verbose: bool = False) -> None:
     logging.getLogger("aiokafka").setLevel(logging.WARNING)
 
 
-def add_log_arguments(p: argparse.ArgumentParser) -> None:
-    """``--log DIR | --kafka HOST:PORT`` and Kafka's options."""
+def add_log_arguments(p: argparse.ArgumentParser, *, mqtt: bool = False) -> None:
+    """``--log DIR | --kafka HOST:PORT`` and Kafka's options (``mqtt``: also ``--mqtt-password-file``)."""
     where = p.add_mutually_exclusive_group()
     where.add_argument("--log", metavar="DIR", help=f"embedded log directory (default {DEFAULT_LOG_DIR})")
     where.add_argument("--kafka", metavar="HOST:PORT", help="Kafka bootstrap servers")
@@ -54,16 +56,12 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--security-protocol", default="PLAINTEXT", help="Kafka security protocol (SASL_SSL, SSL, …)")
     p.add_argument("--sasl-mechanism", default=None, help="Kafka SASL mechanism (PLAIN, SCRAM-SHA-256, …); "
                    "credentials come from EVSCHED_KAFKA_USERNAME / EVSCHED_KAFKA_PASSWORD")
-    add_credential_arguments(p, mqtt=p.prog.rsplit(" ", 1)[-1] == "run")
+    add_credential_arguments(p, mqtt=mqtt)
     p.add_argument("--partition", action="append", dest="partitions", metavar="NAME",
                    help="Kafka: a scheduler partition (shard) with its own topics — TOPIC.NAME, or the topics "
                    "unchanged for 'default' (repeatable, or a comma list). run: the shards this instance may "
                    "run, split with the other instances of --group; submit: route each event to its "
                    "partition's topic; replay/audit: the one shard to read")
-    # cli_commands registers the run parser and calls only this function; until it calls
-    # add_service_arguments itself, the service's Kafka flags are added here for `run`.
-    if p.prog.rsplit(" ", 1)[-1] == "run":
-        add_service_arguments(p)
 
 
 def add_service_arguments(p: argparse.ArgumentParser) -> None:
@@ -287,10 +285,35 @@ class KafkaOutage:
         return min(2.0 ** (self.attempts - 1), 30.0, self.remaining)
 
 
-async def _run(args: argparse.Namespace, config: SchedulerConfig | None) -> int:
+async def open_service(
+    args: argparse.Namespace, log: EventLog, snapshot_dir: str | Path | None, *, partition: str = "default",
+    **service_args: Any,
+) -> tuple[Service, MqttBridge | None]:
+    """A ``Service`` over ``log`` as ``run``'s flags configure it, with its MQTT bridge (``--mqtt``) started."""
     from scheduler.service import Service
     from scheduler.snapshots import SnapshotStore
 
+    store = SnapshotStore(snapshot_dir, keep=args.snapshot_keep) if snapshot_dir else None
+    listeners: list[Any] = []
+    bridge = None
+    if args.mqtt:
+        from scheduler.bridge_wiring import start_bridge
+
+        bridge = await start_bridge(args.mqtt, log, ingest=args.mqtt_ingest, partition=partition)
+        listeners.append(bridge)
+    service = Service(log, batch_records=args.batch, listeners=listeners, snapshots=store,
+                      snapshot_every=args.snapshot_every, **service_args)
+    return service, bridge
+
+
+def stop_on_signals(stop: Callable[[], None]) -> None:
+    """SIGINT and SIGTERM call ``stop`` (finish the cycle in hand, then return)."""
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop)
+
+
+async def _run(args: argparse.Namespace, config: SchedulerConfig | None) -> int:
     if args.kafka and args.partitions:
         from scheduler.cli_shards import run_shards
 
@@ -304,21 +327,10 @@ async def _run(args: argparse.Namespace, config: SchedulerConfig | None) -> int:
             await log.close()
             return 1
         LOG.info("--transactions: %s (outputs and offsets are still committed separately)", reason)
-    listeners: list[Any] = []
-    bridge = None
-    if args.mqtt:
-        from scheduler.bridge_wiring import start_bridge
-
-        bridge = await start_bridge(args.mqtt, log, ingest=args.mqtt_ingest)
-        listeners.append(bridge)
     snapshot_dir = args.snapshot_dir or (None if args.kafka else str(Path(args.log or DEFAULT_LOG_DIR) / "snapshots"))
-    store = SnapshotStore(snapshot_dir, keep=getattr(args, "snapshot_keep", 2)) if snapshot_dir else None
     # A Kafka read waits for records itself (KafkaLog's poll), so the loop needs no nap between reads.
-    service = Service(log, batch_records=args.batch, listeners=listeners, snapshots=store,
-                      snapshot_every=args.snapshot_every, poll_interval_s=0.0 if args.kafka else 0.2)
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, service.stop)
+    service, bridge = await open_service(args, log, snapshot_dir, poll_interval_s=0.0 if args.kafka else 0.2)
+    stop_on_signals(service.stop)
     lease: Any = None
     try:
         if getattr(args, "standby", False):

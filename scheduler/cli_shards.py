@@ -10,9 +10,7 @@ priority-class events concern every partition and go to every named shard.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
-import signal
 from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -120,7 +118,7 @@ async def run_shards(args: argparse.Namespace, config: SchedulerConfig | None) -
     """``evsched run --kafka … --partition …``: join the shard group, run what it assigns."""
     from events.log.kafka import KafkaLog, ShardMembership
     from events.log.kafka.clients import client_options
-    from scheduler.cli_run import group_timing, kafka_security
+    from scheduler.cli_run import group_timing, kafka_security, stop_on_signals
     from scheduler.shards import ShardHost
 
     if args.standby:
@@ -147,9 +145,7 @@ async def run_shards(args: argparse.Namespace, config: SchedulerConfig | None) -
 
     host = ShardHost(open_shard, once=args.once)
     membership.on_revoke, membership.on_assign = host.revoke, host.assign
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, host.stop)
+    stop_on_signals(host.stop)
     await membership.start()
     try:
         await host.run()
@@ -163,10 +159,8 @@ async def _open_shard(
 ) -> RunningShard:
     """Open one shard's log, restore its scheduler (snapshot + log tail) and append ``--config``."""
     from events.log.kafka import KafkaLog
-    from scheduler.cli_run import append_config, fetch_tuning, kafka_security
-    from scheduler.service import Service
+    from scheduler.cli_run import append_config, fetch_tuning, kafka_security, open_service
     from scheduler.shards import RunningShard
-    from scheduler.snapshots import SnapshotStore
 
     shard = topics.shard
     log = KafkaLog(
@@ -182,16 +176,9 @@ async def _open_shard(
         await log.close()
 
     try:
-        listeners: list[Any] = []
-        if args.mqtt:
-            from scheduler.bridge_wiring import start_bridge
-
-            bridge = await start_bridge(args.mqtt, log, ingest=args.mqtt_ingest, partition=shard)
-            listeners.append(bridge)
-        store = (SnapshotStore(Path(args.snapshot_dir) / shard, keep=getattr(args, "snapshot_keep", 2))
-                 if args.snapshot_dir else None)
-        service = Service(log, name=shard, source=shard_source(shard), batch_records=args.batch, listeners=listeners,
-                          snapshots=store, snapshot_every=args.snapshot_every, poll_interval_s=0.0)
+        snapshot_dir = Path(args.snapshot_dir) / shard if args.snapshot_dir else None
+        service, bridge = await open_service(args, log, snapshot_dir, partition=shard, name=shard,
+                                             source=shard_source(shard), poll_interval_s=0.0)
         await service.start()
         await append_config(service, config, args.config)
     except BaseException:

@@ -105,12 +105,12 @@ async def recover(
         outputs = run_logged_cycle(
             engine, records, channels, parse_time(started.time), started.inputs_from, started.inputs_through
         )
-        encoded = [encode_output(o) for o in outputs[1:]]
         rederived = outputs[-1].data
         assert isinstance(rederived, CycleCompleted)  # the engine always ends a cycle with it
-        written = [r.value for r in rec.records[1:]]
         completed = rec.completed_data
         if completed is None:
+            encoded = [encode_output(o) for o in outputs[1:]]
+            written = [r.value for r in rec.records[1:]]
             if encoded[: len(written)] != written:
                 LOG.error("cycle %d: the outputs already written differ from the re-run", rec.number)
             missing = encoded[len(written) :]

@@ -102,8 +102,7 @@ class Service:
         self._snapshot_cycle = rec.from_snapshot or 0
         self.output_offset = await self.log.output_end()
         self.channels = await self.log.input_channels()
-        end = await self.log.input_end()
-        lag = sum(max(0, end.get(ch, 0) - self.positions.get(ch, 0)) for ch in end)
+        lag = await self.lag()
         if rec.cycles or rec.from_snapshot:
             origin = f"snapshot of cycle {rec.from_snapshot} + " if rec.from_snapshot else ""
             self._log.info(

@@ -33,15 +33,18 @@ class Simulation:
         self.inputs_consumed = 0
         self.line_number = 0
 
+    def _after_last(self) -> int:
+        """The time of a line without one: the previous line's plus 1 ms (the first's: the epoch)."""
+        return 0 if self.last_time_us is None else self.last_time_us + ONE_MS_US
+
     def _next_time(self, obj: dict[str, Any]) -> int:
-        default = 0 if self.last_time_us is None else self.last_time_us + ONE_MS_US
         text = obj.get("time")
         if isinstance(text, str):
             try:
                 return parse_time(text)
             except TimeFormatError:
-                return default
-        return default
+                pass
+        return self._after_last()
 
     def _position(self) -> dict[str, int]:
         return {INPUT_CHANNEL: self.inputs_consumed}
@@ -53,7 +56,7 @@ class Simulation:
             return []
         position = f"{INPUT_CHANNEL}@{self.inputs_consumed}"
         obj: Any
-        unreadable_time = 0 if self.last_time_us is None else self.last_time_us + ONE_MS_US
+        unreadable_time = self._after_last()
         try:
             obj = orjson.loads(line) if len(line) <= MAX_RECORD_BYTES else None
         except orjson.JSONDecodeError as exc:
@@ -100,8 +103,7 @@ class Simulation:
 
     def finish(self) -> list[OutputEvent]:
         """The end of the file: one last cycle."""
-        now = 0 if self.last_time_us is None else self.last_time_us + ONE_MS_US
-        self.last_time_us = now
+        now = self.last_time_us = self._after_last()
         return self.engine.cycle(now, self._position())
 
 

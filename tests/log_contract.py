@@ -25,6 +25,7 @@ from typing import Any, ClassVar, TypeVar
 
 import pytest
 
+from events.log.clock import wall_clock_us as wall_us
 from events.log.port import EventLog, LogRecord
 
 T = TypeVar("T")
@@ -34,10 +35,6 @@ Record = tuple[bytes | None, bytes]
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """Run one test coroutine to completion on a fresh event loop."""
     return asyncio.run(coro)
-
-
-def wall_us() -> int:
-    return time.time_ns() // 1000
 
 
 class ManualClock:

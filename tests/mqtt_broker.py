@@ -13,7 +13,6 @@ import contextlib
 import importlib.util
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -28,6 +27,7 @@ from typing import Any
 import pytest
 
 from scheduler.bridge.address import parse_broker_url
+from tests.procs import free_port, stop_group
 
 _MOSQUITTO_FALLBACKS = ("/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto", "/opt/homebrew/sbin/mosquitto")
 
@@ -35,12 +35,6 @@ _MOSQUITTO_FALLBACKS = ("/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto", "/op
 def unique_name(prefix: str = "t") -> str:
     """A partition name / topic level no other test (or parallel run) uses: ``[A-Za-z0-9_-]``."""
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def is_listening(host: str, port: int, timeout: float = 0.2) -> bool:
@@ -112,15 +106,8 @@ class PrivateBroker:
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=5)
+        if proc is not None:
+            stop_group(proc)
         if self._log is not None:
             self._log.close()
             self._log = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 import orjson
@@ -9,6 +10,30 @@ import orjson
 from events.codec import output_to_dict
 from scheduler.config import load_config
 from scheduler.simulate import Simulation
+
+_ONE_ROOT = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+"""
+
+
+def root_queues(children: str) -> str:
+    """Config text of one partition, ``default``, whose root (``submitacl: '*'``) holds ``children``:
+    the YAML list of its child queues, written at any indentation (it is dedented and placed
+    under root's ``queues:``). The text is byte for byte what the tests wrote out by hand, so
+    checksums do not change::
+
+        root_queues('''
+            - name: a
+              properties: {priority.offset: "5"}
+            - name: b
+        ''')
+    """
+    return _ONE_ROOT + textwrap.indent(textwrap.dedent(children).strip("\n"), " " * 10) + "\n"
 
 
 def run(lines: list[dict[str, Any]], config: str | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:

@@ -1,6 +1,6 @@
-"""Broker addresses: parse ``mqtt://`` / ``mqtts://`` URLs, redact them for logs, read credentials.
+"""Broker addresses: parse ``mqtt://`` / ``mqtts://`` URLs and redact them for logs.
 
-Pure: the environment is passed in as a mapping, never read here.
+Credentials from the environment or a file: ``scheduler.credentials``.
 
 >>> a = parse_broker_url("mqtt://bob:s3cret@broker.local:1884")
 >>> (a.host, a.port, a.tls, a.username, a.password)
@@ -14,12 +14,8 @@ Pure: the environment is passed in as a mapping, never read here.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
-
-USERNAME_ENV = "EVSCHED_MQTT_USERNAME"
-PASSWORD_ENV = "EVSCHED_MQTT_PASSWORD"
 
 _DEFAULT_PORTS = {"mqtt": 1883, "mqtts": 8883}
 
@@ -79,11 +75,3 @@ def parse_broker_url(url: str) -> BrokerAddress:
         username=unquote(parts.username) if parts.username is not None else None,
         password=unquote(parts.password) if parts.password is not None else None,
     )
-
-
-def credentials_from_env(environ: Mapping[str, str]) -> tuple[str | None, str | None]:
-    """(username, password) from ``EVSCHED_MQTT_USERNAME`` / ``EVSCHED_MQTT_PASSWORD`` only.
-
-    The CLI uses ``scheduler.credentials.mqtt_credentials`` instead, which also reads a
-    password file (``EVSCHED_MQTT_PASSWORD_FILE`` / ``--mqtt-password-file``)."""
-    return environ.get(USERNAME_ENV) or None, environ.get(PASSWORD_ENV) or None

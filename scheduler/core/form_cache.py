@@ -15,6 +15,8 @@ from typing import Any
 import orjson
 from sortedcontainers import SortedList
 
+from projections.digest import canonical
+
 Encoder = Callable[[str], "dict[str, Any] | None"]
 
 
@@ -33,7 +35,7 @@ class EncodedEntries:
             return
         if key not in self.fragments:
             self.keys.add(key)
-        self.fragments[key] = orjson.dumps(key) + b":" + orjson.dumps(entry, option=orjson.OPT_SORT_KEYS)
+        self.fragments[key] = orjson.dumps(key) + b":" + canonical(entry)
 
     def in_order(self) -> Iterable[tuple[str, bytes]]:
         """(key, fragment) pairs in canonical (sorted key) order."""

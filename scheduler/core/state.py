@@ -68,8 +68,3 @@ class SchedulerState:
                 part.transition(app, "Running", timer.since_us + STARTING_TIMEOUT_US, self, out)
             elif timer.state == "Completing":
                 part.transition(app, "Completed", timer.since_us + COMPLETING_TIMEOUT_US, self, out)
-
-    def find_app(self, partition: str, app_id: str) -> App | None:
-        """The app with this id in this partition, if any."""
-        part = self.partitions.get(partition)
-        return part.apps.get(app_id) if part else None

@@ -13,9 +13,8 @@ import hashlib
 import heapq
 from typing import Any
 
-import orjson
-
 from events.resources import normalized
+from projections.digest import canonical
 from projections.queues import QueueNode
 from scheduler.core.form_cache import EncodedEntries
 from scheduler.core.objects import App, Node
@@ -101,14 +100,12 @@ def state_digest(state: SchedulerState) -> str:
     parts = [(pname, state.partitions[pname]) for pname in sorted(state.partitions)]
     for pname, part in parts:
         _refreshed(pname, part)
-    queues = sorted(
-        (_key(pname, q.path), queue_entry(q)) for pname, part in parts for q in part.root.walk()
-    )
+    queues = {_key(pname, q.path): queue_entry(q) for pname, part in parts for q in part.root.walk()}
     h = hashlib.sha256(b'{"apps":{')
     h.update(_body([part.form.apps for _, part in parts]))
     h.update(b'},"nodes":{')
     h.update(_body([part.form.nodes for _, part in parts]))
     h.update(b'},"queues":')
-    h.update(orjson.dumps(dict(queues), option=orjson.OPT_SORT_KEYS))
+    h.update(canonical(queues))  # sorts the keys itself
     h.update(b',"type":"state"}')
     return "sha256:" + h.hexdigest()

@@ -20,13 +20,15 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from scheduler.workload import WorkloadSpec
-from tests.faults.harness import fault_workload, judge, verify_log, wait_consumed
-from tests.kafka_broker import _start_tansu, _stop, fresh_topics, tansu_binary
+from tests.faults.harness import Judged, fault_workload, judge, verify_log, wait_consumed
+from tests.kafka_broker import KafkaTopics, _start_tansu, fresh_topics, tansu_binary
 from tests.kafka_run import kafka_args, read_all, simulate_with_recorded_boundaries, spawn_run, submit_file
+from tests.procs import stop_group
 
 pytestmark = [pytest.mark.faults, pytest.mark.kafka, pytest.mark.slow, pytest.mark.timeout(300)]
 SPEC = WorkloadSpec(nodes=100, apps=20, asks=4000, leaves=4, seed=13)
@@ -49,7 +51,22 @@ def private_tansu(log_dir: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGCONT)
-        _stop(proc)
+        stop_group(proc)
+
+
+def check_the_log(
+    bootstrap: str, topics: KafkaTopics, log_args: list[str], submitted: int
+) -> tuple[Judged, dict[str, Any]]:
+    """Nothing lost or written differently: every submitted input there and consumed, cycles 1, 2, 3 …
+    (copies only identical), decisions equal to ``simulate`` at the recorded boundaries, and
+    ``replay verify`` passing. Returns the judged outputs and the verify report."""
+    inputs, outs = read_all(bootstrap, topics)
+    assert len(inputs) == submitted
+    got = judge(outs, {f"{topics.inputs}/0": len(inputs)})
+    assert got.decisions == simulate_with_recorded_boundaries(inputs, outs), "a decision was lost or changed"
+    report = verify_log(log_args)
+    assert report["ok"] and report["unconsumed_inputs"] == 0, report
+    return got, report
 
 
 @pytest.mark.parametrize(("mode_args", "session_timeout_ms"), MODES)
@@ -84,12 +101,7 @@ def test_broker_paused_past_the_session_timeout_the_service_carries_on(
         assert "no answer from the log for" in stderr and "the log answered again after" in stderr, stderr[-3000:]
         assert "Traceback" not in stderr, stderr[-3000:]
 
-        inputs, outs = read_all(bootstrap, topics)
-        assert len(inputs) == len(records)
-        got = judge(outs, {f"{topics.inputs}/0": len(inputs)})
-        assert got.decisions == simulate_with_recorded_boundaries(inputs, outs), "a decision was lost or changed"
-        report = verify_log(log_args)
-        assert report["ok"] and report["unconsumed_inputs"] == 0, report
+        got, report = check_the_log(bootstrap, topics, log_args, len(records))
         stall = next(line for line in stderr.splitlines() if "answered again after" in line)
         mode = " ".join(mode_args) or "partitions assigned"
         print(f"\nFAULTS Kafka SIGSTOP {pause_s:.0f} s ({mode}; session timeout {session_timeout_ms / 1000:.0f} s), "
@@ -127,12 +139,7 @@ def test_broker_silent_past_the_request_timeout_the_service_restarts_itself(tmp_
         assert at_pause < len(records), "the pause came after the work it was meant to interrupt"
         assert "restarting from the log" in stderr, stderr[-3000:]
         assert "Traceback" not in stderr, stderr[-3000:]
-        inputs, outs = read_all(bootstrap, topics)
-        assert len(inputs) == len(records)
-        got = judge(outs, {f"{topics.inputs}/0": len(inputs)})
-        assert got.decisions == simulate_with_recorded_boundaries(inputs, outs), "a decision was lost or changed"
-        report = verify_log(log_args)
-        assert report["ok"] and report["unconsumed_inputs"] == 0, report
+        got, report = check_the_log(bootstrap, topics, log_args, len(records))
         restarts = stderr.count("restarting from the log")
         print(f"\nFAULTS Kafka SIGSTOP {pause_s:.0f} s past a 3 s request timeout: {restarts} in-process "
               f"restart(s) from the log; {len(got.decisions)} decisions equal simulate, {got.copies} identical "

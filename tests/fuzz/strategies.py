@@ -1,4 +1,4 @@
-"""Hostile-input strategies shared by the hypothesis fuzz tests and the atheris harnesses.
+"""Hostile-input strategies and values shared by the hypothesis fuzz and security tests (tests/unit).
 
 Values are chosen to hit the edges the decoder, the config loader and the log reader must
 survive: int32/int64/uint64 edges and integers past what JSON parsers handle, strings at

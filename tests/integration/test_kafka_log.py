@@ -68,9 +68,10 @@ class TestKafkaLogOnePartition(TestKafkaLog):
     partitions = 1
 
 
-async def _read_all(log: KafkaLog, want: int) -> list[LogRecord]:
+async def read_all(log: KafkaLog, want: int, positions: dict[str, int] | None = None) -> list[LogRecord]:
+    """The next ``want`` input records from ``positions`` (default: the beginning), within 10 s."""
     got: list[LogRecord] = []
-    pos: dict[str, int] = {}
+    pos = dict(positions or {})
     deadline = time.monotonic() + 10
     while len(got) < want:
         assert time.monotonic() < deadline, f"only {len(got)} of {want} records arrived"
@@ -92,7 +93,7 @@ def test_keys_pick_partitions_like_any_kafka_producer(
             sent = [(f"app-{i % 9}".encode(), f"v{i}".encode()) for i in range(90)]
             await log.append_inputs(sent)
             await log.append_inputs([(b"app-0", b"pinned")], partition=3)
-            got = await _read_all(log, len(sent) + 1)
+            got = await read_all(log, len(sent) + 1)
             for rec in got:
                 assert rec.key is not None
                 expected = 3 if rec.value == b"pinned" else (murmur2(rec.key) & 0x7FFFFFFF) % 4
@@ -134,7 +135,7 @@ def test_dead_letter_keeps_bytes_and_origin(
     async def body() -> None:
         async with make_kafka_log(kafka_bootstrap, kafka_topics) as log:
             await log.append_inputs([(b"app-1", b"\xff not json")])
-            (bad,) = await _read_all(log, 1)
+            (bad,) = await read_all(log, 1)
             await log.dead_letter(bad, "invalid: not valid JSON")
         consumer = AIOKafkaConsumer(bootstrap_servers=kafka_bootstrap, auto_offset_reset="earliest")
         await consumer.start()
@@ -223,7 +224,7 @@ def test_reading_again_from_inside_the_last_batch_gives_the_same_records(
         async with make_kafka_log(kafka_bootstrap, kafka_topics) as log:
             await log.append_inputs([(b"k", f"v{i}".encode()) for i in range(50)])
             (channel,) = await log.input_channels()
-            everything = await _read_all(log, 50)
+            everything = await read_all(log, 50)
             assert [r.offset for r in everything] == list(range(50))
             again = await log.read_inputs({channel: 10}, 5)
             assert again == everything[10:15]
@@ -233,19 +234,7 @@ def test_reading_again_from_inside_the_last_batch_gives_the_same_records(
             # After the last record nothing is re-read; a read from the end waits for news.
             assert await log.read_inputs({channel: 50}, 10) == []
             await log.append_inputs([(b"k", b"v50")])
-            later = await _read_all_from(log, {channel: 50}, 1)
+            later = await read_all(log, 1, {channel: 50})
             assert [(r.offset, r.value) for r in later] == [(50, b"v50")]
 
     run(body())
-
-
-async def _read_all_from(log: KafkaLog, positions: dict[str, int], want: int) -> list[LogRecord]:
-    got: list[LogRecord] = []
-    pos = dict(positions)
-    deadline = time.monotonic() + 10
-    while len(got) < want:
-        assert time.monotonic() < deadline, f"only {len(got)} of {want} records arrived"
-        for rec in await log.read_inputs(pos, 1000):
-            pos[rec.channel] = rec.offset + 1
-            got.append(rec)
-    return got

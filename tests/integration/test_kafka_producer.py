@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Callable
 
 import orjson
@@ -11,8 +10,6 @@ import pytest
 from pydantic import ValidationError
 
 from events.codec import decode_input
-from events.log.kafka import KafkaLog
-from events.log.port import LogRecord
 from events.models import (
     AllocationReleased,
     AppAdded,
@@ -29,6 +26,7 @@ from events.models import (
     PriorityClassUpserted,
 )
 from events.producer import EventBuilder, EvschedProducer, ProducedEvent
+from tests.integration.test_kafka_log import make_kafka_log, read_all
 from tests.kafka_broker import KafkaTopics
 from tests.log_contract import run
 
@@ -101,25 +99,10 @@ def test_produced_events_arrive_keyed_and_decodable(
     cases = every_type(builder)
 
     async def body() -> None:
-        log = KafkaLog(
-            kafka_bootstrap,
-            input_topics=[kafka_topics.inputs],
-            decisions_topic=kafka_topics.decisions,
-            deadletter_topic=kafka_topics.deadletter,
-            group_id=kafka_topics.group,
-            partitions=3,
-        )
-        async with log:  # creates the topics
+        async with make_kafka_log(kafka_bootstrap, kafka_topics, partitions=3) as log:  # creates the topics
             async with EvschedProducer(kafka_bootstrap, topic=kafka_topics.inputs) as producer:
                 await producer.send_all(event for event, _, _ in cases)
-            got: list[LogRecord] = []
-            pos: dict[str, int] = {}
-            deadline = time.monotonic() + 10
-            while len(got) < len(cases):
-                assert time.monotonic() < deadline, f"{len(got)} of {len(cases)} arrived"
-                for rec in await log.read_inputs(pos, 100):
-                    pos[rec.channel] = rec.offset + 1
-                    got.append(rec)
+            got = await read_all(log, len(cases))
         by_id = {event.id: (event, model, key) for event, model, key in cases}
         channel_of_key: dict[bytes, str] = {}
         for rec in got:

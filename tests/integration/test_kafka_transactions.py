@@ -4,25 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from events.log.kafka import KafkaLog
+from events.log.kafka import parse_channel
+from tests.integration.test_kafka_log import make_kafka_log
 from tests.kafka_broker import KafkaTopics
 from tests.log_contract import run
 
 pytestmark = pytest.mark.kafka
 
 
-def _log(bootstrap: str, topics: KafkaTopics) -> KafkaLog:
-    return KafkaLog(
-        bootstrap,
-        input_topics=[topics.inputs],
-        decisions_topic=topics.decisions,
-        deadletter_topic=topics.deadletter,
-        group_id=topics.group,
-    )
-
-
 def test_probe_answers_with_a_reason(kafka_bootstrap: str, kafka_topics: KafkaTopics) -> None:
-    supported, reason = run(_log(kafka_bootstrap, kafka_topics).probe_transactions())
+    supported, reason = run(make_kafka_log(kafka_bootstrap, kafka_topics).probe_transactions())
     assert isinstance(supported, bool)
     assert reason.strip(), "the probe must say why"
 
@@ -30,9 +21,29 @@ def test_probe_answers_with_a_reason(kafka_bootstrap: str, kafka_topics: KafkaTo
 def test_outputs_and_offsets_in_one_transaction(
     kafka_bootstrap: str, kafka_topics: KafkaTopics
 ) -> None:
-    # The design does not depend on transactions; this only checks the optional path's
-    # precondition where a broker offers it (a real Apache Kafka via KAFKA_BOOTSTRAP_SERVERS).
-    supported, reason = run(_log(kafka_bootstrap, kafka_topics).probe_transactions())
+    # The design does not depend on transactions; where a broker offers them (a real Apache
+    # Kafka via KAFKA_BOOTSTRAP_SERVERS), outputs and input offsets commit as one.
+    from aiokafka import AIOKafkaProducer
+
+    supported, reason = run(make_kafka_log(kafka_bootstrap, kafka_topics).probe_transactions())
     if not supported:
         pytest.skip(f"broker has no transactional producer: {reason}")
-    assert reason
+
+    async def body() -> None:
+        async with make_kafka_log(kafka_bootstrap, kafka_topics) as log:  # creates the topics
+            await log.append_inputs([(b"k", b"v0"), (b"k", b"v1")])
+            (channel,) = await log.input_channels()
+            producer = AIOKafkaProducer(
+                bootstrap_servers=kafka_bootstrap, transactional_id=f"{kafka_topics.group}-tx"
+            )
+            await producer.start()
+            try:
+                async with producer.transaction():
+                    await producer.send(kafka_topics.decisions, b"d0", partition=0)
+                    await producer.send_offsets_to_transaction({parse_channel(channel): 2}, kafka_topics.group)
+            finally:
+                await producer.stop()
+            assert [r.value for r in await log.read_outputs()] == [b"d0"]
+            assert await log.committed() == {channel: 2}
+
+    run(body())

@@ -20,25 +20,19 @@ import pytest
 
 from events.log.file import FileLog
 from replay.audit import Auditor
-from replay.audit_cli import add_audit, file_inputs
+from replay.audit_cli import add_audit, source_inputs
 from tests.explain_logdrive import LogDriver, copy_log
-from tests.sim import app, ask, node
+from tests.sim import app, ask, node, root_queues
 
 REPO = Path(__file__).resolve().parents[2]
 
-CONFIG = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
+CONFIG = root_queues("""
           - name: capped
             resources: {max: {vcore: 2}}
           - name: open
           - name: private
             submitacl: ' '
-"""
+""")
 
 Batches = list[list[dict[str, Any]]]
 
@@ -65,7 +59,7 @@ def busy_log(directory: Path) -> None:
 
 def audit(directory: Path) -> Auditor:
     with FileLog(directory, readonly=True) as log:
-        auditor = Auditor(file_inputs(log))
+        auditor = Auditor(source_inputs(log))
         for rec in log.iter_outputs():
             auditor.feed(rec)
     return auditor

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.bridge.address import credentials_from_env, parse_broker_url
+from scheduler.bridge.address import parse_broker_url
 from scheduler.bridge.outbox import Backoff, Outbox
+from scheduler.credentials import Credentials, mqtt_credentials
 
 
 def test_full_outbox_drops_the_oldest_non_retained() -> None:
@@ -92,9 +93,9 @@ def test_redaction_hides_the_password_everywhere() -> None:
 
 def test_credentials_from_env_override_the_url() -> None:
     env = {"EVSCHED_MQTT_USERNAME": "svc", "EVSCHED_MQTT_PASSWORD": "pw", "OTHER": "x"}
-    user, password = credentials_from_env(env)
-    a = parse_broker_url("mqtt://old:old@b").with_credentials(user, password)
+    creds = mqtt_credentials(env)
+    a = parse_broker_url("mqtt://old:old@b").with_credentials(creds.username, creds.password)
     assert (a.username, a.password) == ("svc", "pw")
-    assert credentials_from_env({}) == (None, None)
+    assert mqtt_credentials({}) == Credentials(None, None)
     b = parse_broker_url("mqtt://keep:me@b")
     assert b.with_credentials(None, None) is b

@@ -4,15 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.sim import SCHEDULE, app, ask, node, of_type, placements, run
+from tests.sim import SCHEDULE, app, ask, node, of_type, placements, root_queues, run
 
-TWO_LEAVES = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
+TWO_LEAVES = root_queues("""
           - name: parent
             maxapplications: 2
             resources: {max: {vcore: 3}}
@@ -22,7 +16,7 @@ partitions:
                 resources: {max: {vcore: 2}}
               - name: b
                 maxapplications: 2
-"""
+""")
 
 
 def test_queue_max_is_enforced_at_every_level() -> None:

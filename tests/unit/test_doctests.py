@@ -5,6 +5,7 @@ from __future__ import annotations
 import doctest
 import importlib
 import pkgutil
+from typing import Any
 
 import pytest
 
@@ -21,14 +22,15 @@ def _modules() -> list[str]:
     return sorted(names)
 
 
-def _with_examples() -> list[str]:
+def _with_examples() -> list[Any]:
     finder = doctest.DocTestFinder()
-    out = []
+    out: list[Any] = []
     for name in _modules():
         try:
             module = importlib.import_module(name)
-        except ImportError as exc:  # an optional dependency (e.g. the bench extra) is absent
-            pytest.skip(f"{name}: {exc}")
+        except ImportError as exc:  # an optional dependency (e.g. the kafka extra) is absent: that module only
+            out.append(pytest.param(name, marks=pytest.mark.skip(reason=f"{name}: {exc}")))
+            continue
         if any(t.examples for t in finder.find(module)):
             out.append(name)
     return out
@@ -38,7 +40,7 @@ MODULES = _with_examples()
 
 
 def test_there_are_worked_examples() -> None:
-    assert len(MODULES) >= 5, MODULES
+    assert sum(isinstance(m, str) for m in MODULES) >= 5, MODULES  # not counting modules that cannot import
 
 
 @pytest.mark.parametrize("name", MODULES)

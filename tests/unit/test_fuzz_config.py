@@ -72,7 +72,7 @@ TREES = st.recursive(
 
 
 def config_like(tree: Any) -> Any:
-    """Half the time wrap a tree in the real top-level shape, so validators are reached."""
+    """A tree wrapped in the real top-level shape, so validators are reached (callers wrap half the time)."""
     return {"partitions": [{"name": "default", "queues": [{"name": "root", "queues": [tree]}]}]}
 
 

@@ -23,38 +23,26 @@ from replay.explain_cli import add_explain
 from replay.explain_log import explain_from_log
 from replay.explain_text import render_explanation
 from tests.explain_logdrive import LogDriver
-from tests.sim import app, ask, node
+from tests.sim import app, ask, node, root_queues
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "explain"
 
-OFFSETS = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
+OFFSETS = root_queues("""
           - name: a
             properties: {priority.offset: "5"}
             queues:
               - name: a1
                 properties: {priority.offset: "3"}
           - name: b
-"""
+""")
 
-FENCE = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
+FENCE = root_queues("""
           - name: critical
             properties: {priority.policy: fence, priority.offset: "100"}
           - name: prod
           - name: sandbox
             properties: {priority.policy: fence, priority.offset: "1"}
-"""
+""")
 
 DISABLED = """
 partitions:

@@ -15,20 +15,14 @@ from replay.explain import Explanation
 from replay.explain_cli import add_explain
 from replay.explain_log import explain_from_log
 from tests.explain_logdrive import LogDriver, copy_log
-from tests.sim import app, ask, node
+from tests.sim import app, ask, node, root_queues
 
-LIMITS = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
+LIMITS = root_queues("""
           - name: limited
             maxapplications: 1
           - name: gated
             properties: {application.sort.policy: stateaware}
-"""
+""")
 
 TWO_PARTITIONS = """
 partitions:

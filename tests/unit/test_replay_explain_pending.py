@@ -15,15 +15,9 @@ from replay.explain_cli import add_explain
 from replay.explain_log import explain_ask_from_log
 from replay.explain_pending import PendingExplanation
 from tests.explain_logdrive import LogDriver
-from tests.sim import app, ask, node
+from tests.sim import app, ask, node, root_queues
 
-CONFIG = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
+CONFIG = root_queues("""
           - name: capped
             resources: {max: {vcore: 2}}
           - name: gated
@@ -31,7 +25,7 @@ partitions:
           - name: limited
             maxapplications: 1
           - name: open
-"""
+""")
 
 
 def pending(tmp_path: Path, *events: dict[str, Any], target: tuple[str, str]) -> PendingExplanation:

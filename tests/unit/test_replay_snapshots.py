@@ -45,13 +45,17 @@ def snapshot_saver(log: FileLog, store: SnapshotStore, every: int) -> Callable[[
     return on_cycle
 
 
-@pytest.fixture(scope="module")
-def snap_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("snaps") / "log"
+def snapshotted_log(path: Path, spec: WorkloadSpec) -> Path:
+    """``spec``'s workload driven for 25 cycles, with a snapshot every ``EVERY`` cycles in ``path/snapshots``."""
     with FileLog(path) as log:
-        write_inputs(log, workload_records(SPEC))
+        write_inputs(log, workload_records(spec))
         drive(log, 25, on_cycle=snapshot_saver(log, SnapshotStore(path / "snapshots", keep=0), EVERY))
     return path
+
+
+@pytest.fixture(scope="module")
+def snap_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return snapshotted_log(tmp_path_factory.mktemp("snaps") / "log", SPEC)
 
 
 @pytest.fixture

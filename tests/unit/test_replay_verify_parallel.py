@@ -26,8 +26,8 @@ from replay.verify_parallel import (
 )
 from scheduler.snapshots import SnapshotStore
 from scheduler.workload import WorkloadSpec
-from tests.logdrive import copy_log, drive, workload_records, write_inputs
-from tests.unit.test_replay_snapshots import EVERY, snapshot_saver
+from tests.logdrive import copy_log
+from tests.unit.test_replay_snapshots import EVERY, snapshotted_log
 
 SPEC = WorkloadSpec(nodes=60, apps=6, asks=300, leaves=4, seed=29)
 MIN_INPUTS = 40  # tiny ranges, so a small log is cut at every snapshot
@@ -35,11 +35,7 @@ MIN_INPUTS = 40  # tiny ranges, so a small log is cut at every snapshot
 
 @pytest.fixture(scope="module")
 def snap_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("parallel") / "log"
-    with FileLog(path) as log:
-        write_inputs(log, workload_records(SPEC))
-        drive(log, 25, on_cycle=snapshot_saver(log, SnapshotStore(path / "snapshots", keep=0), EVERY))
-    return path
+    return snapshotted_log(tmp_path_factory.mktemp("parallel") / "log", SPEC)
 
 
 def sequential(path: Path) -> VerifyReport:

@@ -1,4 +1,4 @@
-"""Kafka client plumbing shared by the adapter: connection options, topic creation, probes.
+"""Kafka client plumbing shared by the adapter: connection options, topic creation, probes, group members.
 
 Credentials live only in the options dict and the clients built from it: never in logs,
 exceptions or reprs.
@@ -11,10 +11,11 @@ import logging
 import ssl
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaProducer, TopicPartition
+from aiokafka.abc import ConsumerRebalanceListener
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError
 from aiokafka.protocol.group import LeaveGroupRequest
@@ -119,6 +120,34 @@ async def leave_group_at_generation_zero(consumer: Any) -> None:
         log.info("left the consumer group %s", coordinator.group_id)
     except (AttributeError, TypeError, KafkaError) as exc:
         log.debug("could not leave the consumer group early: %r", exc)
+
+
+class GroupListener(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is untyped
+    """Forwards a consumer group's rebalances to callbacks (aiokafka awaits these coroutines)."""
+
+    def __init__(
+        self,
+        assigned: Callable[[list[TopicPartition]], None],
+        revoked: Callable[[list[TopicPartition]], Awaitable[None]] | None = None,
+    ) -> None:
+        self._assigned, self._revoked = assigned, revoked
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        if self._revoked is not None:
+            await self._revoked(list(revoked))
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        self._assigned(list(assigned))
+
+
+async def poll_paused(consumer: Any) -> None:
+    """Poll a group member whose partitions are paused, until cancelled.
+
+    Rebalances run inside the consumer; a member that stops polling is expelled after
+    max_poll_interval_ms, so it polls (paused: nothing is fetched) all the time.
+    """
+    while True:
+        await consumer.getmany(timeout_ms=1000)
 
 
 async def stop_group_member(poller: asyncio.Task[Any] | None, consumer: Any, group: str) -> None:

@@ -20,12 +20,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.abc import ConsumerRebalanceListener
 from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
 from aiokafka.errors import KafkaError
 
-from events.log.kafka.clients import group_generation, stop_group_member
+from events.log.kafka.clients import GroupListener, group_generation, poll_paused, stop_group_member
 from events.log.port import LogError
 
 log = logging.getLogger("evsched.kafka")
@@ -57,17 +56,12 @@ class KafkaLease:
         )
         try:
             await self._consumer.start()
-            self._consumer.subscribe([self._tp.topic], listener=_LeaseListener(self))
+            # Nothing to do on revoke (eager rebalance): the holder keeps its claim (term) for the rejoin.
+            self._consumer.subscribe([self._tp.topic], listener=GroupListener(self._assigned))
         except KafkaError as exc:
             await self.close()
             raise LogError(f"cannot join the lease group {self._group_id!r}: {exc!r}") from exc
-        self._poller = asyncio.create_task(self._poll())
-
-    async def _poll(self) -> None:
-        # Rebalances run inside the consumer; a member that stops polling is expelled
-        # after max_poll_interval_ms, so poll (paused: nothing is fetched) all the time.
-        while True:
-            await self._consumer.getmany(timeout_ms=1000)
+        self._poller = asyncio.create_task(poll_paused(self._consumer))
 
     async def wait(self, stop: asyncio.Event) -> bool:
         """Wait until this member holds the lease (True) or ``stop`` is set (False)."""
@@ -99,17 +93,6 @@ class KafkaLease:
         poller, self._poller = self._poller, None
         consumer, self._consumer = self._consumer, None
         await stop_group_member(poller, consumer, "lease group")
-
-
-class _LeaseListener(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is untyped
-    def __init__(self, lease: KafkaLease) -> None:
-        self._lease = lease
-
-    async def on_partitions_revoked(self, revoked: Any) -> None:
-        pass  # eager rebalance: the holder keeps its claim (term) for the rejoin
-
-    async def on_partitions_assigned(self, assigned: Any) -> None:
-        self._lease._assigned(list(assigned))
 
 
 def _sticky_assignor(lease: KafkaLease) -> type[AbstractPartitionAssignor]:

@@ -28,11 +28,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.abc import ConsumerRebalanceListener
 from aiokafka.errors import KafkaError, MessageSizeTooLargeError, RecordListTooLargeError
 
 from events.log.clock import wall_clock_us
-from events.log.kafka.clients import client_options, ensure_topics, probe_transactions
+from events.log.kafka.clients import GroupListener, client_options, ensure_topics, probe_transactions
 from events.log.kafka.lease import KafkaLease
 from events.log.kafka.outputs import (
     MAX_ERROR_HEADER,
@@ -52,19 +51,6 @@ OffsetCommitter = Callable[[dict[TopicPartition, int]], Awaitable[None]]
 
 _SEEK_ANSWER_S = 5.0  # read_inputs: how long an empty read after a seek waits for the fetch
 _BATCH_BYTES = 512 * 1024  # well under the brokers' default 1 MiB message limit
-
-
-class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is untyped
-    """Forwards consumer-group rebalances to the log (aiokafka awaits these coroutines)."""
-
-    def __init__(self, owner: KafkaLog) -> None:
-        self._owner = owner
-
-    async def on_partitions_revoked(self, revoked: Any) -> None:
-        await self._owner._on_revoked(list(revoked))
-
-    async def on_partitions_assigned(self, assigned: Any) -> None:
-        self._owner._on_assigned(list(assigned))
 
 
 class KafkaLog:
@@ -160,7 +146,8 @@ class KafkaLog:
             await self._consumer.start()
             await self._outputs.start()
             if self._group_subscribe:
-                self._consumer.subscribe(self._input_topics, listener=_Rebalance(self))
+                listener = GroupListener(self._on_assigned, self._on_revoked)
+                self._consumer.subscribe(self._input_topics, listener=listener)
                 await asyncio.wait_for(self._assigned.wait(), self._assignment_timeout_s)
             else:
                 self._manual = [

@@ -24,13 +24,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.abc import ConsumerRebalanceListener
 from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
 from aiokafka.errors import KafkaError
 
 from events.log.kafka.assignment import MemberShards, assign_shards
-from events.log.kafka.clients import ensure_topics, group_generation, stop_group_member
+from events.log.kafka.clients import GroupListener, ensure_topics, group_generation, poll_paused, stop_group_member
 from events.log.port import LogError
 
 log = logging.getLogger("evsched.kafka")
@@ -86,18 +85,12 @@ class ShardMembership:
         try:
             await ensure_topics(self._options, wanted, self._replication)
             await self._consumer.start()
-            self._consumer.subscribe(sorted(self._shard_of), listener=_Listener(self))
+            self._consumer.subscribe(sorted(self._shard_of), listener=GroupListener(self._assigned, self._revoked))
         except (KafkaError, OSError) as exc:
             await self.close()
             raise LogError(f"cannot join the shard group {self._group_id!r}: {exc!r}") from exc
         log.info("joined shard group %s, may run %s", self._group_id, ", ".join(sorted(self._topics)))
-        self._poller = asyncio.create_task(self._poll())
-
-    async def _poll(self) -> None:
-        # Rebalances run inside the consumer; a member that stops polling is expelled
-        # after max_poll_interval_ms, so poll (paused: nothing is fetched) all the time.
-        while True:
-            await self._consumer.getmany(timeout_ms=1000)
+        self._poller = asyncio.create_task(poll_paused(self._consumer))
 
     async def _revoked(self, revoked: list[TopicPartition]) -> None:
         shards = {self._shard_of[tp.topic] for tp in revoked if tp.topic in self._shard_of}
@@ -135,17 +128,6 @@ class ShardMembership:
         poller, self._poller = self._poller, None
         consumer, self._consumer = self._consumer, None
         await stop_group_member(poller, consumer, "shard group")
-
-
-class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is untyped
-    def __init__(self, membership: ShardMembership) -> None:
-        self._membership = membership
-
-    async def on_partitions_revoked(self, revoked: Any) -> None:
-        await self._membership._revoked(list(revoked))
-
-    async def on_partitions_assigned(self, assigned: Any) -> None:
-        self._membership._assigned(list(assigned))
 
 
 def _shard_assignor(membership: ShardMembership) -> type[AbstractPartitionAssignor]:

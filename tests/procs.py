@@ -1,0 +1,32 @@
+"""Process helpers shared by the test brokers (Tansu, mosquitto) and the benchmarks: a free
+loopback port, and stopping a child that runs in its own process group."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (another process may take it before it is bound)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a child started with ``start_new_session=True``: its process group, by its pid (the
+    group leader), with SIGTERM, then SIGKILL if it has not exited within 5 s."""
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=5)

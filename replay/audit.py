@@ -281,15 +281,19 @@ class Auditor:
 
 
 def merged_inputs(records: Iterable[LogRecord], channel_order: Sequence[str]) -> list[InputEvent]:
-    """The readable input events of ``records`` in CONTRACT §4 merge order."""
+    """The readable input events of ``records`` in CONTRACT §4 merge order.
+
+    An unreadable record still takes its place in the merge, at its append time (as the
+    scheduler orders it): dropping it first would change which record heads its channel,
+    and so the interleaving of the others.
+    """
     rank = {ch: i for i, ch in enumerate(channel_order)}
     decoded: list[tuple[int, int, int, InputEvent | None]] = []
     for rec in records:
         result = decode_input(rec.value, append_time_us=rec.append_time_us, position=rec.position)
         event = result if isinstance(result, InputEvent) else None
         time_us = event.time_us if event is not None else rec.append_time_us
-        if event is not None:
-            decoded.append((time_us, rank.get(rec.channel, len(rank)), rec.offset, event))
+        decoded.append((time_us, rank.get(rec.channel, len(rank)), rec.offset, event))
     return [event for event in _merged(decoded) if event is not None]
 
 

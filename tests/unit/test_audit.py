@@ -17,6 +17,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from events.log.file import FileLog
 from replay.audit import Auditor
@@ -247,3 +249,26 @@ def test_audit_does_not_import_the_scheduler_core() -> None:
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.booleans(), st.integers(0, 5)), max_size=30))
+@example([("a", False, 0), ("a", True, 1), ("b", True, 3)])  # junk heads "a" (appended at 5 s): y, then x
+def test_audit_merges_channels_as_the_scheduler_does(spec: list[tuple[str, bool, int]]) -> None:
+    # Unreadable records (no event time) keep their place at their append time in both
+    # merges; an audit that dropped them first would interleave the other records differently.
+    from events.log.port import LogRecord
+    from replay.audit import merged_inputs
+    from scheduler.cycle_runner import decode_records, merge
+
+    offsets = {"a": 0, "b": 0, "c": 0}
+    records = []
+    for n, (channel, readable, t) in enumerate(spec):
+        line = {"type": "node.removed", "id": f"e{n}", "source": "s", "data": {"node_id": "x"},
+                "time": f"1970-01-01T00:00:0{t}Z"}
+        value = orjson.dumps(line) if readable else b"not json"
+        records.append(LogRecord(channel, offsets[channel], value, (5 - t) * 1_000_000))
+        offsets[channel] += 1
+    order = ["a", "b", "c"]
+    expected = [d.result.id for d in merge(decode_records(records), order) if hasattr(d.result, "source")]
+    assert [e.id for e in merged_inputs(records, order)] == expected

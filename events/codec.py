@@ -8,12 +8,12 @@ person can act on. Encoding is canonical (sorted keys), so equal events are equa
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, get_args
 
 import orjson
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from events.fast_decode import construct, fast_input
+from events.fast_decode import fast_input
 from events.models import (
     INPUT_DATA,
     MAX_RECORD_BYTES,
@@ -23,6 +23,7 @@ from events.models import (
     InputEvent,
     InputRejected,
     OutputEvent,
+    construct,
 )
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -162,21 +163,39 @@ def _input_event(
     return construct(InputEvent, values, set(_EVENT_FIELDS))  # as model_construct, at a quarter of its cost
 
 
+def _is_flat(model: type[Frozen]) -> bool:
+    """Whether a model's field values are its JSON form as they are: no alias, no nested model."""
+    return all(
+        field.alias is None and not any(isinstance(t, type) and issubclass(t, BaseModel)
+                                        for t in (field.annotation, *get_args(field.annotation)))
+        for field in model.model_fields.values()
+    )
+
+
+# Output data whose ``__dict__`` is already what ``model_dump(by_alias=True)`` returns
+# (orjson writes the same bytes for both); dumping costs more than the rest of encoding.
+_FLAT_OUTPUTS = frozenset(model for model in OUTPUT_DATA.values() if _is_flat(model))
+
+
 def output_to_dict(event: OutputEvent) -> dict[str, Any]:
-    """An output event as the plain JSON object it is published as."""
-    return {
-        "specversion": "1.0",
-        "id": event.id,
-        "source": event.source,
-        "type": event.type,
-        "time": event.time,
-        "data": event.data.model_dump(by_alias=True),
-    }
+    """An output event as the plain JSON object it is published as (a fresh copy)."""
+    return _envelope(event, event.data.model_dump(by_alias=True))
+
+
+def _envelope(event: OutputEvent, data: Any) -> dict[str, Any]:
+    return {"specversion": "1.0", "id": event.id, "source": event.source, "type": event.type, "time": event.time,
+            "data": data}
 
 
 def encode_output(event: OutputEvent) -> bytes:
-    """Canonical bytes of an output event (sorted keys, no whitespace)."""
-    return orjson.dumps(output_to_dict(event), option=_DUMP_OPTS)
+    """Canonical bytes of an output event (sorted keys, no whitespace).
+
+    Flat data is written from the model's own values (read only, never handed out):
+    the bytes equal those of ``output_to_dict``, at a fraction of the cost.
+    """
+    data = event.data
+    plain = data.__dict__ if type(data) in _FLAT_OUTPUTS else data.model_dump(by_alias=True)
+    return orjson.dumps(_envelope(event, plain), option=_DUMP_OPTS)
 
 
 def decode_output(raw: bytes) -> OutputEvent:

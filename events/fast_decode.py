@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from events.models import (
     IDENTIFIER_CHARS,
@@ -33,6 +33,7 @@ from events.models import (
     NodeAdded,
     NodeRemoved,
     NodeUpdated,
+    construct,
 )
 from events.resources import MAX_QUANTITY
 
@@ -44,22 +45,6 @@ _PARTITION = re.compile(PARTITION_CHARS).fullmatch  # models.PartitionName's pat
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 Checker = Callable[[Any], Any]
-Model = TypeVar("Model", bound=Frozen)
-_set = object.__setattr__
-
-
-def construct(cls: type[Model], values: dict[str, Any], fields_set: set[str]) -> Model:
-    """A model instance from values already known valid, laid out as validation lays it out.
-
-    The same four attributes ``model_construct`` sets, without its per-field default and
-    alias handling (the caller gives every field, in declaration order).
-    """
-    model = cls.__new__(cls)
-    _set(model, "__dict__", values)
-    _set(model, "__pydantic_fields_set__", fields_set)
-    _set(model, "__pydantic_extra__", None)
-    _set(model, "__pydantic_private__", None)
-    return model
 
 
 # ---------------------------------------------------------------- field checkers

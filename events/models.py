@@ -7,7 +7,7 @@ envelope with the models in ``OUTPUT_DATA``. Everything here is pure data: no I/
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, StringConstraints
 
@@ -34,6 +34,24 @@ class Frozen(BaseModel):
     """Base for every event model: immutable, unknown fields rejected."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+Model = TypeVar("Model", bound=Frozen)
+_set = object.__setattr__
+
+
+def construct(cls: type[Model], values: dict[str, Any], fields_set: set[str]) -> Model:
+    """A model instance from values already known valid, laid out as validation lays it out.
+
+    The same four attributes ``model_construct`` sets, without its per-field default and
+    alias handling (the caller gives every field, in declaration order).
+    """
+    model = cls.__new__(cls)
+    _set(model, "__dict__", values)
+    _set(model, "__pydantic_fields_set__", fields_set)
+    _set(model, "__pydantic_extra__", None)
+    _set(model, "__pydantic_private__", None)
+    return model
 
 
 # ---------------------------------------------------------------- inputs (CONTRACT §2)

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from events.models import AllocationDecided, OutputData
+from events.models import AllocationDecided, OutputData, construct
 from events.resources import fits
 from projections.queues import QueueNode
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.sorting import AppSortPolicy, sort_queues, stateaware_allowed
 from scheduler.core.state import SchedulerState
+
+DECIDED_FIELDS = frozenset(AllocationDecided.model_fields)
 
 
 @dataclass
@@ -147,19 +149,10 @@ def commit(
     app, ask, node = choice
     did = decision_id(part.name, state.cycle, step)
     part.allocate(app, ask, node, did)
-    out.append(
-        AllocationDecided.model_construct(
-            decision_id=did,
-            cycle=state.cycle,
-            ask_id=ask.ask_id,
-            app_id=app.app_id,
-            partition=part.name,
-            queue=app.queue.path,
-            node_id=node.node_id,
-            resources=dict(ask.resources),
-            priority=ask.priority,
-        )
-    )
+    values = {"decision_id": did, "cycle": state.cycle, "ask_id": ask.ask_id, "app_id": app.app_id,
+              "partition": part.name, "queue": app.queue.path, "node_id": node.node_id,
+              "resources": dict(ask.resources), "priority": ask.priority}
+    out.append(construct(AllocationDecided, values, set(DECIDED_FIELDS)))
     if app.state == "Accepted":
         part.transition(app, "Starting", now_us, state, out)
         if app.stateaware_disabled:

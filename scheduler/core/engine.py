@@ -18,6 +18,7 @@ from events.models import (
     InputRejected,
     OutputData,
     OutputEvent,
+    construct,
 )
 from scheduler.config import SchedulerConfig
 from scheduler.core.apply import apply
@@ -26,6 +27,7 @@ from scheduler.core.state import SchedulerState
 from scheduler.core.state_form import state_digest, state_form
 
 DEFAULT_SOURCE = "evsched"
+OUTPUT_EVENT_FIELDS = frozenset(OutputEvent.model_fields)
 
 
 class Engine:
@@ -85,14 +87,13 @@ class Engine:
             )
         )
         cycle = self.state.cycle
+        source = self.source
         return [
-            OutputEvent.model_construct(
-                specversion="1.0",
-                id=f"{cycle}-{i}",
-                source=self.source,
-                type=OUTPUT_TYPE[type(data)],
-                time=time_text,
-                data=data,
+            construct(
+                OutputEvent,
+                {"specversion": "1.0", "id": f"{cycle}-{i}", "source": source, "type": OUTPUT_TYPE[type(data)],
+                 "time": time_text, "data": data},
+                set(OUTPUT_EVENT_FIELDS),
             )
             for i, data in enumerate(outputs)
         ]

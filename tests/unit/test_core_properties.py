@@ -52,7 +52,10 @@ LEAVES = ["root.p.fifo", "root.p.fair", "root.sa"]
 APPS = [f"a{i}" for i in range(5)]
 NODES = [f"n{i}" for i in range(4)]
 
-resources = st.fixed_dictionaries({"vcore": st.integers(1, 3000), "memory": st.integers(1, 3000)})
+# An optional third type, sometimes zero: vectors must drop zero entries everywhere, or the
+# incremental digest (which encodes nodes' vectors as they are) would differ from a full one.
+resources = st.fixed_dictionaries({"vcore": st.integers(1, 3000), "memory": st.integers(1, 3000)},
+                                  optional={"gpu": st.integers(0, 2)})
 line = st.one_of(
     st.builds(lambda a, q: {"type": "app.added", "data": {"app_id": a, "queue": q, "user": "u"}},
               st.sampled_from(APPS), st.sampled_from(LEAVES)),

@@ -26,8 +26,10 @@ from events.codec import (
     TimeFormatError,
     decode_input,
     decode_input_object,
+    dumps,
     encode_output,
     format_time,
+    output_to_dict,
     parse_time,
 )
 from events.models import MAX_RECORD_BYTES, InputEvent, InputRejected, OutputEvent
@@ -98,6 +100,9 @@ def check_outputs(outputs: list[OutputEvent]) -> None:
     for event in outputs:
         raw = encode_output(event)
         assert len(raw) < KAFKA_MAX_REQUEST, (event.type, len(raw))
+        # encode_output writes flat models from their own values: the bytes must be the
+        # published form's, as built by pydantic's dump.
+        assert raw == dumps(output_to_dict(event)), event
         if isinstance(event.data, InputRejected):
             assert event.data.reason in REASONS, event.data
 

@@ -22,6 +22,7 @@ from events.models import InputRejected
 from events.producer import key_of
 from scheduler.config import SchedulerConfig
 from scheduler.credentials import CredentialError, add_credential_arguments, kafka_sasl, prepare_run, redact_logs
+from scheduler.cycle_gc import CycleCollector
 
 if TYPE_CHECKING:
     from scheduler.bridge_wiring import MqttBridge
@@ -243,7 +244,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     outage = KafkaOutage(getattr(args, "kafka_outage_s", 0.0) if args.kafka else 0.0)
     while True:
         try:
-            return asyncio.run(_run(args, config))
+            with CycleCollector() as collector:  # GC between cycles, not inside them
+                return asyncio.run(_run(args, config, collector))
         except LogError as exc:
             delay = outage.next_delay(time.monotonic())
             if delay is None:
@@ -313,11 +315,11 @@ def stop_on_signals(stop: Callable[[], None]) -> None:
         loop.add_signal_handler(sig, stop)
 
 
-async def _run(args: argparse.Namespace, config: SchedulerConfig | None) -> int:
+async def _run(args: argparse.Namespace, config: SchedulerConfig | None, collector: CycleCollector) -> int:
     if args.kafka and args.partitions:
         from scheduler.cli_shards import run_shards
 
-        return await run_shards(args, config)
+        return await run_shards(args, config, collector)
     log = await open_log(args)
     if getattr(args, "transactions", False):
         probe = getattr(log, "probe_transactions", None)
@@ -329,7 +331,8 @@ async def _run(args: argparse.Namespace, config: SchedulerConfig | None) -> int:
         LOG.info("--transactions: %s (outputs and offsets are still committed separately)", reason)
     snapshot_dir = args.snapshot_dir or (None if args.kafka else str(Path(args.log or DEFAULT_LOG_DIR) / "snapshots"))
     # A Kafka read waits for records itself (KafkaLog's poll), so the loop needs no nap between reads.
-    service, bridge = await open_service(args, log, snapshot_dir, poll_interval_s=0.0 if args.kafka else 0.2)
+    service, bridge = await open_service(args, log, snapshot_dir, poll_interval_s=0.0 if args.kafka else 0.2,
+                                         collector=collector)
     stop_on_signals(service.stop)
     lease: Any = None
     try:

@@ -23,6 +23,7 @@ from scheduler.core.engine import DEFAULT_SOURCE
 
 if TYPE_CHECKING:
     from events.log.kafka import ShardTopics
+    from scheduler.cycle_gc import CycleCollector
     from scheduler.shards import RunningShard
 
 LOG = logging.getLogger("evsched")
@@ -114,7 +115,7 @@ async def submit_to_shards(
 # ---------------------------------------------------------------------------- run
 
 
-async def run_shards(args: argparse.Namespace, config: SchedulerConfig | None) -> int:
+async def run_shards(args: argparse.Namespace, config: SchedulerConfig | None, collector: CycleCollector) -> int:
     """``evsched run --kafka … --partition …``: join the shard group, run what it assigns."""
     from events.log.kafka import KafkaLog, ShardMembership
     from events.log.kafka.clients import client_options
@@ -141,7 +142,7 @@ async def run_shards(args: argparse.Namespace, config: SchedulerConfig | None) -
     )
 
     async def open_shard(shard: str) -> RunningShard:
-        return await _open_shard(args, config, topics[shard], membership)
+        return await _open_shard(args, config, topics[shard], membership, collector)
 
     host = ShardHost(open_shard, once=args.once)
     membership.on_revoke, membership.on_assign = host.revoke, host.assign
@@ -155,7 +156,8 @@ async def run_shards(args: argparse.Namespace, config: SchedulerConfig | None) -
 
 
 async def _open_shard(
-    args: argparse.Namespace, config: SchedulerConfig | None, topics: ShardTopics, membership: Any
+    args: argparse.Namespace, config: SchedulerConfig | None, topics: ShardTopics, membership: Any,
+    collector: CycleCollector,
 ) -> RunningShard:
     """Open one shard's log, restore its scheduler (snapshot + log tail) and append ``--config``."""
     from events.log.kafka import KafkaLog
@@ -178,7 +180,7 @@ async def _open_shard(
     try:
         snapshot_dir = Path(args.snapshot_dir) / shard if args.snapshot_dir else None
         service, bridge = await open_service(args, log, snapshot_dir, partition=shard, name=shard,
-                                             source=shard_source(shard), poll_interval_s=0.0)
+                                             source=shard_source(shard), poll_interval_s=0.0, collector=collector)
         await service.start()
         await append_config(service, config, args.config)
     except BaseException:

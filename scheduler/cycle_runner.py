@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from events.codec import decode_input, format_time
 from events.log.port import LogRecord
@@ -20,9 +20,11 @@ from events.models import OUTPUT_TYPE, CycleStarted, InputEvent, InputRejected, 
 from scheduler.core.engine import Engine
 
 
-@dataclass(frozen=True, slots=True)
-class Decoded:
-    """One input record after decoding: its event (or rejection) and its merge key."""
+class Decoded(NamedTuple):
+    """One input record after decoding: its event (or rejection) and its merge key.
+
+    A named tuple: one is made per input record, at a third of a frozen dataclass's cost.
+    """
 
     record: LogRecord
     time_us: int

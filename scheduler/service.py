@@ -22,6 +22,7 @@ from events.log.clock import wall_clock_us
 from events.log.port import EventLog, LogError, LogRecord
 from events.models import OutputEvent
 from scheduler.core.engine import DEFAULT_SOURCE, Engine
+from scheduler.cycle_gc import CycleCollector
 from scheduler.cycle_runner import advance, run_logged_cycle
 from scheduler.recovery import recover
 from scheduler.snapshots import SnapshotStore
@@ -66,6 +67,7 @@ class Service:
         snapshot_every: int = 100,
         name: str = "",
         commit_interval_s: float = 0.2,
+        collector: CycleCollector | None = None,
     ) -> None:
         self.log = log
         self.name = name
@@ -78,6 +80,7 @@ class Service:
         self.progress_every_s = progress_every_s
         self.listeners = listeners or []
         self.snapshots = snapshots
+        self.collector = collector  # None: CPython collects whenever its thresholds say
         self.snapshot_every = snapshot_every
         self.output_offset = 0
         self._snapshot_cycle = 0
@@ -248,6 +251,8 @@ class Service:
         idle_since = time.monotonic()
         while not self.stopping.is_set():
             consumed = await self.run_cycle_once()
+            if self.collector is not None:
+                self.collector.after_cycle()  # the cycle's records and outputs are freed by now
             if consumed:
                 idle_since = time.monotonic()
                 continue

@@ -88,12 +88,14 @@ class Engine:
         )
         cycle = self.state.cycle
         source = self.source
+        # One fields-set for the cycle's envelopes: pydantic only reads it (model_copy copies it first).
+        fields_set = set(OUTPUT_EVENT_FIELDS)
         return [
             construct(
                 OutputEvent,
                 {"specversion": "1.0", "id": f"{cycle}-{i}", "source": source, "type": OUTPUT_TYPE[type(data)],
                  "time": time_text, "data": data},
-                set(OUTPUT_EVENT_FIELDS),
+                fields_set,
             )
             for i, data in enumerate(outputs)
         ]

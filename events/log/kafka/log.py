@@ -38,7 +38,7 @@ from events.log.kafka.outputs import (
     OutputReader,
     append_batched,
     dead_letter_headers,
-    to_record,
+    to_records,
 )
 from events.log.kafka.recent import RecentBatches
 from events.log.kafka.topics import channel_name, parse_channel
@@ -284,7 +284,7 @@ class KafkaLog:
             raise LogError(f"reading input records failed: {exc!r}") from exc
         out: list[LogRecord] = []
         for tp in assigned:
-            got = [to_record(tp, rec, self._now_us) for rec in batches.get(tp, ())]
+            got = to_records(tp, batches.get(tp, ()), self._now_us)
             if got:
                 out.extend(got)
                 self._delivered[tp] = got[-1].offset + 1

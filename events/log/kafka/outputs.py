@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -56,16 +56,16 @@ def dead_letter_headers(record: LogRecord, error: str) -> list[tuple[str, bytes]
     ]
 
 
-def to_record(tp: TopicPartition, rec: Any, now_us: Callable[[], int]) -> LogRecord:
-    """An aiokafka ConsumerRecord as a port ``LogRecord`` (no timestamp: now)."""
-    stamp = rec.timestamp
-    return LogRecord(
-        channel=channel_name(tp),
-        offset=rec.offset,
-        value=rec.value if rec.value is not None else b"",
-        append_time_us=stamp * 1000 if stamp is not None and stamp >= 0 else now_us(),
-        key=rec.key,
-    )
+def to_records(tp: TopicPartition, records: Iterable[Any], now_us: Callable[[], int]) -> list[LogRecord]:
+    """aiokafka ConsumerRecords of one partition as port ``LogRecord``s (no timestamp: now)."""
+    channel = channel_name(tp)
+    out = []
+    for rec in records:
+        stamp = rec.timestamp
+        value = rec.value
+        out.append(LogRecord(channel, rec.offset, value if value is not None else b"",
+                             stamp * 1000 if stamp is not None and stamp >= 0 else now_us(), rec.key))
+    return out
 
 
 class OutputReader:
@@ -117,7 +117,7 @@ class OutputReader:
                     if time.monotonic() > deadline:
                         raise LogError(f"reading outputs {start}..{stop} timed out at {len(out)}")
                     batch = await reader.getmany(tp, timeout_ms=100, max_records=stop - start)
-                    out.extend(to_record(tp, r, self._now_us) for r in batch.get(tp, ()) if r.offset < stop)
+                    out.extend(to_records(tp, [r for r in batch.get(tp, ()) if r.offset < stop], self._now_us))
             except KafkaError as exc:
                 raise LogError(f"reading output records failed: {exc!r}") from exc
             return out

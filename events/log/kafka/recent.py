@@ -18,15 +18,19 @@ from events.log.kafka.topics import channel_name
 from events.log.port import LogRecord
 
 
+def _offset(record: LogRecord) -> int:
+    return record.offset
+
+
 class RecentBatches:
     """Per partition: the records of the last batch handed out (offsets ascending)."""
 
     def __init__(self) -> None:
-        self._batches: dict[TopicPartition, tuple[list[int], list[LogRecord]]] = {}
+        self._batches: dict[TopicPartition, list[LogRecord]] = {}
 
     def remember(self, tp: TopicPartition, records: list[LogRecord]) -> None:
         """Keep ``records`` (non-empty, ascending) as the last batch of ``tp``."""
-        self._batches[tp] = ([r.offset for r in records], records)
+        self._batches[tp] = records
 
     def forget(self, tp: TopicPartition) -> None:
         self._batches.pop(tp, None)
@@ -42,12 +46,11 @@ class RecentBatches:
         empty when no partition's position falls inside its last batch."""
         out: list[LogRecord] = []
         for tp in partitions:
-            batch = self._batches.get(tp)
+            records = self._batches.get(tp)
             wanted = positions.get(channel_name(tp), 0)
-            if batch is None or not batch[0][0] <= wanted < delivered.get(tp, 0):
+            if records is None or not records[0].offset <= wanted < delivered.get(tp, 0):
                 continue
-            offsets, records = batch
-            start = bisect.bisect_left(offsets, wanted)
+            start = bisect.bisect_left(records, wanted, key=_offset)
             out.extend(records[start : start + max_records - len(out)])
             if len(out) >= max_records:
                 break

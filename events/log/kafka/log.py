@@ -51,6 +51,7 @@ OffsetCommitter = Callable[[dict[TopicPartition, int]], Awaitable[None]]
 
 _SEEK_ANSWER_S = 5.0  # read_inputs: how long an empty read after a seek waits for the fetch
 _BATCH_BYTES = 512 * 1024  # well under the brokers' default 1 MiB message limit
+_FETCH_BYTES = 8 * 1024 * 1024  # per input partition and fetch
 
 
 class KafkaLog:
@@ -139,6 +140,9 @@ class KafkaLog:
                 enable_auto_commit=False,
                 auto_offset_reset="earliest",
                 fetch_max_wait_ms=self._fetch_max_wait_ms,
+                # A fetch holds a whole batch (the default 1 MiB per partition is ~4,000
+                # records): cycles get full batches, not whatever the last fetch held.
+                max_partition_fetch_bytes=_FETCH_BYTES,
                 session_timeout_ms=self._session_timeout_ms,
                 heartbeat_interval_ms=self._heartbeat_interval_ms,
                 **self._options,

@@ -10,6 +10,17 @@ from events.codec import dumps, encode_output
 from scheduler.config import ConfigError, SchedulerConfig, load_config
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (``--batch 0`` would never read anything)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is less than 1")
+    return value
+
+
 def load_config_arg(path: str | None) -> SchedulerConfig | None:
     """The config named by ``--config``, or None; exits 1 with every reason when invalid."""
     if path is None:
@@ -77,7 +88,11 @@ def add_commands(sub: Any) -> None:
                    "(the password: EVSCHED_MQTT_PASSWORD or --mqtt-password-file, never in the URL)")
     p.add_argument("--mqtt-ingest", action="store_true", help="accept node events from MQTT into the input log")
     p.add_argument("--once", action="store_true", help="process every input present, then exit")
-    p.add_argument("--batch", type=int, default=5_000, metavar="N", help="max inputs per cycle (default 5000)")
+    p.add_argument("--batch", type=positive_int, default=5_000, metavar="N",
+                   help="inputs per cycle (default 5000); under a backlog batches double up to --max-batch")
+    p.add_argument("--max-batch", type=positive_int, default=20_000, metavar="N",
+                   help="largest batch while catching up on a backlog (default 20000; set it to --batch for "
+                   "fixed batches)")
     p.add_argument("--snapshot-dir", metavar="DIR",
                    help="where snapshots go (default: DIR/snapshots for the embedded log; none for Kafka)")
     p.add_argument("--snapshot-every", type=int, default=100, metavar="N", help="cycles between snapshots")

@@ -59,6 +59,7 @@ class Service:
         *,
         now_us: Callable[[], int] = wall_clock_us,
         batch_records: int = 5_000,
+        max_batch_records: int | None = None,
         source: str = DEFAULT_SOURCE,
         poll_interval_s: float = 0.2,
         progress_every_s: float = 5.0,
@@ -75,6 +76,9 @@ class Service:
         self._log = LOG.getChild(name) if name else LOG
         self.now_us = now_us
         self.batch_records = batch_records
+        # Under a backlog, batches double from batch_records up to this (None: no growth).
+        self.max_batch_records = max(batch_records, max_batch_records or batch_records)
+        self._batch = batch_records
         self.source = source
         self.poll_interval_s = poll_interval_s
         self.progress_every_s = progress_every_s
@@ -126,7 +130,13 @@ class Service:
         With no new inputs a cycle still runs when an app timer is due (so Starting apps
         time out and Completing apps complete); otherwise nothing is written.
         """
-        records = await watched("reading inputs", self.log.read_inputs(self.positions, self.batch_records), self._log)
+        records = await watched("reading inputs", self.log.read_inputs(self.positions, self._batch), self._log)
+        # A full batch means more is waiting: the next one may be twice as large (up to the
+        # maximum), spreading each cycle's fixed costs (state digest, cycle records, broker
+        # round trips) over more inputs; a short one means caught up, back to the base size
+        # so that decisions follow their inputs closely again.
+        full = len(records) >= self._batch
+        self._batch = min(2 * self._batch, self.max_batch_records) if full else self.batch_records
         now = self.now_us()
         if not records and not self.engine.state.timer_due(now):
             return 0

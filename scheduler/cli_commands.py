@@ -90,9 +90,9 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--once", action="store_true", help="process every input present, then exit")
     p.add_argument("--batch", type=positive_int, default=5_000, metavar="N",
                    help="inputs per cycle (default 5000); under a backlog batches double up to --max-batch")
-    p.add_argument("--max-batch", type=positive_int, default=20_000, metavar="N",
-                   help="largest batch while catching up on a backlog (default 20000; set it to --batch for "
-                   "fixed batches)")
+    p.add_argument("--max-batch", type=positive_int, metavar="N",
+                   help="largest batch while catching up on a backlog (default 4 x --batch; --batch's value "
+                   "gives fixed batches)")
     p.add_argument("--snapshot-dir", metavar="DIR",
                    help="where snapshots go (default: DIR/snapshots for the embedded log; none for Kafka)")
     p.add_argument("--snapshot-every", type=int, default=100, metavar="N", help="cycles between snapshots")

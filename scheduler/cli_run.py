@@ -303,8 +303,8 @@ async def open_service(
 
         bridge = await start_bridge(args.mqtt, log, ingest=args.mqtt_ingest, partition=partition)
         listeners.append(bridge)
-    service = Service(log, batch_records=args.batch, max_batch_records=args.max_batch, listeners=listeners,
-                      snapshots=store, snapshot_every=args.snapshot_every, **service_args)
+    service = Service(log, batch_records=args.batch, max_batch_records=args.max_batch or 4 * args.batch,
+                      listeners=listeners, snapshots=store, snapshot_every=args.snapshot_every, **service_args)
     return service, bridge
 
 

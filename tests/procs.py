@@ -30,3 +30,9 @@ def stop_group(proc: subprocess.Popen[bytes]) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=5)
+
+
+def fixed_batch(batch: int) -> list[str]:
+    """``evsched run`` flags for cycles of exactly ``batch`` inputs, even on a backlog (batches
+    otherwise grow up to ``--max-batch``): for tests that need many cycles to act in."""
+    return ["--batch", str(batch), "--max-batch", str(batch)]

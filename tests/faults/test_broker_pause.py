@@ -28,7 +28,7 @@ from scheduler.workload import WorkloadSpec
 from tests.faults.harness import Judged, fault_workload, judge, verify_log, wait_consumed
 from tests.kafka_broker import KafkaTopics, _start_tansu, fresh_topics, tansu_binary
 from tests.kafka_run import kafka_args, read_all, simulate_with_recorded_boundaries, spawn_run, submit_file
-from tests.procs import stop_group
+from tests.procs import fixed_batch, stop_group
 
 pytestmark = [pytest.mark.faults, pytest.mark.kafka, pytest.mark.slow, pytest.mark.timeout(300)]
 SPEC = WorkloadSpec(nodes=100, apps=20, asks=4000, leaves=4, seed=13)
@@ -81,7 +81,7 @@ def test_broker_paused_past_the_session_timeout_the_service_carries_on(
         log_args = kafka_args(bootstrap, topics)
         submit_file(bootstrap, topics, first, tmp_path)
         err = tmp_path / "service.err"
-        service = spawn_run([*log_args, *mode_args, "--batch", "5"], err)  # no --once: it runs until stopped
+        service = spawn_run([*log_args, *mode_args, *fixed_batch(5)], err)  # no --once: it runs until stopped
         try:
             wait_consumed(bootstrap, topics, len(first), service)
             submit_file(bootstrap, topics, second, tmp_path)
@@ -121,7 +121,7 @@ def test_broker_silent_past_the_request_timeout_the_service_restarts_itself(tmp_
         log_args = kafka_args(bootstrap, topics)
         submit_file(bootstrap, topics, first, tmp_path)
         err = tmp_path / "service.err"
-        service = spawn_run([*log_args, "--batch", "5", "--request-timeout-ms", "3000",
+        service = spawn_run([*log_args, *fixed_batch(5), "--request-timeout-ms", "3000",
                              "--session-timeout-ms", "6000", "--kafka-outage-s", "120"], err)
         try:
             wait_consumed(bootstrap, topics, len(first), service)

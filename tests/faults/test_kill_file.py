@@ -32,7 +32,7 @@ from tests.integration.test_service import outputs
 from tests.logdrive import write_inputs
 
 pytestmark = pytest.mark.faults
-SMALL_SPEC = WorkloadSpec(nodes=300, apps=40, asks=5000, leaves=8, seed=5)
+SMALL_SPEC = WorkloadSpec(nodes=900, apps=40, asks=15_000, leaves=8, seed=5)  # outlasts the first life
 
 
 @pytest.mark.parametrize("case", campaign_cases(CampaignCase(SMALL_SPEC, batch=20, kills=5)))

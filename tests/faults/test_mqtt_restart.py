@@ -37,6 +37,7 @@ from tests.faults.harness import fault_workload, judge, output_values, wait_cons
 from tests.kafka_broker import KafkaTopics
 from tests.kafka_run import kafka_args, read_all, simulate_with_recorded_boundaries, spawn_run, submit_file
 from tests.mqtt_broker import PrivateBroker, mosquitto_binary
+from tests.procs import fixed_batch
 
 pytestmark = [pytest.mark.faults, pytest.mark.kafka, pytest.mark.mqtt, pytest.mark.slow]
 SPEC = WorkloadSpec(nodes=60, apps=12, asks=2400, leaves=4, seed=21)
@@ -132,7 +133,7 @@ def test_mqtt_broker_restart_loses_and_doubles_nothing(
     with persistent_mosquitto() as broker, Subscriber(broker.url, DECISIONS) as subscriber:
         submit_file(kafka_bootstrap, kafka_topics, first, tmp_path)
         err = tmp_path / "service.err"
-        service = spawn_run([*log_args, "--batch", "10", "--mqtt", broker.url], err)
+        service = spawn_run([*log_args, *fixed_batch(10), "--mqtt", broker.url], err)
         try:
             wait_consumed(kafka_bootstrap, kafka_topics, len(first), service)
             broker.stop()

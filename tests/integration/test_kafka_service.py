@@ -35,6 +35,7 @@ from tests.kafka_run import (
     workload,
 )
 from tests.log_contract import run
+from tests.procs import fixed_batch
 
 pytestmark = pytest.mark.kafka
 
@@ -87,7 +88,7 @@ def test_sigkill_mid_stream_loses_and_changes_nothing(
 ) -> None:
     spec = WorkloadSpec(nodes=300, apps=40, asks=4000, leaves=8, seed=5)
     submit_file(kafka_bootstrap, kafka_topics, workload(spec), tmp_path)
-    args = [*kafka_args(kafka_bootstrap, kafka_topics), "--once", "--batch", "40"]
+    args = [*kafka_args(kafka_bootstrap, kafka_topics), "--once", *fixed_batch(40)]
     rng = random.Random(2024)
     kills = in_recovery = 0
     started = time.monotonic()
@@ -236,7 +237,7 @@ def test_standby_takes_over_from_a_stopped_active_instance(
     # reads every input partition, because the decisions log has one writer.)
     spec = WorkloadSpec(nodes=300, apps=40, asks=4000, leaves=8, seed=7)
     submit_file(kafka_bootstrap, kafka_topics, workload(spec), tmp_path)
-    args = [*kafka_args(kafka_bootstrap, kafka_topics), "--standby", "--once", "--batch", "10"]
+    args = [*kafka_args(kafka_bootstrap, kafka_topics), "--standby", "--once", *fixed_batch(10)]
     errs = [tmp_path / "one.err", tmp_path / "two.err"]
     procs = [spawn_run(args, errs[0]), spawn_run(args, errs[1])]
     try:

@@ -36,6 +36,7 @@ from tests.kafka_run import (
     wait_for_line,
 )
 from tests.log_contract import run
+from tests.procs import fixed_batch
 
 pytestmark = pytest.mark.kafka
 SHARDS = ("default", "beta")
@@ -157,7 +158,7 @@ def test_two_instances_split_the_shards_and_the_survivor_takes_over_a_killed_one
 ) -> None:
     inputs = submit_to_shards(kafka_bootstrap, kafka_topics, tmp_path)
     args = [*kafka_args(kafka_bootstrap, kafka_topics), "--partition", "default", "--partition", "beta",
-            "--batch", "8", *FAST_GROUP]
+            *fixed_batch(8), *FAST_GROUP]
     errs = [tmp_path / "one.err", tmp_path / "two.err"]
     procs = [spawn_run(args, errs[0]), spawn_run(args, errs[1])]
     try:
@@ -192,7 +193,7 @@ def test_a_joining_instance_gets_a_shard_handed_over_and_a_stopping_one_hands_ov
     kafka_bootstrap: str, kafka_topics: KafkaTopics, tmp_path: Path
 ) -> None:
     inputs = submit_to_shards(kafka_bootstrap, kafka_topics, tmp_path)
-    args = [*kafka_args(kafka_bootstrap, kafka_topics), "--partition", "default,beta", "--batch", "2", *FAST_GROUP]
+    args = [*kafka_args(kafka_bootstrap, kafka_topics), "--partition", "default,beta", *fixed_batch(2), *FAST_GROUP]
     errs = [tmp_path / "first.err", tmp_path / "second.err"]
     procs = [spawn_run(args, errs[0])]
     try:

@@ -17,6 +17,7 @@ from events.log.file import FileLog
 from scheduler.config import load_config
 from scheduler.simulate import Simulation
 from scheduler.workload import WorkloadSpec, config_yaml, events, numbered
+from tests.procs import fixed_batch
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -90,7 +91,7 @@ def test_sigkill_at_random_points_loses_and_changes_nothing(tmp_path: Path) -> N
     lines = workload(spec)
     reference = tmp_path / "reference"
     submit(reference, lines, tmp_path)
-    evsched("run", "--log", str(reference), "--once", "--batch", "60")
+    evsched("run", "--log", str(reference), "--once", *fixed_batch(60))
     expected = decisions(outputs(reference))
     assert len(expected) > spec.asks // 2
 
@@ -100,7 +101,7 @@ def test_sigkill_at_random_points_loses_and_changes_nothing(tmp_path: Path) -> N
     kills = 0
     for _ in range(60):
         proc = subprocess.Popen(
-            [sys.executable, "-m", "scheduler", "run", "--log", str(crashed), "--once", "--batch", "60"],
+            [sys.executable, "-m", "scheduler", "run", "--log", str(crashed), "--once", *fixed_batch(60)],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         time.sleep(rng.uniform(0.35, 1.2))
@@ -111,7 +112,7 @@ def test_sigkill_at_random_points_loses_and_changes_nothing(tmp_path: Path) -> N
         if kills >= 22:
             break
     assert kills >= 20, f"only {kills} kills landed while the service was running"
-    evsched("run", "--log", str(crashed), "--once", "--batch", "60")
+    evsched("run", "--log", str(crashed), "--once", *fixed_batch(60))
 
     outs = outputs(crashed)
     by_id: dict[str, bytes] = {}
@@ -167,7 +168,7 @@ def test_restart_uses_a_matching_snapshot_and_discards_a_bad_one(tmp_path: Path)
     log_dir = tmp_path / "log"
     spec = WorkloadSpec(nodes=60, apps=10, asks=1500, leaves=4, seed=4)
     submit(log_dir, workload(spec), tmp_path)
-    evsched("run", "--log", str(log_dir), "--once", "--batch", "20", "--snapshot-every", "25")
+    evsched("run", "--log", str(log_dir), "--once", *fixed_batch(20), "--snapshot-every", "25")
     snaps = sorted((log_dir / "snapshots").glob("snapshot-*.json"))
     assert len(snaps) == 2
     before = outputs(log_dir)

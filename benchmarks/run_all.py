@@ -40,8 +40,8 @@ PLAN: list[tuple[str, list[str], list[str], str | None]] = [
     ("verify", ["--events", "60000", "--repeat", "1"], ["--events", "20000", "--repeat", "1"],
      "a 60,000-event service log (the target fixes no size)"),
     ("memory", [], ["--asks", "200000"], None),
-    ("e2e", ["--events", "20000", "--asks", "8000", "--seconds", "5"],
-     ["--events", "10000", "--asks", "4000", "--seconds", "3"],
+    ("e2e", ["--events", "20000", "--asks", "8000", "--seconds", "5", "--runs", "2"],
+     ["--events", "10000", "--asks", "4000", "--seconds", "3", "--runs", "1"],
      "20,000 pre-loaded events and 5 s at 1,000 asks/s (the target fixes no size)"),
 ]
 
@@ -63,15 +63,20 @@ def run_script(name: str, args: list[str], results: Path) -> tuple[int, str, flo
 
 
 def e2e_entries(output: str, core_rate: float | None) -> list[dict[str, Any]]:
-    """Targets read from e2e.py's printed lines (its format: 'allocations: N/s', 'p99 X ms')."""
+    """Targets read from e2e.py's printed lines (its format: 'allocations: N/s', 'core rate on the
+    same workload (…): N/s', 'p99 X ms'). The share is judged against the core rate e2e.py had
+    measured on its own workload; ``core_rate`` (core.py's, on the reference one) when it printed none."""
     out: list[dict[str, Any]] = []
     alloc = re.search(r"allocations: ([\d,]+)/s", output)
-    if alloc and core_rate:
+    same = re.search(r"core rate on the same workload \([^)]*\): ([\d,]+)/s", output)
+    basis = float(same.group(1).replace(",", "")) if same else core_rate
+    if alloc and basis:
         rate = float(alloc.group(1).replace(",", ""))
-        target = E2E_TARGET_SHARE * core_rate
+        target = E2E_TARGET_SHARE * basis
+        where = "its own workload" if same else "the reference workload"
         out.append({"label": "end to end through Kafka: allocations/s", "value": rate, "unit": "allocations/s",
                     "target": target, "at_least": True, "ratio": rate / target, "met": rate >= target,
-                    "note": f"target = 50% of this run's core rate {core_rate:,.0f}/s"})
+                    "note": f"target = 50% of the core rate on {where}, {basis:,.0f}/s"})
     p99 = re.search(r"p99 ([\d.]+) ms", output)
     if p99:
         value = float(p99.group(1))

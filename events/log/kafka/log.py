@@ -49,6 +49,7 @@ log = logging.getLogger("evsched.kafka")
 RevokeCallback = Callable[[list[str]], Awaitable[None]]
 OffsetCommitter = Callable[[dict[TopicPartition, int]], Awaitable[None]]
 
+_FILL_S = 0.05  # read_inputs: how long it may top a short batch up while more records are there
 _SEEK_ANSWER_S = 5.0  # read_inputs: how long an empty read after a seek waits for the fetch
 _BATCH_BYTES = 512 * 1024  # well under the brokers' default 1 MiB message limit
 _FETCH_BYTES = 8 * 1024 * 1024  # per input partition and fetch
@@ -284,16 +285,53 @@ class KafkaLog:
                 ends = [(consumer.highwater(tp), self._delivered[tp]) for tp in sought]
                 if all(end is not None and end <= wanted for end, wanted in ends):
                     break
+            got = self._converted(assigned, batches, {})
+            count = sum(map(len, got.values()))
+            # A broker caps what one fetch answers with, so a large batch may span several
+            # fetches. On a backlog — the partitions' high watermarks say enough records are
+            # there to fill the batch — top it up: a short batch is a cycle's fixed cost spent
+            # on less work, and resets the service's batch growth. A trickle of new records
+            # never waits here; a backlog at most a short time budget.
+            fill_until = time.monotonic() + _FILL_S
+            while count < max_records and self._waiting(consumer, assigned, got) >= max_records - count:
+                left_ms = int((fill_until - time.monotonic()) * 1000)
+                if left_ms <= 0:
+                    break
+                batches = await consumer.getmany(*assigned, timeout_ms=left_ms, max_records=max_records - count)
+                if not any(batches.values()):
+                    break
+                count = sum(map(len, self._converted(assigned, batches, got).values()))
         except KafkaError as exc:
             raise LogError(f"reading input records failed: {exc!r}") from exc
         out: list[LogRecord] = []
         for tp in assigned:
-            got = to_records(tp, batches.get(tp, ()), self._now_us)
-            if got:
-                out.extend(got)
-                self._delivered[tp] = got[-1].offset + 1
-                self._recent.remember(tp, got)
+            records = got.get(tp)
+            if records:
+                out.extend(records)
+                self._delivered[tp] = records[-1].offset + 1
+                self._recent.remember(tp, records)
         return out
+
+    def _converted(self, assigned: list[TopicPartition], batches: Mapping[TopicPartition, Any],
+                   got: dict[TopicPartition, list[LogRecord]]) -> dict[TopicPartition, list[LogRecord]]:
+        """``got`` with the records of ``batches`` appended per partition."""
+        for tp in assigned:
+            records = to_records(tp, batches.get(tp, ()), self._now_us)
+            if records:
+                got.setdefault(tp, []).extend(records)
+        return got
+
+    def _waiting(self, consumer: Any, assigned: list[TopicPartition],
+                 got: Mapping[TopicPartition, list[LogRecord]]) -> int:
+        """Records past what this read has, by the partitions' last known high watermarks."""
+        waiting = 0
+        for tp in assigned:
+            have = got.get(tp)
+            after = have[-1].offset + 1 if have else self._delivered.get(tp, 0)
+            end = consumer.highwater(tp)
+            if end is not None and end > after:
+                waiting += end - after
+        return waiting
 
     async def input_end(self) -> dict[str, int]:
         ends = await self._outputs.end_offsets(self._assignment())

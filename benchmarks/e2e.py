@@ -62,6 +62,7 @@ from events.log.port import LogRecord  # noqa: E402
 from scheduler.core.engine import Engine  # noqa: E402
 from scheduler.cycle_runner import run_logged_cycle  # noqa: E402
 from scheduler.runtime import tuned_gc  # noqa: E402
+from scheduler.service import next_batch  # noqa: E402
 from scheduler.workload import WorkloadSpec, config_yaml, events, numbered  # noqa: E402
 
 THROUGHPUT_SHARE = 0.5  # of the core's allocation rate on the same workload
@@ -175,7 +176,7 @@ def pct(values: list[float], q: float) -> float:
 def in_process(evts: list[dict[str, Any]], batch: int, max_batch: int) -> tuple[int, float]:
     """The service's CPU work on the same events and batches, no broker: (decisions, seconds).
 
-    Batches grow as the service's do on a backlog: doubling from ``batch`` up to ``max_batch``.
+    Batches grow as the service's do on a backlog (``next_batch``), from ``batch`` up to ``max_batch``.
     """
     channel = "in/0"
     recs = [LogRecord(channel, i, orjson.dumps(e), 0) for i, e in enumerate(evts)]
@@ -192,7 +193,7 @@ def in_process(evts: list[dict[str, Any]], batch: int, max_batch: int) -> tuple[
             encoded = [encode_output(o) for o in outputs]
             decided += sum(1 for o in outputs if o.type == "allocation.decided")
             del encoded
-            start, size = start + len(chunk), min(2 * size, max_batch)
+            start, size = start + len(chunk), next_batch(size, len(chunk), batch, max_batch)
         return decided, time.perf_counter() - t0
 
 

@@ -9,11 +9,10 @@ O(depth); lowering the value that *was* the max rescans that one level's sibling
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from operator import attrgetter
+from collections.abc import Iterator, Mapping
 from typing import Protocol
 
-from events.resources import Resources, add_into
+from events.resources import Resources, add_into, sub_into
 from projections.priority import MIN_PRIORITY, adjusted
 
 RUNNING_STATES = frozenset({"Starting", "Running"})
@@ -32,27 +31,6 @@ class AppView(Protocol):
     def allocated(self) -> Resources: ...
     @property
     def state(self) -> str: ...
-
-
-_PENDING = attrgetter("pending")
-_ALLOCATED = attrgetter("allocated")
-
-
-def _roll_up(lineage: tuple[QueueNode, ...], vector: Callable[[QueueNode], Resources],
-             delta: Mapping[str, int], sign: int) -> None:
-    """``vector(q) += sign * delta`` for every queue of a lineage, zero entries kept out.
-
-    ``add_into``/``sub_into`` inlined: roll-ups run several times per ask and allocation.
-    """
-    items = delta.items()
-    for q in lineage:
-        target = vector(q)
-        for k, v in items:
-            nv = target.get(k, 0) + sign * v
-            if nv:
-                target[k] = nv
-            else:
-                target.pop(k, None)
 
 
 class QueueNode:
@@ -160,22 +138,24 @@ class QueueNode:
 
     def add_pending(self, delta: Mapping[str, int]) -> None:
         """A leaf's pending grew by delta: roll it up to root."""
-        _roll_up(self.lineage, _PENDING, delta, 1)
+        for q in self.lineage:
+            add_into(q.pending, delta)
 
     def sub_pending(self, delta: Mapping[str, int]) -> None:
         """A leaf's pending shrank by delta: roll it up to root."""
-        _roll_up(self.lineage, _PENDING, delta, -1)
+        for q in self.lineage:
+            sub_into(q.pending, delta)
 
     def add_allocated(self, delta: Mapping[str, int]) -> None:
         """A leaf's allocation grew by delta: roll it up and invalidate fair shares."""
-        _roll_up(self.lineage, _ALLOCATED, delta, 1)
         for q in self.lineage:
+            add_into(q.allocated, delta)
             q._share = None
 
     def sub_allocated(self, delta: Mapping[str, int]) -> None:
         """A leaf's allocation shrank by delta: roll it up and invalidate fair shares."""
-        _roll_up(self.lineage, _ALLOCATED, delta, -1)
         for q in self.lineage:
+            sub_into(q.allocated, delta)
             q._share = None
 
     def add_running(self, delta: int) -> None:

@@ -38,6 +38,16 @@ class CycleListener(Protocol):
     def cycle_done(self, engine: Engine, outputs: list[OutputEvent]) -> None: ...
 
 
+def next_batch(asked: int, got: int, base: int, maximum: int) -> int:
+    """The next read's batch size: twice the last while reads come back full (a backlog), up
+    to ``maximum``; ``base`` again after a short one (caught up).
+
+    >>> [next_batch(5, 5, 5, 20), next_batch(20, 20, 5, 20), next_batch(10, 7, 5, 20)]
+    [10, 20, 5]
+    """
+    return min(2 * asked, maximum) if got >= asked else base
+
+
 @dataclass
 class Progress:
     """Counters for the periodic progress line."""
@@ -135,8 +145,7 @@ class Service:
         # maximum), spreading each cycle's fixed costs (state digest, cycle records, broker
         # round trips) over more inputs; a short one means caught up, back to the base size
         # so that decisions follow their inputs closely again.
-        full = len(records) >= self._batch
-        self._batch = min(2 * self._batch, self.max_batch_records) if full else self.batch_records
+        self._batch = next_batch(self._batch, len(records), self.batch_records, self.max_batch_records)
         now = self.now_us()
         if not records and not self.engine.state.timer_due(now):
             return 0

@@ -13,7 +13,7 @@ import hashlib
 import heapq
 from typing import Any
 
-from events.resources import normalized
+from events.resources import Resources, normalized
 from projections.digest import canonical
 from projections.queues import QueueNode
 from scheduler.core.form_cache import EncodedEntries
@@ -47,13 +47,14 @@ def app_entry(app: App) -> dict[str, Any]:
     }
 
 
+def node_vectors(node: Node) -> dict[str, Resources]:
+    """A node's state-form fields as the node holds them (live dicts: read, never hand out)."""
+    return {"capacity": node.capacity, "allocated": node.allocated, "available": node.available()}
+
+
 def node_entry(node: Node) -> dict[str, Any]:
     """A node in the state form."""
-    return {
-        "capacity": normalized(node.capacity),
-        "allocated": normalized(node.allocated),
-        "available": normalized(node.available()),
-    }
+    return {name: normalized(vector) for name, vector in node_vectors(node).items()}
 
 
 def state_form(state: SchedulerState) -> dict[str, Any]:
@@ -79,12 +80,10 @@ def _refreshed(pname: str, part: PartitionState) -> None:
 
     def node_of(node_id: str) -> dict[str, Any] | None:
         node = part.nodes.get(node_id)
-        if node is None:
-            return None
         # ``node_entry`` without its sorted copies: a node's vectors hold no zero entries and
         # ``canonical`` sorts keys, so the encoded bytes are the same (every node re-encodes
         # each cycle on a busy cluster). The digest property tests compare with a full form.
-        return {"capacity": node.capacity, "allocated": node.allocated, "available": node.available()}
+        return None if node is None else node_vectors(node)
 
     part.form.refresh(lambda name: _key(pname, name), app_of, node_of)
 

@@ -54,6 +54,13 @@ def private_tansu(log_dir: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]
         stop_group(proc)
 
 
+def freeze(broker: subprocess.Popen[bytes], seconds: float) -> None:
+    """Stop the broker (SIGSTOP: its sockets stay open, nothing answers) for ``seconds``, then continue it."""
+    os.killpg(broker.pid, signal.SIGSTOP)
+    time.sleep(seconds)
+    os.killpg(broker.pid, signal.SIGCONT)
+
+
 def check_the_log(
     bootstrap: str, topics: KafkaTopics, log_args: list[str], submitted: int
 ) -> tuple[Judged, dict[str, Any]]:
@@ -86,9 +93,7 @@ def test_broker_paused_past_the_session_timeout_the_service_carries_on(
             wait_consumed(bootstrap, topics, len(first), service)
             submit_file(bootstrap, topics, second, tmp_path)
             at_pause = wait_consumed(bootstrap, topics, len(first) + 1, service)  # busy with the second part
-            os.killpg(broker.pid, signal.SIGSTOP)
-            time.sleep(pause_s)
-            os.killpg(broker.pid, signal.SIGCONT)
+            freeze(broker, pause_s)
             wait_consumed(bootstrap, topics, len(first) + len(second), service)
             submit_file(bootstrap, topics, third, tmp_path)
             wait_consumed(bootstrap, topics, len(records), service)
@@ -127,9 +132,7 @@ def test_broker_silent_past_the_request_timeout_the_service_restarts_itself(tmp_
             wait_consumed(bootstrap, topics, len(first), service)
             submit_file(bootstrap, topics, second, tmp_path)
             at_pause = wait_consumed(bootstrap, topics, len(first) + 1, service)  # busy: appends in flight
-            os.killpg(broker.pid, signal.SIGSTOP)
-            time.sleep(pause_s)
-            os.killpg(broker.pid, signal.SIGCONT)
+            freeze(broker, pause_s)
             wait_consumed(bootstrap, topics, len(records), service)
         finally:
             service.send_signal(signal.SIGTERM)

@@ -5,23 +5,17 @@ from __future__ import annotations
 import pytest
 
 from projections.priority import MAX_PRIORITY, MIN_PRIORITY, adjusted, clamp_int32
-from tests.sim import SCHEDULE, app, ask, node, run
+from tests.sim import SCHEDULE, app, ask, node, root_queues, run
 
 
 def tree(parent_props: str, leaf_props: str) -> str:
-    return f"""
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: parent
-            properties: {{{parent_props}}}
-            queues:
-              - name: leaf
-                properties: {{{leaf_props}}}
-"""
+    return root_queues(f"""
+        - name: parent
+          properties: {{{parent_props}}}
+          queues:
+            - name: leaf
+              properties: {{{leaf_props}}}
+    """)
 
 
 def priorities(state: dict, *paths: str) -> tuple[int, ...]:

@@ -285,8 +285,8 @@ class KafkaLog:
                 ends = [(consumer.highwater(tp), self._delivered[tp]) for tp in sought]
                 if all(end is not None and end <= wanted for end, wanted in ends):
                     break
-            got = self._converted(assigned, batches, {})
-            count = sum(map(len, got.values()))
+            got: dict[TopicPartition, list[LogRecord]] = {}
+            count = self._take(assigned, batches, got)
             # A broker caps what one fetch answers with, so a large batch may span several
             # fetches. On a backlog — the partitions' high watermarks say enough records are
             # there to fill the batch — top it up: a short batch is a cycle's fixed cost spent
@@ -300,7 +300,7 @@ class KafkaLog:
                 batches = await consumer.getmany(*assigned, timeout_ms=left_ms, max_records=max_records - count)
                 if not any(batches.values()):
                     break
-                count = sum(map(len, self._converted(assigned, batches, got).values()))
+                count += self._take(assigned, batches, got)
         except KafkaError as exc:
             raise LogError(f"reading input records failed: {exc!r}") from exc
         out: list[LogRecord] = []
@@ -312,14 +312,16 @@ class KafkaLog:
                 self._recent.remember(tp, records)
         return out
 
-    def _converted(self, assigned: list[TopicPartition], batches: Mapping[TopicPartition, Any],
-                   got: dict[TopicPartition, list[LogRecord]]) -> dict[TopicPartition, list[LogRecord]]:
-        """``got`` with the records of ``batches`` appended per partition."""
+    def _take(self, assigned: list[TopicPartition], batches: Mapping[TopicPartition, Any],
+              got: dict[TopicPartition, list[LogRecord]]) -> int:
+        """Append the records of ``batches`` to ``got`` per partition; how many there were."""
+        taken = 0
         for tp in assigned:
             records = to_records(tp, batches.get(tp, ()), self._now_us)
             if records:
                 got.setdefault(tp, []).extend(records)
-        return got
+                taken += len(records)
+        return taken
 
     def _waiting(self, consumer: Any, assigned: list[TopicPartition],
                  got: Mapping[TopicPartition, list[LogRecord]]) -> int:

@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m scheduler.demo
+	$(PY) -m scheduler.cli.demo
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

@@ -24,7 +24,7 @@ from events.codec import decode_input, decode_input_object
 from events.models import InputEvent
 from scheduler.config import load_config
 from scheduler.core.engine import Engine
-from scheduler.workload import REFERENCE, config_yaml, records
+from scheduler.simulation.workload import REFERENCE, config_yaml, records
 
 TARGET_PER_S = 100_000
 

@@ -7,7 +7,7 @@ the nodes linearly for the first fit. The real core (``scheduler.core``) caches 
 indexes all of this; on the generated workloads both give the same decisions, which
 ``tests/unit/test_bench_baseline.py`` checks and every benchmark run re-checks.
 
-Scope: what ``scheduler.workload`` generates — priority classes, nodes, apps and asks in
+Scope: what ``scheduler.simulation.workload`` generates — priority classes, nodes, apps and asks in
 one partition; fifo and fair leaves; fences and offsets; queue ``max``; fair and
 binpacking nodes. Anything else (stateaware, maxapplications, required nodes, removals)
 raises ``Unsupported`` rather than deciding differently.

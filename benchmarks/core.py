@@ -1,6 +1,6 @@
 """Core allocation rate on issue #7's reference workload, with the simple reference side by side.
 
-Workload (``scheduler.workload.REFERENCE``): 5,000 nodes, 50,000 pending asks in 500 apps
+Workload (``scheduler.simulation.workload.REFERENCE``): 5,000 nodes, 50,000 pending asks in 500 apps
 over 50 leaf queues in a 3-level tree (5 departments, one fenced, offsets elsewhere; fifo
 and fair leaves), 4 priority classes. All inputs are applied first; then cycles allocate
 until nothing fits (the first ``--baseline-steps`` decisions in a cycle of their own, so
@@ -26,7 +26,7 @@ from harness import decoded, engine_with, gc_setting, info, machine, profiled, r
 
 from events.models import AllocationDecided, InputEvent
 from scheduler.core.cycle import run_cycle
-from scheduler.workload import REFERENCE, WorkloadSpec, config_yaml, events, numbered
+from scheduler.simulation.workload import REFERENCE, WorkloadSpec, config_yaml, events, numbered
 
 TARGET_ALLOC_PER_S = {"fair": 10_000, "binpacking": 5_000}
 NOW_US = 10**12

@@ -60,10 +60,10 @@ from events.codec import encode_output, format_time  # noqa: E402
 from events.log.kafka import KafkaLog  # noqa: E402
 from events.log.port import LogRecord  # noqa: E402
 from scheduler.core.engine import Engine  # noqa: E402
-from scheduler.cycle_runner import run_logged_cycle  # noqa: E402
-from scheduler.runtime import tuned_gc  # noqa: E402
-from scheduler.service import next_batch  # noqa: E402
-from scheduler.workload import WorkloadSpec, config_yaml, events, numbered  # noqa: E402
+from scheduler.core.logged_cycle import run_logged_cycle  # noqa: E402
+from scheduler.service.gc_thresholds import tuned_gc  # noqa: E402
+from scheduler.service.loop import next_batch  # noqa: E402
+from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered  # noqa: E402
 
 THROUGHPUT_SHARE = 0.5  # of the core's allocation rate on the same workload
 P99_TARGET_MS = 50.0

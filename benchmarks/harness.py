@@ -7,7 +7,7 @@ same figure is appended to it as a JSON line (``run_all.py`` collects them into 
 Timing: the core benchmarks are single-threaded and CPU-bound, so their headline figures
 use the process's CPU time, which other processes on a shared machine disturb far less
 than wall time; the wall time is printed beside it. On a quiet machine the two agree.
-The measured sections run under the service's GC setting (``scheduler.runtime``), as every
+The measured sections run under the service's GC setting (``scheduler.service.gc_thresholds``), as every
 ``evsched`` command does; ``--default-gc`` measures with CPython's defaults instead.
 """
 
@@ -34,9 +34,9 @@ from events.codec import decode_input  # noqa: E402
 from events.models import InputEvent  # noqa: E402
 from scheduler.config import load_config  # noqa: E402
 from scheduler.core.engine import Engine  # noqa: E402
-from scheduler.runtime import tuned_gc  # noqa: E402
-from scheduler.workload import WorkloadSpec, config_yaml, numbered, records  # noqa: E402
-from scheduler.workload import events as generate  # noqa: E402
+from scheduler.service.gc_thresholds import tuned_gc  # noqa: E402
+from scheduler.simulation.workload import WorkloadSpec, config_yaml, numbered, records  # noqa: E402
+from scheduler.simulation.workload import events as generate  # noqa: E402
 
 RESULTS_ENV = "EVSCHED_BENCH_RESULTS"
 

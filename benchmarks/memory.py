@@ -26,8 +26,8 @@ from events.codec import decode_input
 from events.models import InputEvent
 from scheduler.config import load_config
 from scheduler.core.engine import Engine
-from scheduler.runtime import tuned_gc
-from scheduler.workload import REFERENCE, config_yaml, events, numbered
+from scheduler.service.gc_thresholds import tuned_gc
+from scheduler.simulation.workload import REFERENCE, config_yaml, events, numbered
 
 PER_ASK_LIMIT = 2048
 PROCESS_LIMIT = 2 * 2**30

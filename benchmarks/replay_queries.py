@@ -50,7 +50,7 @@ from harness import ROOT, info, machine, report
 
 from events.codec import format_time
 from events.log.file import FileLog
-from scheduler.workload import PRIORITY_CLASSES, WorkloadSpec, config_yaml, leaf_paths
+from scheduler.simulation.workload import PRIORITY_CLASSES, WorkloadSpec, config_yaml, leaf_paths
 
 TARGET_S = 2.0
 VERIFY_TARGET_PER_S = 50_000
@@ -147,11 +147,11 @@ def snapshot_cycles(log_dir: Path) -> list[int]:
 BREAKDOWN = """
 import sys, time, orjson
 t0 = time.perf_counter()
-from replay.explain_log import explain_from_log
-from replay.locate import find_cycle
+from replay.explain.from_log import explain_from_log
+from replay.find_cycle import find_cycle
 from replay.reader import open_file_log
 from replay.snapshot_start import pick_snapshot
-from scheduler.snapshots import SnapshotStore
+from scheduler.storage.snapshot_files import SnapshotStore
 phases = {"import the replay modules": time.perf_counter() - t0}
 log_dir, decision_id = sys.argv[1], sys.argv[2]
 number = int(decision_id.rsplit("-", 2)[1])

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from harness import ROOT, write_workload_jsonl  # puts the repository on sys.path
 
-from scheduler.workload import WorkloadSpec
+from scheduler.simulation.workload import WorkloadSpec
 
 
 def evsched(*args: str) -> float:

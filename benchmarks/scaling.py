@@ -26,7 +26,7 @@ from core import NOW_US, core_run, reference_run
 from harness import engine_with, gc_setting, info, machine, report, timed
 
 from scheduler.core.cycle import run_cycle
-from scheduler.workload import REFERENCE, WorkloadSpec
+from scheduler.simulation.workload import REFERENCE, WorkloadSpec
 
 NODE_RATIO_LIMIT = 1.5
 ASK_RATIO_LIMIT = 1.5

@@ -29,7 +29,7 @@ import harness  # noqa: F401  (puts the repository on sys.path)
 import orjson
 from harness import ROOT, info, machine, report, write_workload_jsonl
 
-from scheduler.workload import WorkloadSpec
+from scheduler.simulation.workload import WorkloadSpec
 
 TARGET_PER_S = 50_000
 

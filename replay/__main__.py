@@ -1,5 +1,5 @@
 """``python -m replay`` runs the ``evsched`` command line, like ``python -m scheduler`` (CONTRACT §6)."""
 
-from scheduler.cli import run
+from scheduler.cli.main import run
 
 run()

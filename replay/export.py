@@ -31,8 +31,8 @@ from events.codec import MAX_TIME_US, MIN_TIME_US, format_time
 from events.log.port import LogRecord
 from events.models import MAX_RECORD_BYTES
 from replay.reader import InputCursor, InputGap, LogSource, channel_order
-from scheduler.cycle_records import LogStructureError, recorded_cycles
-from scheduler.cycle_runner import decode_records, merge
+from scheduler.core.logged_cycle import decode_records, merge
+from scheduler.core.recorded_cycles import LogStructureError, recorded_cycles
 
 
 class ExportError(Exception):

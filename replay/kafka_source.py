@@ -8,7 +8,7 @@ answer. Memory stays bounded by one batch per open iterator; while the replay wo
 batch, the Kafka client's background fetcher keeps running on the loop thread.
 
 ``open_kafka_source(args)`` builds the ``KafkaLog`` exactly as ``evsched run`` does
-(``scheduler.cli_run.open_log``: bootstrap, ``--input-topic`` list, ``--decisions-topic``,
+(``scheduler.cli.run.open_log``: bootstrap, ``--input-topic`` list, ``--decisions-topic``,
 security options, credentials from the environment) and takes the channel order from the
 log's ``input_channels()`` — topic order as configured, then partition — which is the
 order the service merges channels in (CONTRACT §4), not the names sorted.
@@ -162,7 +162,7 @@ def open_kafka_source(args: argparse.Namespace) -> Iterator[EventLogSource]:
 
     Raises ``LogError`` when the brokers cannot be reached.
     """
-    from scheduler.cli_run import open_log
+    from scheduler.cli.run import open_log
 
     runner = LoopThread()
     try:

@@ -2,7 +2,7 @@
 
 ``Rederiver(source).steps()`` walks the recorded cycles in order; for each it takes the
 cycle's inputs (``cycle.started``'s ``inputs_from`` … ``inputs_through``) and runs
-``scheduler.cycle_runner.run_logged_cycle`` — the very function the live service runs —
+``scheduler.core.logged_cycle.run_logged_cycle`` — the very function the live service runs —
 at the recorded time, yielding the recorded records next to the re-derived outputs.
 The engine is shared and mutated from step to step; a consumer that wants the state
 after cycle ``k`` reads it from the step of cycle ``k``.
@@ -28,8 +28,8 @@ from events.log.port import LogRecord
 from events.models import OutputEvent
 from replay.reader import InputCursor, InputGap, LogSource, channel_order
 from scheduler.core.engine import DEFAULT_SOURCE, Engine
-from scheduler.cycle_records import LogStructureError, RecordedCycle, parse_record, recorded_cycles
-from scheduler.cycle_runner import run_logged_cycle
+from scheduler.core.logged_cycle import run_logged_cycle
+from scheduler.core.recorded_cycles import LogStructureError, RecordedCycle, parse_record, recorded_cycles
 
 
 @dataclass

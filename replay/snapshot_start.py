@@ -1,6 +1,6 @@
 """Starting a replay from a snapshot: the newest one at or before a cycle that the log vouches for.
 
-The service saves snapshots (``scheduler.snapshots``) every N cycles. A replay that needs
+The service saves snapshots (``scheduler.storage.snapshot_files``) every N cycles. A replay that needs
 the state after cycle ``k`` can restore the newest snapshot of a cycle ``<= k`` and
 re-derive only the cycles after it. A snapshot is used only when recovery would use it:
 made by this code (schema and code digest), its cycle's ``cycle.completed`` sits in the
@@ -20,8 +20,8 @@ from typing import Any
 
 from replay.reader import LogSource, output_at
 from replay.rederive import StartPoint
-from scheduler.cycle_records import COMPLETED, parse_record
-from scheduler.snapshots import SnapshotStore
+from scheduler.core.recorded_cycles import COMPLETED, parse_record
+from scheduler.storage.snapshot_files import SnapshotStore
 
 
 @dataclass(frozen=True)

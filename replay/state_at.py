@@ -17,7 +17,7 @@ from events.models import CycleCompleted
 from replay.reader import LogSource
 from replay.rederive import Rederiver, StartPoint
 from scheduler.core.engine import Engine
-from scheduler.cycle_records import LogStructureError
+from scheduler.core.recorded_cycles import LogStructureError
 
 SECTIONS = ("queues", "apps", "nodes")
 

@@ -22,7 +22,7 @@ from events.log.port import LogRecord
 from events.models import AllocationDecided, CycleCompleted
 from replay.reader import LogSource
 from replay.rederive import Rederiver, StartPoint, Step, inputs_range
-from scheduler.cycle_records import LogStructureError
+from scheduler.core.recorded_cycles import LogStructureError
 
 MAX_FIELD_DIFFS = 8
 

@@ -45,7 +45,7 @@ from replay.snapshot_start import restore_start
 from scheduler.core import snapshot
 from scheduler.core.engine import Engine
 from scheduler.core.snapshot import seen_pairs
-from scheduler.snapshots import SnapshotStore
+from scheduler.storage.snapshot_files import SnapshotStore
 
 MIN_RANGE_INPUTS = 20_000
 RANGES_PER_JOB = 2  # more balances better; each cut costs a snapshot restore and two engine hashes
@@ -166,7 +166,7 @@ def _source(spec: Spec) -> LogSource:
     """The worker's open log for ``spec`` (opened once per worker process, reused by its ranges)."""
     key = orjson.dumps(spec, option=orjson.OPT_SORT_KEYS).decode()
     if key not in _SOURCES:
-        from replay.source_cli import open_source
+        from scheduler.cli.sources import open_source
 
         stack = ExitStack()
         source = stack.enter_context(open_source(argparse.Namespace(**spec)))

@@ -27,7 +27,7 @@ from replay.reader import LogSource
 from replay.rederive import Rederiver, StartPoint
 from scheduler.config import SchedulerConfig
 from scheduler.core.engine import Engine
-from scheduler.cycle_records import LogStructureError, parse_record
+from scheduler.core.recorded_cycles import LogStructureError, parse_record
 
 WHATIF_SOURCE = "evsched-replay-whatif"
 

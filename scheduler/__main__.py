@@ -1,5 +1,5 @@
 """``python -m scheduler`` runs the ``evsched`` command line."""
 
-from scheduler.cli import run
+from scheduler.cli.main import run
 
 run()

@@ -19,7 +19,7 @@ import orjson
 from events.codec import encode_output, format_time
 from events.log.file import FileLog
 from scheduler.core.engine import Engine
-from scheduler.cycle_runner import advance, run_logged_cycle
+from scheduler.core.logged_cycle import advance, run_logged_cycle
 from tests.logdrive import copy_log as copy_log_records
 
 MS = 1000

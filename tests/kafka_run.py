@@ -18,10 +18,10 @@ import orjson
 from events.log.kafka import KafkaLog, shard_topics
 from events.log.port import LogRecord
 from events.producer import EventBuilder, EvschedProducer
-from scheduler.cycle_runner import decode_records, merge
-from scheduler.recovery import recover
-from scheduler.simulate import Simulation
-from scheduler.workload import WorkloadSpec, config_yaml, events, numbered
+from scheduler.core.logged_cycle import decode_records, merge
+from scheduler.service.recovery import recover
+from scheduler.simulation.simulate import Simulation
+from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
 from tests.kafka_broker import KafkaTopics
 from tests.log_contract import run
 

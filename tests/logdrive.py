@@ -8,7 +8,7 @@ the inputs after the last cycle, takes up to ``batch_size`` of them, runs
 Works with ``FileLog`` and ``MemoryLog`` (anything with sync ``iter_inputs`` /
 ``iter_outputs`` plus ``append_*_sync`` or async ``append_*``).
 
-``workload_records(spec)`` gives realistic input records (``scheduler.workload``).
+``workload_records(spec)`` gives realistic input records (``scheduler.simulation.workload``).
 ``copy_log(src, dst_dir, inputs=..., outputs=...)`` writes a new FileLog holding the
 records of ``src`` — each input keeping its append time — after passing the lists of
 records through the given functions: the way tests build tampered logs.
@@ -28,8 +28,8 @@ from events.log.file import FileLog
 from events.log.port import LogRecord
 from scheduler.config import SchedulerConfig
 from scheduler.core.engine import Engine
-from scheduler.cycle_runner import advance, run_logged_cycle
-from scheduler.workload import WorkloadSpec, config_yaml, events, numbered
+from scheduler.core.logged_cycle import advance, run_logged_cycle
+from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
 
 __all__ = ["copy_log", "drive", "workload_records", "write_inputs"]
 
@@ -114,7 +114,7 @@ def copy_log(
 
 
 def workload_records(spec: WorkloadSpec, *, with_config: bool = True, start_us: int = 0) -> list[dict[str, Any]]:
-    """Input records of a generated workload (``scheduler.workload``), optionally preceded by
+    """Input records of a generated workload (``scheduler.simulation.workload``), optionally preceded by
     its queue configuration as a ``config.updated`` input (as ``evsched run --config`` does)."""
     records = list(numbered(events(spec), start_us=start_us))
     if with_config:

@@ -9,7 +9,7 @@ import orjson
 
 from events.codec import output_to_dict
 from scheduler.config import load_config
-from scheduler.simulate import Simulation
+from scheduler.simulation.simulate import Simulation
 
 _ONE_ROOT = """
 partitions:

@@ -6,8 +6,8 @@ import hashlib
 
 from pydantic import ValidationError
 
+from scheduler.config.error_paths import schema_reasons
 from scheduler.config.errors import ConfigError
-from scheduler.config.locate import schema_reasons
 from scheduler.config.model import parse_raw
 from scheduler.config.resolve import resolve_partition
 from scheduler.config.specs import SchedulerConfig

@@ -12,8 +12,8 @@ import re
 from collections.abc import Callable, Mapping
 
 from scheduler.config import resmath
+from scheduler.config.error_paths import where
 from scheduler.config.gostrings import fields, trim_space
-from scheduler.config.locate import where
 from scheduler.config.model import RawConfig, RawQueue, RawResources
 from scheduler.config.quantities import parse_resources
 from scheduler.config.structure import NormalPartition, child_path, children, walk

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 
 from scheduler.config import resmath
-from scheduler.config.locate import where
+from scheduler.config.error_paths import where
 from scheduler.config.model import RawLimit, RawQueue
 from scheduler.config.quantities import parse_resources
 from scheduler.config.structure import NormalPartition, child_path, children, walk

@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 import pytest
 
-from scheduler.workload import WorkloadSpec
+from scheduler.simulation.workload import WorkloadSpec
 from tests.kafka_broker import KafkaTopics
 from tests.kafka_run import decisions, open_log, read_all, spawn_run, unique, wait_for_line
 from tests.log_contract import run

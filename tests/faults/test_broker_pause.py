@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.workload import WorkloadSpec
+from scheduler.simulation.workload import WorkloadSpec
 from tests.faults.harness import Judged, fault_workload, judge, verify_log, wait_consumed
 from tests.kafka_broker import KafkaTopics, _start_tansu, fresh_topics, tansu_binary
 from tests.kafka_run import kafka_args, read_all, simulate_with_recorded_boundaries, spawn_run, submit_file

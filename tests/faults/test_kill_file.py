@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from events.log.file import FileLog
-from scheduler.workload import WorkloadSpec
+from scheduler.simulation.workload import WorkloadSpec
 from tests.faults.harness import (
     ROOT,
     CampaignCase,

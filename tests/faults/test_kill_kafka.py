@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.workload import WorkloadSpec
+from scheduler.simulation.workload import WorkloadSpec
 from tests.faults.harness import (
     CampaignCase,
     campaign_cases,

@@ -26,7 +26,7 @@ import orjson
 import pytest
 
 from events.log.file import FileLog
-from scheduler.workload import WorkloadSpec
+from scheduler.simulation.workload import WorkloadSpec
 from tests.faults.damage import DAMAGE, damage, flip_byte, last_segment
 from tests.faults.harness import ROOT, fault_workload, finish_run, judge, run_args, verify_log
 from tests.integration.test_service import outputs, simulate_with_recorded_boundaries

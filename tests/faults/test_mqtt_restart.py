@@ -32,7 +32,7 @@ import orjson
 import pytest
 
 from scheduler.bridge.address import parse_broker_url
-from scheduler.workload import WorkloadSpec
+from scheduler.simulation.workload import WorkloadSpec
 from tests.faults.harness import fault_workload, judge, output_values, wait_consumed
 from tests.kafka_broker import KafkaTopics
 from tests.kafka_run import kafka_args, read_all, simulate_with_recorded_boundaries, spawn_run, submit_file

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from events.log.file import FileLog
-from scheduler.service import Service
-from scheduler.snapshots import SnapshotStore
-from scheduler.workload import WorkloadSpec
+from scheduler.service.loop import Service
+from scheduler.simulation.workload import WorkloadSpec
+from scheduler.storage.snapshot_files import SnapshotStore
 from tests.faults.harness import fault_workload
 from tests.logdrive import write_inputs
 

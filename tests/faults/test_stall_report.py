@@ -1,4 +1,4 @@
-"""``scheduler.stall.watched``: a log call that hangs is reported once, and so is its end."""
+"""``scheduler.service.stall.watched``: a log call that hangs is reported once, and so is its end."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from scheduler.stall import watched
+from scheduler.service.stall import watched
 
 pytestmark = pytest.mark.faults
 LOG = logging.getLogger("evsched.test.stall")

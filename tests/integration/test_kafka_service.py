@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import pytest
 
-from scheduler.workload import WorkloadSpec
+from scheduler.simulation.workload import WorkloadSpec
 from tests.kafka_broker import KafkaTopics
 from tests.kafka_run import (
     create_topics,

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 import pytest
 
-from scheduler.workload import WorkloadSpec, config_yaml, events, numbered
+from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
 from tests.kafka_broker import KafkaTopics
 from tests.kafka_run import (
     decisions,

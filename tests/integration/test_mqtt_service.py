@@ -19,10 +19,10 @@ from events.log.file import FileLog
 from scheduler.bridge.address import parse_broker_url
 from scheduler.bridge.mqtt import MqttPublisher
 from scheduler.bridge.topics import encode_status, queue_topic
-from scheduler.bridge_wiring import MqttBridge
-from scheduler.recovery import recover
-from scheduler.service import Service
-from scheduler.workload import WorkloadSpec, config_yaml, events, numbered
+from scheduler.service.bridge_wiring import MqttBridge
+from scheduler.service.loop import Service
+from scheduler.service.recovery import recover
+from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
 from tests.mqtt_broker import eventually, private_mosquitto, read_retained
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from events.codec import dumps
-from scheduler.workload import WorkloadSpec
+from scheduler.simulation.workload import WorkloadSpec
 from tests.kafka_broker import KafkaTopics, fresh_topics
 from tests.kafka_run import decisions, evsched, kafka_args, open_log, read_all, submit_file, workload
 from tests.log_contract import run

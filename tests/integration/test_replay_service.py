@@ -13,12 +13,12 @@ import pytest
 from events.codec import dumps
 from events.log.file import FileLog
 from projections.digest import digest
-from scheduler.workload import WorkloadSpec, config_yaml, events, numbered
+from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
 from tests.logdrive import copy_log
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = WorkloadSpec(nodes=6, apps=10, asks=400, leaves=4, seed=21)
-REPLAY = "import sys; from replay.cli import main; sys.exit(main(sys.argv[1:]))"
+REPLAY = "import sys; from scheduler.cli.replay import main; sys.exit(main(sys.argv[1:]))"
 
 
 def evsched(*args: str) -> subprocess.CompletedProcess[bytes]:

@@ -15,8 +15,8 @@ import orjson
 
 from events.log.file import FileLog
 from scheduler.config import load_config
-from scheduler.simulate import Simulation
-from scheduler.workload import WorkloadSpec, config_yaml, events, numbered
+from scheduler.simulation.simulate import Simulation
+from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
 from tests.procs import fixed_batch
 
 ROOT = Path(__file__).resolve().parents[2]

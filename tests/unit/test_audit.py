@@ -21,8 +21,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from events.log.file import FileLog
-from replay.audit import Auditor
-from replay.audit_cli import add_audit, source_inputs
+from replay.audit.checks import Auditor
+from scheduler.cli.audit import add_audit, source_inputs
 from tests.explain_logdrive import LogDriver, copy_log
 from tests.sim import app, ask, node, root_queues
 
@@ -208,7 +208,7 @@ def _cycle_two(position: dict[str, int]) -> list[bytes]:
 def test_cli_follow_reports_new_violations_until_sigint(tmp_path: Path) -> None:
     directory = tmp_path / "live"
     script = (
-        "import argparse, sys\nfrom replay.audit_cli import add_audit\n"
+        "import argparse, sys\nfrom scheduler.cli.audit import add_audit\n"
         "p = argparse.ArgumentParser(); add_audit(p.add_subparsers())\n"
         "a = p.parse_args(sys.argv[1:]); sys.exit(a.handler(a))\n"
     )
@@ -244,8 +244,8 @@ def test_cli_follow_reports_new_violations_until_sigint(tmp_path: Path) -> None:
 
 def test_audit_does_not_import_the_scheduler_core() -> None:
     code = (
-        "import sys, replay.audit_cli\n"
-        "bad = [m for m in sys.modules if m.startswith(('scheduler.core', 'scheduler.cycle_runner', 'projections'))]\n"
+        "import sys, scheduler.cli.audit\n"
+        "bad = [m for m in sys.modules if m.startswith(('scheduler.core', 'projections'))]\n"
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
@@ -258,8 +258,8 @@ def test_audit_merges_channels_as_the_scheduler_does(spec: list[tuple[str, bool,
     # Unreadable records (no event time) keep their place at their append time in both
     # merges; an audit that dropped them first would interleave the other records differently.
     from events.log.port import LogRecord
-    from replay.audit import merged_inputs
-    from scheduler.cycle_runner import decode_records, merge
+    from replay.audit.checks import merged_inputs
+    from scheduler.core.logged_cycle import decode_records, merge
 
     offsets = {"a": 0, "b": 0, "c": 0}
     records = []

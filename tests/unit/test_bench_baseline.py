@@ -15,7 +15,7 @@ from events.codec import decode_input
 from events.models import AllocationDecided, InputEvent
 from scheduler.config import load_config
 from scheduler.core.engine import Engine
-from scheduler.workload import WorkloadSpec, config_yaml, events, numbered, records
+from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered, records
 
 
 def core_decisions(spec: WorkloadSpec) -> list[tuple[str, str, str]]:

@@ -6,7 +6,7 @@ import pytest
 
 from scheduler.bridge.address import parse_broker_url
 from scheduler.bridge.outbox import Backoff, Outbox
-from scheduler.credentials import Credentials, mqtt_credentials
+from scheduler.cli.credentials import Credentials, mqtt_credentials
 
 
 def test_full_outbox_drops_the_oldest_non_retained() -> None:

@@ -21,8 +21,8 @@ from projections.queues import cached, recompute
 from scheduler.config import load_config
 from scheduler.core.engine import Engine
 from scheduler.core.state_form import state_form
-from scheduler.simulate import Simulation
-from scheduler.workload import WorkloadSpec, config_yaml, events, numbered
+from scheduler.simulation.simulate import Simulation
+from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
 
 ROOT = Path(__file__).resolve().parents[2]
 

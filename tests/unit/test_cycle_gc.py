@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from scheduler.cycle_gc import CycleCollector
+from scheduler.service.cycle_gc import CycleCollector
 
 
 class Node:

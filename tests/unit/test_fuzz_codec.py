@@ -34,7 +34,7 @@ from events.codec import (
 )
 from events.models import MAX_RECORD_BYTES, InputEvent, InputRejected, OutputEvent
 from scheduler.core.engine import Engine
-from scheduler.simulate import Simulation
+from scheduler.simulation.simulate import Simulation
 from tests.fuzz.strategies import (
     EDGE_INTS,
     EDGE_STRINGS,

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from events.log.file import FileLog
-from replay.explain import ExplainError, Explanation
-from replay.explain_cli import add_explain
-from replay.explain_log import explain_from_log
-from replay.explain_text import render_explanation
+from replay.explain.decision import ExplainError, Explanation
+from replay.explain.from_log import explain_from_log
+from replay.explain.text import render_explanation
+from scheduler.cli.explain import add_explain
 from tests.explain_logdrive import LogDriver
 from tests.sim import app, ask, node, root_queues
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from events.log.file import FileLog
-from replay.explain import Explanation
-from replay.explain_cli import add_explain
-from replay.explain_log import explain_from_log
+from replay.explain.decision import Explanation
+from replay.explain.from_log import explain_from_log
+from scheduler.cli.explain import add_explain
 from tests.explain_logdrive import LogDriver, copy_log
 from tests.sim import app, ask, node, root_queues
 

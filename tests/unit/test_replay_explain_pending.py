@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from events.log.file import FileLog
-from replay.explain_cli import add_explain
-from replay.explain_log import explain_ask_from_log
-from replay.explain_pending import PendingExplanation
+from replay.explain.from_log import explain_ask_from_log
+from replay.explain.pending import PendingExplanation
+from scheduler.cli.explain import add_explain
 from tests.explain_logdrive import LogDriver
 from tests.sim import app, ask, node, root_queues
 

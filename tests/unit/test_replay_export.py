@@ -12,11 +12,11 @@ from events.codec import encode_output
 from events.log.file import FileLog
 from events.log.port import LogRecord
 from events.models import MAX_RECORD_BYTES
-from replay.cli import main
 from replay.export import ExportError, ExportStats, export_lines, simulate_line
 from replay.reader import open_file_log
-from scheduler.simulate import Simulation
-from scheduler.workload import WorkloadSpec
+from scheduler.cli.replay import main
+from scheduler.simulation.simulate import Simulation
+from scheduler.simulation.workload import WorkloadSpec
 from tests.logdrive import drive, workload_records, write_inputs
 
 SPEC = WorkloadSpec(nodes=6, apps=5, asks=120, leaves=4, seed=2)

@@ -15,16 +15,16 @@ import pytest
 
 from events.log.file import FileLog
 from events.log.port import LogRecord
-from replay.cli import main
-from replay.explain_log import explain_from_log
-from replay.locate import find_cycle, scan_for_cycle
+from replay.explain.from_log import explain_from_log
+from replay.find_cycle import find_cycle, scan_for_cycle
 from replay.reader import FileSource, open_file_log
 from replay.snapshot_start import pick_snapshot
 from replay.state_at import state_at, states_at
+from scheduler.cli.replay import main
 from scheduler.core.engine import Engine
-from scheduler.cycle_records import recorded_cycles
-from scheduler.snapshots import SnapshotStore
-from scheduler.workload import WorkloadSpec, config_yaml
+from scheduler.core.recorded_cycles import recorded_cycles
+from scheduler.simulation.workload import WorkloadSpec, config_yaml
+from scheduler.storage.snapshot_files import SnapshotStore
 from tests.logdrive import copy_log, drive, workload_records, write_inputs
 
 SPEC = WorkloadSpec(nodes=60, apps=6, asks=300, leaves=4, seed=13)

@@ -23,7 +23,7 @@ from replay.kafka_source import EventLogSource, LoopThread
 from replay.reader import channel_order
 from replay.verify import verify
 from scheduler.core.engine import Engine
-from scheduler.cycle_runner import run_logged_cycle
+from scheduler.core.logged_cycle import run_logged_cycle
 from tests.log_contract import run
 
 

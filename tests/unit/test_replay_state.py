@@ -10,11 +10,11 @@ import pytest
 
 from events.codec import dumps
 from events.log.file import FileLog
-from replay.cli import main
 from replay.reader import open_file_log
 from replay.state_at import StateError, diff_states, format_diff, state_at, states_at
+from scheduler.cli.replay import main
 from scheduler.core.engine import Engine
-from scheduler.workload import WorkloadSpec
+from scheduler.simulation.workload import WorkloadSpec
 from tests.logdrive import copy_log, drive, workload_records, write_inputs
 
 SPEC = WorkloadSpec(nodes=5, apps=6, asks=80, leaves=4, seed=5)

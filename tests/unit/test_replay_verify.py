@@ -12,10 +12,10 @@ from events.codec import dumps
 from events.log.file import FileLog
 from events.log.memory import MemoryLog
 from events.log.port import LogRecord
-from replay.cli import main
 from replay.reader import open_file_log
 from replay.verify import VerifyReport, verify
-from scheduler.workload import WorkloadSpec
+from scheduler.cli.replay import main
+from scheduler.simulation.workload import WorkloadSpec
 from tests.logdrive import copy_log, drive, workload_records, write_inputs
 
 SPEC = WorkloadSpec(nodes=6, apps=6, asks=150, leaves=4, seed=11)

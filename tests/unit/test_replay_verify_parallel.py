@@ -12,7 +12,6 @@ import orjson
 import pytest
 
 from events.log.file import FileLog
-from replay.cli import main
 from replay.reader import open_file_log
 from replay.snapshot_start import pick_snapshot
 from replay.verify import VerifyReport, verify
@@ -24,8 +23,9 @@ from replay.verify_parallel import (
     plan_ranges,
     verify_parallel,
 )
-from scheduler.snapshots import SnapshotStore
-from scheduler.workload import WorkloadSpec
+from scheduler.cli.replay import main
+from scheduler.simulation.workload import WorkloadSpec
+from scheduler.storage.snapshot_files import SnapshotStore
 from tests.logdrive import copy_log
 from tests.unit.test_replay_snapshots import EVERY, snapshotted_log
 

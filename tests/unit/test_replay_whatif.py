@@ -8,11 +8,11 @@ import orjson
 import pytest
 
 from events.log.file import FileLog
-from replay.cli import main
 from replay.reader import open_file_log
 from replay.whatif import WhatIfError, whatif
+from scheduler.cli.replay import main
 from scheduler.config import load_config
-from scheduler.workload import WorkloadSpec, config_yaml
+from scheduler.simulation.workload import WorkloadSpec, config_yaml
 from tests.logdrive import drive, workload_records, write_inputs
 
 SPEC = WorkloadSpec(nodes=3, apps=9, asks=150, departments=3, leaves=6, seed=4)

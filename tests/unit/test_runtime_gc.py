@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from scheduler.runtime import GC_THRESHOLDS, tuned_gc
+from scheduler.service.gc_thresholds import GC_THRESHOLDS, tuned_gc
 
 
 def test_thresholds_apply_inside_and_come_back_after() -> None:

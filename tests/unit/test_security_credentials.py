@@ -1,6 +1,6 @@
 """Broker credentials come from the environment or a file, never the command line, never a log line.
 
-Unit tests of ``scheduler.credentials``, then the CLI as a user runs it (a subprocess, its
+Unit tests of ``scheduler.cli.credentials``, then the CLI as a user runs it (a subprocess, its
 stderr captured at DEBUG): a password on the command line is refused without being
 repeated, and one from a file really logs in to a mosquitto that requires it.
 """
@@ -20,7 +20,7 @@ import orjson
 import pytest
 
 from scheduler.bridge.address import parse_broker_url
-from scheduler.credentials import (
+from scheduler.cli.credentials import (
     MAX_SECRET_BYTES,
     CredentialError,
     Credentials,

@@ -32,7 +32,7 @@ from events.producer import key_of
 from scheduler.bridge.ingest import validate_ingest
 from scheduler.bridge.topics import escape_level, node_topic, parse_ingest_topic, route_outputs, unescape_level
 from scheduler.core.engine import Engine
-from scheduler.snapshots import SnapshotStore
+from scheduler.storage.snapshot_files import SnapshotStore
 from tests.fuzz.strategies import HOSTILE_IDS
 
 ID_FIELDS = {

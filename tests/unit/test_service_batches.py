@@ -9,8 +9,8 @@ import orjson
 import pytest
 
 from events.log.memory import MemoryLog
-from scheduler.cli import build_parser
-from scheduler.service import Service
+from scheduler.cli.main import build_parser
+from scheduler.service.loop import Service
 
 
 def node_events(count: int, start: int = 0) -> list[tuple[bytes | None, bytes]]:

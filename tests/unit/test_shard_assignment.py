@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from events.log.kafka import MemberShards, assign_shards, shard_topics
-from scheduler.cli_shards import partition_names, route, shard_source
+from scheduler.cli.shards import partition_names, route, shard_source
 
 
 def member(*shards: str, held: dict[str, int] | None = None) -> MemberShards:

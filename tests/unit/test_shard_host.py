@@ -15,8 +15,8 @@ import pytest
 
 from events.log.memory import MemoryLog
 from events.log.port import LogError
-from scheduler.service import Service
-from scheduler.shards import RunningShard, ShardHost
+from scheduler.service.loop import Service
+from scheduler.service.shards import RunningShard, ShardHost
 from tests.log_contract import run
 
 

@@ -7,8 +7,8 @@ import orjson
 from events.codec import encode_output
 from scheduler.config import load_config
 from scheduler.core import snapshot
-from scheduler.simulate import Simulation
-from scheduler.workload import WorkloadSpec, config_yaml, events, numbered
+from scheduler.simulation.simulate import Simulation
+from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
 
 
 def test_restored_engine_continues_identically() -> None:

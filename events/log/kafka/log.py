@@ -8,7 +8,7 @@ that consumed them are acknowledged; auto-commit is off.
 Partitions are either all assigned manually (the default: one instance owns every input
 partition of its topics) or handed out by the consumer group (``group_subscribe=True``);
 in that mode the service registers ``set_revoke_callback`` to drain and commit before a
-partition goes. A sharded instance (``scheduler.shards``) opens one manually assigned
+partition goes. A sharded instance (``scheduler.service.shards``) opens one manually assigned
 ``KafkaLog`` per shard and commits through its group membership (``commit_offsets``).
 
 Two waits matter for latency: ``poll_timeout_ms`` is how long ``read_inputs`` waits on the

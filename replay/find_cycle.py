@@ -4,7 +4,7 @@ Output envelope ids are ``<cycle>-start`` and ``<cycle>-<n>``, and the service w
 cycles in order, so the cycle number never decreases along the output log (a crashed
 cycle's re-run repeats the same number). ``find_cycle`` bisects on that number to the
 first record of the cycle — about 2·log2(outputs) single-record reads — and groups the
-cycle from there with ``scheduler.cycle_records.recorded_cycles``.
+cycle from there with ``scheduler.core.recorded_cycles.recorded_cycles``.
 
 The bisection's answer is checked (the record before it belongs to an earlier cycle, the
 group found has the number asked for). When a check fails — a damaged or tampered log,
@@ -18,7 +18,7 @@ from typing import Final
 
 from events.log.port import LogRecord
 from replay.reader import LogSource, output_at, outputs_end
-from scheduler.cycle_records import LogStructureError, RecordedCycle, parse_record, recorded_cycles
+from scheduler.core.recorded_cycles import LogStructureError, RecordedCycle, parse_record, recorded_cycles
 
 _UNSURE: Final = "unsure"
 

@@ -13,7 +13,7 @@ from typing import Any
 from events.resources import dominates, normalized
 from projections.node_index import NodeSortPolicy, usage_score
 from projections.queues import QueueNode
-from replay.explain_format import (
+from replay.explain.format import (
     RULE_APP_SORT,
     RULE_ASK_SORT,
     RULE_NODE_FIT,
@@ -30,7 +30,7 @@ from replay.explain_format import (
     share_list,
     shortfall,
 )
-from replay.explain_walk import AppTry, AskTry, QueueTry
+from replay.explain.walk import AppTry, AskTry, QueueTry
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import PartitionState
 

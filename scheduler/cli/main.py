@@ -7,8 +7,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from scheduler.cli_commands import add_commands
-from scheduler.runtime import tuned_gc
+from scheduler.cli.commands import add_commands
+from scheduler.service.gc_thresholds import tuned_gc
 
 
 class _Parser(argparse.ArgumentParser):

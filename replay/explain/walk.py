@@ -2,7 +2,7 @@
 
 It mirrors ``scheduler.core.cycle``'s walk (SEMANTICS "One allocation step") over the
 same state but without a ``CycleMemo``: the memo only skips work known to fail again, so
-this walk reaches the same (app, ask, node) — ``replay.explain`` checks that it does. It
+this walk reaches the same (app, ask, node) — ``replay.explain.decision`` checks that it does. It
 only reads the state; every failure is kept as a ``Blocker`` naming its rule and culprit.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from events.resources import Resources
 from projections.queues import QueueNode
-from replay.explain_format import (
+from replay.explain.format import (
     RULE_MAX_APPS,
     RULE_NODE_FIT,
     RULE_QUEUE_MAX,

@@ -16,9 +16,9 @@ from events.models import OutputEvent
 from scheduler.bridge.ingest import Rejection
 from scheduler.bridge.port import Publisher
 from scheduler.bridge.topics import StatusTracker, route_cycle, route_status
+from scheduler.cli.credentials import mqtt_credentials
 from scheduler.core.engine import Engine
 from scheduler.core.state_form import queue_entry
-from scheduler.credentials import mqtt_credentials
 
 LOG = logging.getLogger("evsched.bridge")
 

@@ -1,7 +1,7 @@
 """``evsched run|submit --kafka … --partition NAME``: sharded Kafka wiring for the CLI.
 
 ``run`` joins the shard group ``--group`` (``events.log.kafka.ShardMembership``) for the
-named scheduler partitions and lets ``scheduler.shards.ShardHost`` run the ones the group
+named scheduler partitions and lets ``scheduler.service.shards.ShardHost`` run the ones the group
 assigns to this instance, each as its own ``Service`` over its own ``KafkaLog``.
 ``submit`` routes each event to its partition's input topic; ``config.updated`` and
 priority-class events concern every partition and go to every named shard.
@@ -23,8 +23,8 @@ from scheduler.core.engine import DEFAULT_SOURCE
 
 if TYPE_CHECKING:
     from events.log.kafka import ShardTopics
-    from scheduler.cycle_gc import CycleCollector
-    from scheduler.shards import RunningShard
+    from scheduler.service.cycle_gc import CycleCollector
+    from scheduler.service.shards import RunningShard
 
 LOG = logging.getLogger("evsched")
 DEFAULT_SHARD = "default"  # as events.log.kafka.DEFAULT_SHARD; not imported: the CLI loads without aiokafka
@@ -94,7 +94,7 @@ async def submit_to_shards(
 ) -> list[Record]:
     """Append ``records`` to their shards' input topics; returns those appended (errors: appended to)."""
     from events.log.kafka import KafkaLog
-    from scheduler.cli_run import kafka_security
+    from scheduler.cli.run import kafka_security
 
     shards = partition_names(args)
     routed, unroutable = route(records, shards)
@@ -119,8 +119,8 @@ async def run_shards(args: argparse.Namespace, config: SchedulerConfig | None, c
     """``evsched run --kafka … --partition …``: join the shard group, run what it assigns."""
     from events.log.kafka import KafkaLog, ShardMembership
     from events.log.kafka.clients import client_options
-    from scheduler.cli_run import group_timing, kafka_security, stop_on_signals
-    from scheduler.shards import ShardHost
+    from scheduler.cli.run import group_timing, kafka_security, stop_on_signals
+    from scheduler.service.shards import ShardHost
 
     if args.standby:
         LOG.error("--standby and --partition do not mix: with --partition, instances of one group split the "
@@ -161,8 +161,8 @@ async def _open_shard(
 ) -> RunningShard:
     """Open one shard's log, restore its scheduler (snapshot + log tail) and append ``--config``."""
     from events.log.kafka import KafkaLog
-    from scheduler.cli_run import append_config, fetch_tuning, kafka_security, open_service
-    from scheduler.shards import RunningShard
+    from scheduler.cli.run import append_config, fetch_tuning, kafka_security, open_service
+    from scheduler.service.shards import RunningShard
 
     shard = topics.shard
     log = KafkaLog(

@@ -1,9 +1,9 @@
 """``evsched replay …``: the command line of the replay tools (verify, state, diff, export, whatif).
 
 ``add_replay_commands(subparsers)`` registers ``replay`` on the ``evsched`` parser; the
-``explain`` subcommand comes from ``replay.explain_cli.add_explain`` when that module is
+``explain`` subcommand comes from ``scheduler.cli.explain.add_explain`` when that module is
 present. Every subcommand reads the embedded log (``--log DIR``) or Kafka (``--kafka
-HOST:PORT`` with ``evsched run``'s topic and security options: ``replay.source_cli``).
+HOST:PORT`` with ``evsched run``'s topic and security options: ``scheduler.cli.sources``).
 ``state``, ``diff`` and ``whatif`` start from the newest usable snapshot before the
 cycles they need; ``verify`` splits the log at snapshots and verifies the ranges in
 ``--jobs`` processes (``replay.verify_parallel``). Exit codes: 0 success, 1 bad usage or
@@ -24,11 +24,11 @@ from events.codec import dumps
 from events.log.port import LogError
 from replay.export import ExportError, ExportStats, export_lines
 from replay.reader import LogUnavailable, input_total
-from replay.source_cli import add_snapshot_arguments, add_source_arguments, open_source, pick_start, snapshot_store
 from replay.state_at import StateError, diff_states, format_diff, state_at, states_at
 from replay.verify import VerifyReport
 from replay.verify_parallel import ParallelRun, verify_parallel, worker_spec
 from replay.whatif import WhatIfError, whatif
+from scheduler.cli.sources import add_snapshot_arguments, add_source_arguments, open_source, pick_start, snapshot_store
 
 PROG = "evsched replay"
 PROGRESS_EVERY_S = 0.25
@@ -253,7 +253,7 @@ def add_replay_commands(sub: Any) -> None:
     p.set_defaults(handler=_guarded(cmd_whatif))
 
     try:
-        from replay.explain_cli import add_explain
+        from scheduler.cli.explain import add_explain
     except ImportError:
         return
     add_explain(rsub)

@@ -28,7 +28,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from scheduler.service import Service
+from scheduler.service.loop import Service
 
 LOG = logging.getLogger("evsched.shards")
 

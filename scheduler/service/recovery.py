@@ -20,9 +20,9 @@ from events.codec import encode_output, parse_time
 from events.log.port import EventLog, LogError, LogRecord
 from events.models import CycleCompleted
 from scheduler.core.engine import Engine
-from scheduler.cycle_records import LogStructureError, recorded_cycles
-from scheduler.cycle_runner import run_logged_cycle
-from scheduler.snapshots import Restored, SnapshotStore
+from scheduler.core.logged_cycle import run_logged_cycle
+from scheduler.core.recorded_cycles import LogStructureError, recorded_cycles
+from scheduler.storage.snapshot_files import Restored, SnapshotStore
 
 LOG = logging.getLogger("evsched.recovery")
 READ_BATCH = 10_000

@@ -14,9 +14,9 @@ import itertools
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from replay.explain_format import RULE_QUEUE_SORT, Blocker, fmt_res, ordinal, priority_formula, share_list
-from replay.explain_report import ASK_ORDER, app_key_names, ask_dict
-from replay.explain_walk import Walker
+from replay.explain.format import RULE_QUEUE_SORT, Blocker, fmt_res, ordinal, priority_formula, share_list
+from replay.explain.report import ASK_ORDER, app_key_names, ask_dict
+from replay.explain.walk import Walker
 from scheduler.core.engine import Engine
 from scheduler.core.objects import App
 from scheduler.core.sorting import sort_queues

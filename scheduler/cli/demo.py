@@ -18,8 +18,8 @@ import orjson
 from events.log.file import FileLog
 from projections.priority import MIN_PRIORITY
 from scheduler.core.engine import DEFAULT_SOURCE
-from scheduler.recovery import recover
-from scheduler.workload import WorkloadSpec, config_yaml, events, numbered
+from scheduler.service.recovery import recover
+from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
 
 
 def write_workload(path: Path, spec: WorkloadSpec) -> int:
@@ -83,7 +83,8 @@ async def _final_state(log_dir: Path) -> dict[str, Any]:
         recovered = await recover(log, source=DEFAULT_SOURCE)
     finally:
         await log.close()
-    return recovered.engine.state_form()
+    state: dict[str, Any] = recovered.engine.state_form()
+    return state
 
 
 def main() -> None:

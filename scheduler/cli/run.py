@@ -20,13 +20,13 @@ from events.codec import decode_input_object
 from events.log.port import EventLog, LogError
 from events.models import InputRejected
 from events.producer import key_of
+from scheduler.cli.credentials import CredentialError, add_credential_arguments, kafka_sasl, prepare_run, redact_logs
 from scheduler.config import SchedulerConfig
-from scheduler.credentials import CredentialError, add_credential_arguments, kafka_sasl, prepare_run, redact_logs
-from scheduler.cycle_gc import CycleCollector
+from scheduler.service.cycle_gc import CycleCollector
 
 if TYPE_CHECKING:
-    from scheduler.bridge_wiring import MqttBridge
-    from scheduler.service import Service
+    from scheduler.service.bridge_wiring import MqttBridge
+    from scheduler.service.loop import Service
 
 DEFAULT_LOG_DIR = "./evsched-data"
 SUBMIT_SOURCE = "evsched-submit"
@@ -94,7 +94,7 @@ def kafka_security(args: argparse.Namespace) -> dict[str, Any]:
     """KafkaLog's security keyword arguments; credentials from the environment, never argv."""
     kwargs: dict[str, Any] = {"security_protocol": args.security_protocol}
     if args.sasl_mechanism:
-        try:  # from EVSCHED_KAFKA_* or --kafka-password-file (scheduler.credentials), never argv
+        try:  # from EVSCHED_KAFKA_* or --kafka-password-file (scheduler.cli.credentials), never argv
             kwargs.update(kafka_sasl(args.sasl_mechanism, os.environ, getattr(args, "kafka_password_file", None)))
         except CredentialError as exc:
             raise LogError(str(exc)) from None
@@ -121,7 +121,7 @@ def fetch_tuning(args: argparse.Namespace) -> dict[str, Any]:
 
 def kafka_topics(args: argparse.Namespace) -> dict[str, Any]:
     """KafkaLog's topic keyword arguments: the base names, or one ``--partition``'s shard topics."""
-    from scheduler.cli_shards import partition_names, topics_of
+    from scheduler.cli.shards import partition_names, topics_of
 
     shards = partition_names(args)
     if len(shards) > 1:
@@ -186,7 +186,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
     async def append() -> None:
         if args.kafka and args.partitions:
-            from scheduler.cli_shards import submit_to_shards
+            from scheduler.cli.shards import submit_to_shards
 
             good[:] = await submit_to_shards(args, good, errors)
             return
@@ -238,7 +238,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except CredentialError as exc:
         LOG.error("%s", exc)
         return 1
-    from scheduler.cli_commands import load_config_arg
+    from scheduler.cli.commands import load_config_arg
 
     config = load_config_arg(args.config)  # None without --config; exits 1 with every reason when invalid
     outage = KafkaOutage(getattr(args, "kafka_outage_s", 0.0) if args.kafka else 0.0)
@@ -292,14 +292,14 @@ async def open_service(
     **service_args: Any,
 ) -> tuple[Service, MqttBridge | None]:
     """A ``Service`` over ``log`` as ``run``'s flags configure it, with its MQTT bridge (``--mqtt``) started."""
-    from scheduler.service import Service
-    from scheduler.snapshots import SnapshotStore
+    from scheduler.service.loop import Service
+    from scheduler.storage.snapshot_files import SnapshotStore
 
     store = SnapshotStore(snapshot_dir, keep=args.snapshot_keep) if snapshot_dir else None
     listeners: list[Any] = []
     bridge = None
     if args.mqtt:
-        from scheduler.bridge_wiring import start_bridge
+        from scheduler.service.bridge_wiring import start_bridge
 
         bridge = await start_bridge(args.mqtt, log, ingest=args.mqtt_ingest, partition=partition)
         listeners.append(bridge)
@@ -317,7 +317,7 @@ def stop_on_signals(stop: Callable[[], None]) -> None:
 
 async def _run(args: argparse.Namespace, config: SchedulerConfig | None, collector: CycleCollector) -> int:
     if args.kafka and args.partitions:
-        from scheduler.cli_shards import run_shards
+        from scheduler.cli.shards import run_shards
 
         return await run_shards(args, config, collector)
     log = await open_log(args)

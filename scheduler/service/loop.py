@@ -3,7 +3,7 @@
 Loop (DESIGN "How a cycle flows"): read a batch after the current positions → decode,
 merge, apply → cycle → append ``cycle.started``, the outputs and ``cycle.completed`` in one
 durable batch → commit input positions (Kafka) → hand outputs to the publisher → repeat.
-On start it recovers from the log (``scheduler.recovery``). SIGINT/SIGTERM finish the
+On start it recovers from the log (``scheduler.service.recovery``). SIGINT/SIGTERM finish the
 current cycle, then stop.
 """
 
@@ -22,11 +22,11 @@ from events.log.clock import wall_clock_us
 from events.log.port import EventLog, LogError, LogRecord
 from events.models import OutputEvent
 from scheduler.core.engine import DEFAULT_SOURCE, Engine
-from scheduler.cycle_gc import CycleCollector
-from scheduler.cycle_runner import advance, run_logged_cycle
-from scheduler.recovery import recover
-from scheduler.snapshots import SnapshotStore
-from scheduler.stall import watched
+from scheduler.core.logged_cycle import advance, run_logged_cycle
+from scheduler.service.cycle_gc import CycleCollector
+from scheduler.service.recovery import recover
+from scheduler.service.stall import watched
+from scheduler.storage.snapshot_files import SnapshotStore
 
 LOG = logging.getLogger("evsched.service")
 ONCE_STALL_S = 30.0  # run(once=True): give up on inputs the log reports but never delivers

@@ -43,7 +43,7 @@ def load_config_arg(path: str | None) -> SchedulerConfig | None:
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     """``evsched simulate FILE.jsonl [--config F] [--state]``."""
-    from scheduler.simulate import Simulation
+    from scheduler.simulation.simulate import Simulation
 
     config = load_config_arg(args.config)
     try:
@@ -78,7 +78,7 @@ def cmd_config_check(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """Register every subcommand on the parser's subparsers object."""
-    from scheduler.cli_run import add_log_arguments, add_service_arguments, cmd_run, cmd_submit
+    from scheduler.cli.run import add_log_arguments, add_service_arguments, cmd_run, cmd_submit
 
     p = sub.add_parser("run", help="the scheduler service")
     p.add_argument("--config", metavar="F", help="queue configuration YAML, appended to the log as config.updated")
@@ -113,8 +113,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--state", action="store_true", help="print the final state as the last line")
     p.set_defaults(handler=cmd_simulate)
 
-    from replay.audit_cli import add_audit
-    from replay.cli import add_replay_commands
+    from scheduler.cli.audit import add_audit
+    from scheduler.cli.replay import add_replay_commands
 
     add_replay_commands(sub)
     add_audit(sub)

@@ -1,11 +1,11 @@
 """Explain from a log: re-derive the cycles before a decision with ``replay.rederive``, then explain it.
 
 ``explain_from_log(source, decision_id)`` finds the decision's recorded cycle (bisecting
-the output log: ``replay.locate``), runs ``Rederiver`` through the cycle before it (the
+the output log: ``replay.find_cycle``), runs ``Rederiver`` through the cycle before it (the
 service's own ``run_logged_cycle``, from the built-in default config or from a
 ``StartPoint`` restored from a snapshot at or before that cycle), takes that cycle's
 inputs from the rederiver's input cursor and hands everything to
-``replay.explain.explain_decision``. Each re-derived cycle's ``state_digest`` is compared
+``replay.explain.decision.explain_decision``. Each re-derived cycle's ``state_digest`` is compared
 with the recorded one; a mismatch becomes a note. ``explain_ask_from_log`` re-derives
 every recorded cycle (after the start point) and explains a pending ask.
 No I/O of its own: ``source`` is anything with ``iter_inputs``/``iter_outputs``.
@@ -17,13 +17,13 @@ from collections.abc import Callable, Mapping
 
 from events.codec import decode_input, decode_output, parse_time
 from events.models import AllocationDecided, AskAdded, CycleCompleted, InputEvent
-from replay.explain import CycleBatch, ExplainError, Explanation, explain_decision, parse_decision_id
-from replay.explain_pending import PendingExplanation, explain_pending
-from replay.locate import find_cycle
+from replay.explain.decision import CycleBatch, ExplainError, Explanation, explain_decision, parse_decision_id
+from replay.explain.pending import PendingExplanation, explain_pending
+from replay.find_cycle import find_cycle
 from replay.reader import InputGap, LogSource, channel_order
 from replay.rederive import Rederiver, StartPoint, Step
 from scheduler.core.engine import Engine
-from scheduler.cycle_records import LogStructureError, RecordedCycle
+from scheduler.core.recorded_cycles import LogStructureError, RecordedCycle
 
 
 def recorded_decisions(cycle: RecordedCycle) -> list[AllocationDecided]:

@@ -1,4 +1,4 @@
-"""``evsched audit [--log DIR | --kafka …] [--follow] [--json]``: audit a decision log's invariants (``replay.audit``).
+"""``evsched audit [--log DIR | --kafka …] [--follow] [--json]``: audit a decision log (``replay.audit.checks``).
 
 Batch mode reads the whole log and exits 0 when clean, 1 on any violation (or an
 unreadable log). ``--follow`` keeps tailing the log, polling every 0.5 s, and prints each
@@ -17,9 +17,9 @@ from typing import Any
 
 from events.codec import dumps
 from events.log.port import LogError, LogRecord
-from replay.audit import Auditor, InputSource, Violation
+from replay.audit.checks import Auditor, InputSource, Violation
 from replay.reader import LogSource, LogUnavailable
-from replay.source_cli import add_source_arguments, open_source
+from scheduler.cli.sources import add_source_arguments, open_source
 
 POLL_SECONDS = 0.5
 PROG = "evsched audit"

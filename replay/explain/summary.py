@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from replay.explain_format import fmt_share, ordinal
+from replay.explain.format import fmt_share, ordinal
 
 
 def _queue_desc(entry: dict[str, Any], priority_sorting: bool) -> str:

@@ -24,14 +24,13 @@ from scheduler.core.engine import Engine
 
 LOG = logging.getLogger("evsched.snapshots")
 _CODE_DIRS = ("events", "projections", "scheduler/core", "scheduler/config")
-_CODE_FILES = ("scheduler/cycle_runner.py",)
 
 
 def code_digest() -> str:
     """sha256 over the source that determines decisions: a snapshot from other code is stale."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     h = hashlib.sha256()
-    paths = [p for d in _CODE_DIRS for p in sorted((root / d).rglob("*.py"))] + [root / f for f in _CODE_FILES]
+    paths = [p for d in _CODE_DIRS for p in sorted((root / d).rglob("*.py"))]
     for path in paths:
         h.update(str(path.relative_to(root)).encode())
         h.update(path.read_bytes())

@@ -5,9 +5,9 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from replay.explain import Explanation
-from replay.explain_format import fmt_res, fmt_share
-from replay.explain_pending import PendingExplanation
+from replay.explain.decision import Explanation
+from replay.explain.format import fmt_res, fmt_share
+from replay.explain.pending import PendingExplanation
 
 WIDTH = 100
 

@@ -2,13 +2,13 @@
 
 ``explain_decision`` takes an Engine holding the state *before* the decision's cycle and
 that cycle's batch (records, time, positions), applies the batch exactly as
-``scheduler.cycle_runner.run_logged_cycle`` does, starts the cycle as ``run_cycle`` does
+``scheduler.core.logged_cycle.run_logged_cycle`` does, starts the cycle as ``run_cycle`` does
 (cycle number, timers) and commits the steps before the decision with the core's own
 ``allocate_step``/``commit``. For the decision's step it re-walks the state read-only
-(``replay.explain_walk``), then checks that walk against ``allocate_step`` and against the
+(``replay.explain.walk``), then checks that walk against ``allocate_step`` and against the
 recorded decision; any disagreement is put first in the summary as a WARNING.
 
-Pure: no I/O — the caller passes the engine and records (``replay.explain_log`` reads logs).
+Pure: no I/O — the caller passes the engine and records (``replay.explain.from_log`` reads logs).
 The engine is consumed: afterwards it holds a half-run cycle.
 """
 
@@ -21,15 +21,15 @@ from typing import Any
 from events.codec import format_time
 from events.log.port import LogRecord
 from events.models import AllocationDecided, InputRejected, OutputData
-from replay.explain_format import RULE_STEP
-from replay.explain_pending import PendingExplanation, explain_pending
-from replay.explain_report import ask_section, leaf_of, leaf_section, node_section, queue_levels
-from replay.explain_summary import summary
-from replay.explain_walk import Choice, Walker
+from replay.explain.format import RULE_STEP
+from replay.explain.pending import PendingExplanation, explain_pending
+from replay.explain.report import ask_section, leaf_of, leaf_section, node_section, queue_levels
+from replay.explain.summary import summary
+from replay.explain.walk import Choice, Walker
 from scheduler.core.cycle import CycleMemo, allocate_step, commit
 from scheduler.core.engine import Engine
+from scheduler.core.logged_cycle import decode_records, merge
 from scheduler.core.partition import PartitionState
-from scheduler.cycle_runner import decode_records, merge
 
 __all__ = ["CycleBatch", "ExplainError", "Explanation", "PendingExplanation", "explain_decision", "explain_pending"]
 

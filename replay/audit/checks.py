@@ -3,7 +3,7 @@
 Feed it the output records in order (``feed``); it buffers each cycle until its
 ``cycle.completed``, then folds that cycle's inputs (``inputs_from`` … ``inputs_through``,
 fetched through the ``InputSource`` callback, minus what the cycle's ``input.rejected``
-outputs say the scheduler refused) into ``replay.audit_state`` and checks every output:
+outputs say the scheduler refused) into ``replay.audit.state`` and checks every output:
 
 - ``cycle-sequence``: cycles run 1, 2, 3 … each opened by ``cycle.started`` and closed by
   ``cycle.completed`` of the same number; ``inputs-contiguous``: each cycle's inputs start
@@ -41,7 +41,7 @@ from events.models import (
     InputRejected,
     OutputEvent,
 )
-from replay.audit_state import AuditState, queue_prefixes
+from replay.audit.state import AuditState, queue_prefixes
 
 InputSource = Callable[[Mapping[str, int], Mapping[str, int]], Iterable[LogRecord]]
 

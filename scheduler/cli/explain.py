@@ -16,11 +16,11 @@ from typing import Any
 
 from events.codec import dumps
 from events.log.port import LogError
-from replay.explain import ExplainError
-from replay.explain_log import explain_ask_from_log, explain_from_log
-from replay.explain_text import render_explanation, render_pending
+from replay.explain.decision import ExplainError
+from replay.explain.from_log import explain_ask_from_log, explain_from_log
+from replay.explain.text import render_explanation, render_pending
 from replay.reader import LogUnavailable
-from replay.source_cli import add_snapshot_arguments, add_source_arguments, open_source, pick_start
+from scheduler.cli.sources import add_snapshot_arguments, add_source_arguments, open_source, pick_start
 
 PROG = "evsched replay explain"
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import gc
 from types import TracebackType
 
-YOUNG = 50_000  # net new containers before a young collection (scheduler.runtime's threshold)
+YOUNG = 50_000  # net new containers before a young collection (scheduler.service.gc_thresholds's threshold)
 MIDDLE = 20
 OLD = 10
 CEILING = 1_000_000  # automatic young collections inside a cycle happen only past this

@@ -1,7 +1,7 @@
 """Command-line plumbing shared by ``replay …`` and ``audit``: which log to read, which snapshots to use.
 
 ``add_source_arguments`` gives a subcommand ``evsched run``'s own log options (``--log DIR |
---kafka HOST:PORT``, ``--input-topic`` …, security options: ``scheduler.cli_run``), so a
+--kafka HOST:PORT``, ``--input-topic`` …, security options: ``scheduler.cli.run``), so a
 log is named the same way everywhere; ``open_source`` opens it read-only as a
 ``LogSource``. ``add_snapshot_arguments`` / ``pick_start`` choose a snapshot to start
 from (``replay.snapshot_start``), saying on stderr when there is none and the whole log
@@ -24,12 +24,12 @@ from replay.reader import DEFAULT_LOG_DIR, LogSource, open_file_log
 
 if TYPE_CHECKING:
     from replay.rederive import StartPoint
-    from scheduler.snapshots import SnapshotStore
+    from scheduler.storage.snapshot_files import SnapshotStore
 
 
 def add_source_arguments(p: argparse.ArgumentParser) -> None:
     """``--log DIR | --kafka HOST:PORT`` with Kafka's topic and security options, as ``evsched run``."""
-    from scheduler.cli_run import add_log_arguments
+    from scheduler.cli.run import add_log_arguments
 
     add_log_arguments(p)
     # Replay reads with its own (never committing) consumer group, not the service's.
@@ -67,13 +67,13 @@ def snapshot_store(args: argparse.Namespace) -> SnapshotStore | None:
     if directory is None and not getattr(args, "kafka", None):
         directory = str(Path(getattr(args, "log", None) or DEFAULT_LOG_DIR) / "snapshots")
     elif directory is not None and getattr(args, "partitions", None):
-        from scheduler.cli_shards import partition_names
+        from scheduler.cli.shards import partition_names
 
         shards = partition_names(args)
         directory = str(Path(directory) / shards[0]) if len(shards) == 1 else directory
     if directory is None or not Path(directory).is_dir():
         return None
-    from scheduler.snapshots import SnapshotStore
+    from scheduler.storage.snapshot_files import SnapshotStore
 
     return SnapshotStore(directory)
 

@@ -1,0 +1,1 @@
+"""Explanations: why a decision landed where it did, and why an ask is still pending."""

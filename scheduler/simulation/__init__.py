@@ -1,0 +1,1 @@
+"""Offline runs of the core: ``evsched simulate`` and the synthetic workloads of the demo, tests and benchmarks."""

@@ -7,9 +7,9 @@ on a daemon thread (``LoopThread``), and each iterator step that needs records s
 answer. Memory stays bounded by one batch per open iterator; while the replay works on a
 batch, the Kafka client's background fetcher keeps running on the loop thread.
 
-``open_kafka_source(args)`` builds the ``KafkaLog`` exactly as ``evsched run`` does
-(``scheduler.cli.run.open_log``: bootstrap, ``--input-topic`` list, ``--decisions-topic``,
-security options, credentials from the environment) and takes the channel order from the
+``open_kafka_source(settings)`` builds the ``KafkaLog`` exactly as ``evsched run`` does
+(``events.log.open.open_log``: bootstrap, input topics, decisions topic, security
+options, credentials from the environment) and takes the channel order from the
 log's ``input_channels()`` — topic order as configured, then partition — which is the
 order the service merges channels in (CONTRACT §4), not the names sorted.
 
@@ -21,7 +21,6 @@ aiokafka. Reading never commits offsets: replay's default consumer group is
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import threading
 import time
@@ -29,6 +28,7 @@ from collections.abc import Coroutine, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from events.log.open import LogSettings, open_log
 from events.log.port import EventLog, LogError, LogRecord
 
 READ_BATCH = 5_000
@@ -157,16 +157,14 @@ def _check_stall(since: float | None, what: str) -> float:
 
 
 @contextmanager
-def open_kafka_source(args: argparse.Namespace) -> Iterator[EventLogSource]:
-    """The Kafka log named by ``evsched``-style arguments (``--kafka`` and friends), read-only.
+def open_kafka_source(settings: LogSettings) -> Iterator[EventLogSource]:
+    """The Kafka log ``settings`` name, read-only.
 
     Raises ``LogError`` when the brokers cannot be reached.
     """
-    from scheduler.cli.run import open_log
-
     runner = LoopThread()
     try:
-        log = runner.call(open_log(args, readonly=True))
+        log = runner.call(open_log(settings, readonly=True))
     except BaseException:
         runner.stop()
         raise

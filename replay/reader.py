@@ -24,7 +24,6 @@ from typing import Any, Protocol, TypeVar
 from events.log.file import INPUTS, FileLog
 from events.log.port import LogError, LogRecord
 
-DEFAULT_LOG_DIR = "./evsched-data"
 PULL_CHUNK = 1024  # input records buffered per read from the source
 _T = TypeVar("_T")
 

@@ -25,7 +25,6 @@ the sum over ranges. This module is shell code: processes, queues, files.
 
 from __future__ import annotations
 
-import argparse
 import atexit
 import hashlib
 import itertools
@@ -39,6 +38,7 @@ from typing import Any
 
 import orjson
 
+from events.log.open import LogSettings
 from replay.reader import LogSource, input_total
 from replay.rederive import Rederiver
 from replay.snapshot_start import restore_start
@@ -50,7 +50,7 @@ from scheduler.storage.snapshot_files import SnapshotStore
 MIN_RANGE_INPUTS = 20_000
 RANGES_PER_JOB = 2  # more balances better; each cut costs a snapshot restore and two engine hashes
 
-Spec = dict[str, Any]  # the picklable arguments a worker opens the log with (``open_source``)
+Spec = LogSettings  # what a worker opens the log with (``replay.open_source``); frozen, picklable
 
 
 @dataclass(frozen=True)
@@ -166,10 +166,10 @@ def _source(spec: Spec) -> LogSource:
     """The worker's open log for ``spec`` (opened once per worker process, reused by its ranges)."""
     key = orjson.dumps(spec, option=orjson.OPT_SORT_KEYS).decode()
     if key not in _SOURCES:
-        from scheduler.cli.sources import open_source
+        from replay.open_source import open_source
 
         stack = ExitStack()
-        source = stack.enter_context(open_source(argparse.Namespace(**spec)))
+        source = stack.enter_context(open_source(spec))
         _SOURCES[key] = (stack, source)
     return _SOURCES[key][1]
 
@@ -287,7 +287,7 @@ def verify_parallel(
 ) -> Any:
     """Verify ``source`` in ranges over ``jobs`` worker processes (see the module docstring).
 
-    ``spec`` holds the arguments a worker opens the same log with. With a single range
+    ``spec`` is the ``LogSettings`` a worker opens the same log with. With a single range
     (no usable snapshots, a short log, ``jobs`` 1) it runs in this process. ``run``, when
     given, is filled in with the plan, the progress and the snapshots dropped.
     """
@@ -371,13 +371,7 @@ def _drain(progress_queue: Any) -> Iterator[tuple[int, tuple[int, int, int]]]:
         yield index, (cycles, inputs, outputs)
 
 
-def worker_spec(args: argparse.Namespace) -> Spec:
-    """The plain-data arguments a worker needs to open the same log (no handlers, no files)."""
-    keep = (str, int, float, bool, type(None), list, tuple)
-    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(args).items() if isinstance(v, keep)}
-
-
 __all__ = [
     "Boundary", "ParallelRun", "Range", "RangeResult", "engine_hash", "merge_results", "plan_boundaries",
-    "plan_ranges", "verify_parallel", "verify_range", "worker_spec",
+    "plan_ranges", "verify_parallel", "verify_range",
 ]

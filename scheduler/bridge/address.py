@@ -1,6 +1,6 @@
 """Broker addresses: parse ``mqtt://`` / ``mqtts://`` URLs and redact them for logs.
 
-Credentials from the environment or a file: ``scheduler.cli.credentials``.
+Credentials from the environment or a file: ``events.log.credentials``.
 
 >>> a = parse_broker_url("mqtt://bob:s3cret@broker.local:1884")
 >>> (a.host, a.port, a.tls, a.username, a.password)

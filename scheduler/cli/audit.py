@@ -18,8 +18,10 @@ from typing import Any
 from events.codec import dumps
 from events.log.port import LogError, LogRecord
 from replay.audit.checks import Auditor, InputSource, Violation
+from replay.open_source import open_source
 from replay.reader import LogSource, LogUnavailable
-from scheduler.cli.sources import add_source_arguments, open_source
+from scheduler.cli.settings import log_settings
+from scheduler.cli.sources import add_source_arguments
 
 POLL_SECONDS = 0.5
 PROG = "evsched audit"
@@ -109,8 +111,9 @@ def _drain(auditor: Auditor, source: LogSource, offset: int, as_json: bool) -> i
 
 def cmd_audit(args: argparse.Namespace) -> int:
     """Handler of ``evsched audit``."""
+    log = log_settings(args)
     try:
-        with open_source(args) as source:
+        with open_source(log) as source:
             order = list(getattr(source, "input_channel_order", None) or ["inputs"])
             auditor = Auditor(source_inputs(source), channel_order=order)
             try:

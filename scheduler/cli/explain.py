@@ -19,8 +19,10 @@ from events.log.port import LogError
 from replay.explain.decision import ExplainError
 from replay.explain.from_log import explain_ask_from_log, explain_from_log
 from replay.explain.text import render_explanation, render_pending
+from replay.open_source import open_source
 from replay.reader import LogUnavailable
-from scheduler.cli.sources import add_snapshot_arguments, add_source_arguments, open_source, pick_start
+from scheduler.cli.settings import log_settings, snapshot_settings
+from scheduler.cli.sources import add_snapshot_arguments, add_source_arguments, pick_start
 
 PROG = "evsched replay explain"
 
@@ -49,6 +51,8 @@ def _fail(message: str) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     """Handler of ``replay explain``."""
+    log = log_settings(args)
+    snaps = snapshot_settings(args, log)
     if (args.decision_id is None) == (args.ask is None):
         return _fail("give either a DECISION_ID or --ask APP/ASK")
     app_id = ask_id = ""
@@ -57,16 +61,16 @@ def cmd_explain(args: argparse.Namespace) -> int:
         if not sep or not app_id or not ask_id:
             return _fail(f"--ask takes APP/ASK, got {args.ask!r}")
     try:
-        with open_source(args) as source:
+        with open_source(log) as source:
             if args.ask is not None:
-                start = pick_start(source, args, None, PROG)
+                start = pick_start(source, snaps, None, PROG)
                 pending = explain_ask_from_log(source, app_id, ask_id, start)
                 if pending.status in ("unknown-app", "unknown-ask"):
                     return _fail(f"unknown ask {args.ask}: {pending.summary}")
                 sys.stdout.write(dumps(pending.to_dict()).decode() + "\n" if args.json else render_pending(pending))
                 return 0
             explanation = explain_from_log(
-                source, args.decision_id, lambda through: pick_start(source, args, through, PROG)
+                source, args.decision_id, lambda through: pick_start(source, snaps, through, PROG)
             )
     except ExplainError as exc:
         return _fail(str(exc))

@@ -23,12 +23,14 @@ from typing import IO, Any, NoReturn
 from events.codec import dumps
 from events.log.port import LogError
 from replay.export import ExportError, ExportStats, export_lines
+from replay.open_source import open_source
 from replay.reader import LogUnavailable, input_total
 from replay.state_at import StateError, diff_states, format_diff, state_at, states_at
 from replay.verify import VerifyReport
-from replay.verify_parallel import ParallelRun, verify_parallel, worker_spec
+from replay.verify_parallel import ParallelRun, verify_parallel
 from replay.whatif import WhatIfError, whatif
-from scheduler.cli.sources import add_snapshot_arguments, add_source_arguments, open_source, pick_start, snapshot_store
+from scheduler.cli.settings import log_settings, snapshot_settings
+from scheduler.cli.sources import add_snapshot_arguments, add_source_arguments, pick_start, snapshot_store
 
 PROG = "evsched replay"
 PROGRESS_EVERY_S = 0.25
@@ -92,13 +94,14 @@ class _Progress:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """``replay verify``: exit 0 when everything re-derives, 2 at the first divergence."""
+    log = log_settings(args)
     if args.jobs is not None and args.jobs < 1:
         return _fail(f"--jobs must be at least 1, got {args.jobs}")
     jobs = args.jobs or os.cpu_count() or 1
     show = args.progress or sys.stderr.isatty()
-    with open_source(args) as source:
+    with open_source(log) as source:
         progress = _Progress(sys.stderr, input_total(source)) if show else None
-        report = verify_parallel(source, worker_spec(args), snapshot_store(args), jobs, on_progress=progress)
+        report = verify_parallel(source, log, snapshot_store(snapshot_settings(args, log)), jobs, on_progress=progress)
     if progress is not None:
         progress.finish(report)
     if args.json:
@@ -116,8 +119,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def cmd_state(args: argparse.Namespace) -> int:
     """``replay state --cycle N``: the state form after cycle N, one canonical JSON line."""
-    with open_source(args) as source:
-        found = state_at(source, args.cycle, pick_start(source, args, args.cycle, f"{PROG} state"))
+    log = log_settings(args)
+    snaps = snapshot_settings(args, log)
+    with open_source(log) as source:
+        found = state_at(source, args.cycle, pick_start(source, snaps, args.cycle, f"{PROG} state"))
     sys.stdout.write(dumps(found.form).decode() + "\n")
     if not found.digest_matches:
         return _fail(f"divergence: the re-derived state digest after cycle {found.cycle} ({found.derived_digest})"
@@ -127,12 +132,14 @@ def cmd_state(args: argparse.Namespace) -> int:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     """``replay diff --cycle N --cycle M``: what changed in the state between two cycles."""
+    log = log_settings(args)
+    snaps = snapshot_settings(args, log)
     if not args.cycle or len(args.cycle) != 2:
         return _fail("diff needs exactly two --cycle options")
     first, second = args.cycle
-    with open_source(args) as source:
+    with open_source(log) as source:
         positive = [c for c in (first, second) if c > 0]  # cycle 0 is the initial state: nothing to re-derive
-        start = pick_start(source, args, min(positive), f"{PROG} diff") if positive else None
+        start = pick_start(source, snaps, min(positive), f"{PROG} diff") if positive else None
         found = states_at(source, [first, second], start)
     diff = diff_states(found[first].form, found[second].form)
     if args.json:
@@ -148,8 +155,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """``replay export``: a simulate file that reproduces the run, on stdout or ``--output``."""
+    log = log_settings(args)
     stats = ExportStats()
-    with open_source(args) as source:
+    with open_source(log) as source:
         lines = list(export_lines(source, stats, args.through_cycle))
     body = b"".join(line + b"\n" for line in lines)
     if args.output in (None, "-"):
@@ -173,6 +181,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_whatif(args: argparse.Namespace) -> int:
     """``replay whatif --config NEW.yaml``: how decisions change under another queue config."""
+    log = log_settings(args)
+    snaps = snapshot_settings(args, log)
     from scheduler.config import ConfigError, load_config
 
     try:
@@ -184,8 +194,8 @@ def cmd_whatif(args: argparse.Namespace) -> int:
         config = load_config(text)
     except ConfigError as exc:
         return _fail(f"config {args.config} is invalid:\n" + "\n".join(f"  - {r}" for r in exc.reasons))
-    with open_source(args) as source:
-        start = pick_start(source, args, args.from_cycle - 1, f"{PROG} whatif") if args.from_cycle > 1 else None
+    with open_source(log) as source:
+        start = pick_start(source, snaps, args.from_cycle - 1, f"{PROG} whatif") if args.from_cycle > 1 else None
         report = whatif(source, config, from_cycle=args.from_cycle, start=start)
     print(dumps(report.to_dict()).decode() if args.json else "\n".join(report.lines()))
     return 0

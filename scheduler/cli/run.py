@@ -17,10 +17,13 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from events.codec import decode_input_object
+from events.log.credentials import CredentialError, redact_logs
+from events.log.open import DEFAULT_LOG_DIR, open_log
 from events.log.port import EventLog, LogError
 from events.models import InputRejected
 from events.producer import key_of
-from scheduler.cli.credentials import CredentialError, add_credential_arguments, kafka_sasl, prepare_run, redact_logs
+from scheduler.cli.credentials import add_credential_arguments, prepare_run
+from scheduler.cli.settings import ServiceSettings, log_settings, service_settings
 from scheduler.config import SchedulerConfig
 from scheduler.service.cycle_gc import CycleCollector
 
@@ -28,7 +31,6 @@ if TYPE_CHECKING:
     from scheduler.service.bridge_wiring import MqttBridge
     from scheduler.service.loop import Service
 
-DEFAULT_LOG_DIR = "./evsched-data"
 SUBMIT_SOURCE = "evsched-submit"
 LOG = logging.getLogger("evsched")
 
@@ -90,63 +92,6 @@ def add_service_arguments(p: argparse.ArgumentParser) -> None:
                    "separately (outputs first), which the design relies on, so a crash never loses a decision")
 
 
-def kafka_security(args: argparse.Namespace) -> dict[str, Any]:
-    """KafkaLog's security keyword arguments; credentials from the environment, never argv."""
-    kwargs: dict[str, Any] = {"security_protocol": args.security_protocol}
-    if args.sasl_mechanism:
-        try:  # from EVSCHED_KAFKA_* or --kafka-password-file (scheduler.cli.credentials), never argv
-            kwargs.update(kafka_sasl(args.sasl_mechanism, os.environ, getattr(args, "kafka_password_file", None)))
-        except CredentialError as exc:
-            raise LogError(str(exc)) from None
-    return kwargs
-
-
-def group_timing(args: argparse.Namespace) -> dict[str, Any]:
-    """Consumer-group session and heartbeat for ``--session-timeout-ms`` (absent: the defaults)."""
-    session = getattr(args, "session_timeout_ms", None)
-    if not session:
-        return {}
-    return {"session_timeout_ms": session, "heartbeat_interval_ms": max(100, min(3_000, session // 3))}
-
-
-def fetch_tuning(args: argparse.Namespace) -> dict[str, Any]:
-    """KafkaLog's ``fetch_max_wait_ms`` and ``request_timeout_ms`` for ``run``'s flags (absent: the defaults)."""
-    tuning: dict[str, Any] = {}
-    if getattr(args, "fetch_wait_ms", None) is not None:
-        tuning["fetch_max_wait_ms"] = args.fetch_wait_ms
-    if getattr(args, "request_timeout_ms", None) is not None:
-        tuning["request_timeout_ms"] = args.request_timeout_ms
-    return tuning
-
-
-def kafka_topics(args: argparse.Namespace) -> dict[str, Any]:
-    """KafkaLog's topic keyword arguments: the base names, or one ``--partition``'s shard topics."""
-    from scheduler.cli.shards import partition_names, topics_of
-
-    shards = partition_names(args)
-    if len(shards) > 1:
-        raise LogError(f"name one --partition to read, not {len(shards)}: {', '.join(shards)}")
-    topics = topics_of(args, shards[0] if shards else "default")
-    return {"input_topics": list(topics.inputs), "decisions_topic": topics.decisions,
-            "deadletter_topic": topics.deadletter}
-
-
-async def open_log(args: argparse.Namespace, *, readonly: bool = False) -> EventLog:
-    """The log named by the arguments, opened (and started, for Kafka)."""
-    if getattr(args, "kafka", None):
-        from events.log.kafka import KafkaLog
-
-        log = KafkaLog(args.kafka, group_id=args.group, **kafka_topics(args), **kafka_security(args),
-                       **group_timing(args), **fetch_tuning(args))
-        await log.start()
-        return log
-    if getattr(args, "partitions", None):
-        raise LogError("--partition needs --kafka (the embedded log holds one scheduler)")
-    from events.log.file import FileLog
-
-    return FileLog(args.log or DEFAULT_LOG_DIR, readonly=readonly)
-
-
 def prepare_submission(lines: list[bytes]) -> tuple[list[tuple[bytes, bytes]], list[str]]:
     """Validate JSONL lines for ``submit``: ((key, record) pairs to append, one error per bad line).
 
@@ -183,14 +128,15 @@ def cmd_submit(args: argparse.Namespace) -> int:
         print(f"evsched: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
         return 1
     good, errors = prepare_submission(raw.splitlines())
+    settings = log_settings(args)
 
     async def append() -> None:
-        if args.kafka and args.partitions:
+        if settings.kafka and settings.partitions:
             from scheduler.cli.shards import submit_to_shards
 
-            good[:] = await submit_to_shards(args, good, errors)
+            good[:] = await submit_to_shards(settings, good, errors)
             return
-        log = await open_log(args)
+        log = await open_log(settings)
         try:
             await log.append_inputs(good)
         finally:
@@ -232,7 +178,8 @@ async def append_config(service: Service, config: SchedulerConfig | None, path: 
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``evsched run [--config F] [--log DIR | --kafka …] [--mqtt URL] [--once]``."""
-    setup_logging(args.verbose)
+    settings = service_settings(args)
+    setup_logging(settings.verbose)
     try:
         redact_logs(prepare_run(args, os.environ))  # credentials from env/files only, kept out of logs
     except CredentialError as exc:
@@ -240,12 +187,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 1
     from scheduler.cli.commands import load_config_arg
 
-    config = load_config_arg(args.config)  # None without --config; exits 1 with every reason when invalid
-    outage = KafkaOutage(getattr(args, "kafka_outage_s", 0.0) if args.kafka else 0.0)
+    config = load_config_arg(settings.config)  # None without --config; exits 1 with every reason when invalid
+    outage = KafkaOutage(settings.kafka_outage_s)
     while True:
         try:
             with CycleCollector() as collector:  # GC between cycles, not inside them
-                return asyncio.run(_run(args, config, collector))
+                return asyncio.run(_run(settings, config, collector))
         except LogError as exc:
             delay = outage.next_delay(time.monotonic())
             if delay is None:
@@ -288,23 +235,23 @@ class KafkaOutage:
 
 
 async def open_service(
-    args: argparse.Namespace, log: EventLog, snapshot_dir: str | Path | None, *, partition: str = "default",
+    settings: ServiceSettings, log: EventLog, snapshot_dir: str | Path | None, *, partition: str = "default",
     **service_args: Any,
 ) -> tuple[Service, MqttBridge | None]:
     """A ``Service`` over ``log`` as ``run``'s flags configure it, with its MQTT bridge (``--mqtt``) started."""
     from scheduler.service.loop import Service
     from scheduler.storage.snapshot_files import SnapshotStore
 
-    store = SnapshotStore(snapshot_dir, keep=args.snapshot_keep) if snapshot_dir else None
+    store = SnapshotStore(snapshot_dir, keep=settings.snapshot_keep) if snapshot_dir else None
     listeners: list[Any] = []
     bridge = None
-    if args.mqtt:
+    if settings.mqtt:
         from scheduler.service.bridge_wiring import start_bridge
 
-        bridge = await start_bridge(args.mqtt, log, ingest=args.mqtt_ingest, partition=partition)
+        bridge = await start_bridge(settings.mqtt, log, ingest=settings.mqtt_ingest, partition=partition)
         listeners.append(bridge)
-    service = Service(log, batch_records=args.batch, max_batch_records=args.max_batch or 4 * args.batch,
-                      listeners=listeners, snapshots=store, snapshot_every=args.snapshot_every, **service_args)
+    service = Service(log, batch_records=settings.batch, max_batch_records=settings.max_batch or 4 * settings.batch,
+                      listeners=listeners, snapshots=store, snapshot_every=settings.snapshot_every, **service_args)
     return service, bridge
 
 
@@ -315,13 +262,14 @@ def stop_on_signals(stop: Callable[[], None]) -> None:
         loop.add_signal_handler(sig, stop)
 
 
-async def _run(args: argparse.Namespace, config: SchedulerConfig | None, collector: CycleCollector) -> int:
-    if args.kafka and args.partitions:
+async def _run(settings: ServiceSettings, config: SchedulerConfig | None, collector: CycleCollector) -> int:
+    kafka = settings.log.kafka
+    if kafka and settings.log.partitions:
         from scheduler.cli.shards import run_shards
 
-        return await run_shards(args, config, collector)
-    log = await open_log(args)
-    if getattr(args, "transactions", False):
+        return await run_shards(settings, kafka, config, collector)
+    log = await open_log(settings.log)
+    if settings.transactions:
         probe = getattr(log, "probe_transactions", None)
         supported, reason = await probe() if probe is not None else (False, "only Kafka has them (use --kafka)")
         if not supported:
@@ -329,26 +277,25 @@ async def _run(args: argparse.Namespace, config: SchedulerConfig | None, collect
             await log.close()
             return 1
         LOG.info("--transactions: %s (outputs and offsets are still committed separately)", reason)
-    snapshot_dir = args.snapshot_dir or (None if args.kafka else str(Path(args.log or DEFAULT_LOG_DIR) / "snapshots"))
     # A Kafka read waits for records itself (KafkaLog's poll), so the loop needs no nap between reads.
-    service, bridge = await open_service(args, log, snapshot_dir, poll_interval_s=0.0 if args.kafka else 0.2,
+    service, bridge = await open_service(settings, log, settings.snapshots(), poll_interval_s=0.0 if kafka else 0.2,
                                          collector=collector)
     stop_on_signals(service.stop)
     lease: Any = None
     try:
-        if getattr(args, "standby", False):
+        if settings.standby:
             if not hasattr(log, "lease"):
                 LOG.error("--standby needs --kafka (the lease is a Kafka consumer group)")
                 return 1
             lease = log.lease()
             lease.on_lost = service.stop  # finish the cycle in hand, then exit 1 (below)
             await lease.start()
-            LOG.info("standby: waiting for the active lease (group %s.active)", args.group)
+            LOG.info("standby: waiting for the active lease (group %s.active)", kafka.group if kafka else "evsched")
             if not await lease.wait(service.stopping):
                 return 0
         await service.start()
-        await append_config(service, config, args.config)
-        await service.run(once=args.once)
+        await append_config(service, config, settings.config)
+        await service.run(once=settings.once)
         if lease is not None and not lease.held.is_set():
             return 1
     finally:

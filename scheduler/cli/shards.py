@@ -9,7 +9,6 @@ priority-class events concern every partition and go to every named shard.
 
 from __future__ import annotations
 
-import argparse
 import logging
 from collections import defaultdict
 from pathlib import Path
@@ -17,42 +16,20 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from events.log.port import LogError
+from events.log.open import DEFAULT_SHARD
 from scheduler.config import SchedulerConfig
 from scheduler.core.engine import DEFAULT_SOURCE
 
 if TYPE_CHECKING:
     from events.log.kafka import ShardTopics
+    from events.log.open import KafkaSettings, LogSettings
+    from scheduler.cli.settings import ServiceSettings
     from scheduler.service.cycle_gc import CycleCollector
     from scheduler.service.shards import RunningShard
 
 LOG = logging.getLogger("evsched")
-DEFAULT_SHARD = "default"  # as events.log.kafka.DEFAULT_SHARD; not imported: the CLI loads without aiokafka
 # Every shard's scheduler sees these: the queue configuration and the priority classes.
 BROADCAST_TYPES = frozenset({"config.updated", "priorityclass.upserted", "priorityclass.deleted"})
-
-
-def partition_names(args: argparse.Namespace) -> list[str]:
-    """``--partition`` values (repeatable, comma lists), first mention first, without repeats."""
-    names: list[str] = []
-    for value in getattr(args, "partitions", None) or []:
-        for name in value.split(","):
-            if name.strip() and name.strip() not in names:
-                names.append(name.strip())
-    return names
-
-
-def topics_of(args: argparse.Namespace, shard: str) -> ShardTopics:
-    """The topics of ``shard`` under the base names given by ``--input-topic`` and friends."""
-    from events.log.kafka import shard_topics
-
-    try:
-        return shard_topics(
-            shard, input_topics=args.input_topics or ["evsched.inputs"], decisions_topic=args.decisions_topic,
-            deadletter_topic=args.deadletter_topic,
-        )
-    except ValueError as exc:
-        raise LogError(f"--partition: {exc}") from None
 
 
 def shard_source(shard: str) -> str:
@@ -89,20 +66,18 @@ def route(records: list[Record], shards: list[str]) -> tuple[dict[str, list[Reco
     return dict(out), errors
 
 
-async def submit_to_shards(
-    args: argparse.Namespace, records: list[Record], errors: list[str]
-) -> list[Record]:
+async def submit_to_shards(settings: LogSettings, records: list[Record], errors: list[str]) -> list[Record]:
     """Append ``records`` to their shards' input topics; returns those appended (errors: appended to)."""
     from events.log.kafka import KafkaLog
-    from scheduler.cli.run import kafka_security
 
-    shards = partition_names(args)
-    routed, unroutable = route(records, shards)
+    kafka = settings.kafka
+    assert kafka is not None
+    routed, unroutable = route(records, list(settings.partitions))
     errors.extend(unroutable)
     for shard, batch in routed.items():
-        topics = topics_of(args, shard)
-        log = KafkaLog(args.kafka, input_topics=topics.inputs, decisions_topic=topics.decisions,
-                       deadletter_topic=topics.deadletter, group_id=args.group, **kafka_security(args))
+        topics = kafka.topics_of(shard)
+        log = KafkaLog(kafka.bootstrap, input_topics=topics.inputs, decisions_topic=topics.decisions,
+                       deadletter_topic=topics.deadletter, group_id=kafka.group, **kafka.security())
         await log.start()
         try:
             await log.append_inputs(batch)
@@ -115,36 +90,37 @@ async def submit_to_shards(
 # ---------------------------------------------------------------------------- run
 
 
-async def run_shards(args: argparse.Namespace, config: SchedulerConfig | None, collector: CycleCollector) -> int:
+async def run_shards(
+    settings: ServiceSettings, kafka: KafkaSettings, config: SchedulerConfig | None, collector: CycleCollector
+) -> int:
     """``evsched run --kafka … --partition …``: join the shard group, run what it assigns."""
     from events.log.kafka import KafkaLog, ShardMembership
     from events.log.kafka.clients import client_options
-    from scheduler.cli.run import group_timing, kafka_security, stop_on_signals
+    from scheduler.cli.run import stop_on_signals
     from scheduler.service.shards import ShardHost
 
-    if args.standby:
+    if settings.standby:
         LOG.error("--standby and --partition do not mix: with --partition, instances of one group split the "
                   "shards and take over each other's (that is the standby)")
         return 1
-    shards = partition_names(args)
-    topics = {shard: topics_of(args, shard) for shard in shards}
-    security = kafka_security(args)
-    if args.transactions:
-        supported, reason = await KafkaLog(args.kafka, **security).probe_transactions()
+    topics = {shard: kafka.topics_of(shard) for shard in settings.log.partitions}
+    security = kafka.security()
+    if settings.transactions:
+        supported, reason = await KafkaLog(kafka.bootstrap, **security).probe_transactions()
         if not supported:
             LOG.error("--transactions: no transactional producer: %s", reason)
             return 1
         LOG.info("--transactions: %s (outputs and offsets are still committed separately)", reason)
     membership = ShardMembership(
-        client_options(args.kafka, **security), group_id=args.group,
+        client_options(kafka.bootstrap, **security), group_id=kafka.group,
         shards={shard: t.inputs for shard, t in topics.items()},
-        **group_timing(args),
+        **kafka.group_timing(),
     )
 
     async def open_shard(shard: str) -> RunningShard:
-        return await _open_shard(args, config, topics[shard], membership, collector)
+        return await _open_shard(settings, kafka, config, topics[shard], membership, collector)
 
-    host = ShardHost(open_shard, once=args.once)
+    host = ShardHost(open_shard, once=settings.once)
     membership.on_revoke, membership.on_assign = host.revoke, host.assign
     stop_on_signals(host.stop)
     await membership.start()
@@ -156,18 +132,19 @@ async def run_shards(args: argparse.Namespace, config: SchedulerConfig | None, c
 
 
 async def _open_shard(
-    args: argparse.Namespace, config: SchedulerConfig | None, topics: ShardTopics, membership: Any,
-    collector: CycleCollector,
+    settings: ServiceSettings, kafka: KafkaSettings, config: SchedulerConfig | None, topics: ShardTopics,
+    membership: Any, collector: CycleCollector,
 ) -> RunningShard:
     """Open one shard's log, restore its scheduler (snapshot + log tail) and append ``--config``."""
     from events.log.kafka import KafkaLog
-    from scheduler.cli.run import append_config, fetch_tuning, kafka_security, open_service
+    from scheduler.cli.run import append_config, open_service
     from scheduler.service.shards import RunningShard
 
     shard = topics.shard
     log = KafkaLog(
-        args.kafka, input_topics=topics.inputs, decisions_topic=topics.decisions, deadletter_topic=topics.deadletter,
-        group_id=args.group, commit_offsets=membership.commit, **kafka_security(args), **fetch_tuning(args),
+        kafka.bootstrap, input_topics=topics.inputs, decisions_topic=topics.decisions,
+        deadletter_topic=topics.deadletter, group_id=kafka.group, commit_offsets=membership.commit,
+        **kafka.security(), **kafka.fetch_tuning(),
     )
     await log.start()
     bridge = None
@@ -178,11 +155,11 @@ async def _open_shard(
         await log.close()
 
     try:
-        snapshot_dir = Path(args.snapshot_dir) / shard if args.snapshot_dir else None
-        service, bridge = await open_service(args, log, snapshot_dir, partition=shard, name=shard,
+        snapshot_dir = Path(settings.snapshot_dir) / shard if settings.snapshot_dir else None
+        service, bridge = await open_service(settings, log, snapshot_dir, partition=shard, name=shard,
                                              source=shard_source(shard), poll_interval_s=0.0, collector=collector)
         await service.start()
-        await append_config(service, config, args.config)
+        await append_config(service, config, settings.config)
     except BaseException:
         await close()
         raise

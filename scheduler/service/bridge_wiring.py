@@ -11,12 +11,12 @@ import logging
 import os
 from typing import Any
 
+from events.log.credentials import mqtt_credentials
 from events.log.port import EventLog
 from events.models import OutputEvent
 from scheduler.bridge.ingest import Rejection
 from scheduler.bridge.port import Publisher
 from scheduler.bridge.topics import StatusTracker, route_cycle, route_status
-from scheduler.cli.credentials import mqtt_credentials
 from scheduler.core.engine import Engine
 from scheduler.core.state_form import queue_entry
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from events.log.credentials import Credentials, mqtt_credentials
 from scheduler.bridge.address import parse_broker_url
 from scheduler.bridge.outbox import Backoff, Outbox
-from scheduler.cli.credentials import Credentials, mqtt_credentials
 
 
 def test_full_outbox_drops_the_oldest_non_retained() -> None:

@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from events.log.file import FileLog
+from events.log.open import LogSettings
 from replay.reader import open_file_log
 from replay.snapshot_start import pick_snapshot
 from replay.verify import VerifyReport, verify
@@ -46,7 +47,8 @@ def sequential(path: Path) -> VerifyReport:
 def parallel(path: Path, snapshots: Path, run: ParallelRun | None = None) -> VerifyReport:
     with open_file_log(path) as source:
         report: VerifyReport = verify_parallel(
-            source, {"log": str(path)}, SnapshotStore(snapshots), jobs=2, min_range_inputs=MIN_INPUTS, run=run
+            source, LogSettings(directory=str(path)), SnapshotStore(snapshots), jobs=2, min_range_inputs=MIN_INPUTS,
+            run=run,
         )
     return report
 

@@ -1,7 +1,7 @@
 """Broker credentials come from the environment or a file, never the command line, never a log line.
 
-Unit tests of ``scheduler.cli.credentials``, then the CLI as a user runs it (a subprocess, its
-stderr captured at DEBUG): a password on the command line is refused without being
+Unit tests of ``events.log.credentials`` and ``scheduler.cli.credentials``, then the CLI as
+a user runs it (a subprocess, its stderr captured at DEBUG): a password on the command line is refused without being
 repeated, and one from a file really logs in to a mosquitto that requires it.
 """
 
@@ -19,19 +19,19 @@ from urllib.parse import quote
 import orjson
 import pytest
 
-from scheduler.bridge.address import parse_broker_url
-from scheduler.cli.credentials import (
+from events.log.credentials import (
     MAX_SECRET_BYTES,
     CredentialError,
     Credentials,
     kafka_credentials,
     kafka_sasl,
     mqtt_credentials,
-    prepare_run,
     read_secret_file,
     redact_logs,
     refuse_password_in_url,
 )
+from scheduler.bridge.address import parse_broker_url
+from scheduler.cli.credentials import prepare_run
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "pa55-Wörd:with@odd/chars"

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
-
 import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from events.log.kafka import MemberShards, assign_shards, shard_topics
-from scheduler.cli.shards import partition_names, route, shard_source
+from scheduler.cli.settings import partition_names
+from scheduler.cli.shards import route, shard_source
 
 
 def member(*shards: str, held: dict[str, int] | None = None) -> MemberShards:
@@ -99,9 +98,8 @@ def test_shard_topic_names() -> None:
 
 
 def test_partition_names_accept_repeats_and_comma_lists() -> None:
-    args = argparse.Namespace(partitions=["a,b", "b", " c "])
-    assert partition_names(args) == ["a", "b", "c"]
-    assert partition_names(argparse.Namespace(partitions=None)) == []
+    assert partition_names(["a,b", "b", " c "]) == ("a", "b", "c")
+    assert partition_names(None) == ()
 
 
 def test_submit_routes_by_partition_and_broadcasts_config_and_priority_classes() -> None:

@@ -1,0 +1,119 @@
+"""Open the log that typed settings name: the embedded ``FileLog`` or a ``KafkaLog`` (its topics, security, timing).
+
+``LogSettings`` and ``KafkaSettings`` are built once from the command line
+(``scheduler.cli.settings``); everything below the CLI takes them, never argparse
+namespaces. ``open_log`` is the one place a log is opened from settings: ``evsched run``,
+``submit``, ``replay`` and ``audit`` all name a log the same way. Shell code: it reads
+credentials from the environment (``events.log.credentials``) and connects.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from events.log.credentials import CredentialError, kafka_sasl
+from events.log.port import EventLog, LogError
+
+if TYPE_CHECKING:
+    from events.log.kafka import ShardTopics
+
+DEFAULT_LOG_DIR = "./evsched-data"
+DEFAULT_INPUT_TOPIC = "evsched.inputs"
+DEFAULT_SHARD = "default"  # as events.log.kafka.DEFAULT_SHARD; not imported: this module loads without aiokafka
+
+
+@dataclass(frozen=True)
+class KafkaSettings:
+    """Where and how to reach Kafka: bootstrap servers, topic base names, group, security, timing."""
+
+    bootstrap: str
+    group: str = "evsched"
+    input_topics: tuple[str, ...] = (DEFAULT_INPUT_TOPIC,)
+    decisions_topic: str = "evsched.decisions"
+    deadletter_topic: str = "evsched.deadletter"
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    password_file: str | None = None  # the SASL password's file; the password itself never is a setting
+    session_timeout_ms: int | None = None  # None: the client's defaults
+    fetch_wait_ms: int | None = None
+    request_timeout_ms: int | None = None
+
+    def security(self) -> dict[str, Any]:
+        """KafkaLog's security keyword arguments; credentials from the environment, never argv.
+
+        Raises ``LogError`` (naming what is missing, never a secret) when a SASL mechanism lacks them.
+        """
+        kwargs: dict[str, Any] = {"security_protocol": self.security_protocol}
+        if self.sasl_mechanism:
+            try:  # from EVSCHED_KAFKA_* or --kafka-password-file, never argv
+                kwargs.update(kafka_sasl(self.sasl_mechanism, os.environ, self.password_file))
+            except CredentialError as exc:
+                raise LogError(str(exc)) from None
+        return kwargs
+
+    def group_timing(self) -> dict[str, Any]:
+        """Consumer-group session and heartbeat (no session timeout set: the defaults)."""
+        session = self.session_timeout_ms
+        if not session:
+            return {}
+        return {"session_timeout_ms": session, "heartbeat_interval_ms": max(100, min(3_000, session // 3))}
+
+    def fetch_tuning(self) -> dict[str, Any]:
+        """KafkaLog's ``fetch_max_wait_ms`` and ``request_timeout_ms`` (unset: the defaults)."""
+        tuning: dict[str, Any] = {}
+        if self.fetch_wait_ms is not None:
+            tuning["fetch_max_wait_ms"] = self.fetch_wait_ms
+        if self.request_timeout_ms is not None:
+            tuning["request_timeout_ms"] = self.request_timeout_ms
+        return tuning
+
+    def topics_of(self, shard: str) -> ShardTopics:
+        """The topics of scheduler partition ``shard`` under these base names."""
+        from events.log.kafka import shard_topics
+
+        try:
+            return shard_topics(shard, input_topics=list(self.input_topics), decisions_topic=self.decisions_topic,
+                                deadletter_topic=self.deadletter_topic)
+        except ValueError as exc:
+            raise LogError(f"--partition: {exc}") from None
+
+
+@dataclass(frozen=True)
+class LogSettings:
+    """The log a command reads or writes: the embedded log in ``directory``, or Kafka when ``kafka`` is set.
+
+    ``partitions`` are the scheduler partitions (shards) named, first mention first, without
+    repeats; they need Kafka (the embedded log holds one scheduler).
+    """
+
+    directory: str = DEFAULT_LOG_DIR
+    kafka: KafkaSettings | None = None
+    partitions: tuple[str, ...] = ()
+
+    def kafka_topics(self) -> dict[str, Any]:
+        """KafkaLog's topic keyword arguments: the base names, or the one named partition's topics."""
+        assert self.kafka is not None
+        if len(self.partitions) > 1:
+            raise LogError(f"name one --partition to read, not {len(self.partitions)}: {', '.join(self.partitions)}")
+        topics = self.kafka.topics_of(self.partitions[0] if self.partitions else DEFAULT_SHARD)
+        return {"input_topics": list(topics.inputs), "decisions_topic": topics.decisions,
+                "deadletter_topic": topics.deadletter}
+
+
+async def open_log(settings: LogSettings, *, readonly: bool = False) -> EventLog:
+    """The log ``settings`` name, opened (and started, for Kafka)."""
+    kafka = settings.kafka
+    if kafka is not None:
+        from events.log.kafka import KafkaLog
+
+        log = KafkaLog(kafka.bootstrap, group_id=kafka.group, **settings.kafka_topics(), **kafka.security(),
+                       **kafka.group_timing(), **kafka.fetch_tuning())
+        await log.start()
+        return log
+    if settings.partitions:
+        raise LogError("--partition needs --kafka (the embedded log holds one scheduler)")
+    from events.log.file import FileLog
+
+    return FileLog(settings.directory, readonly=readonly)

@@ -7,38 +7,8 @@ import sys
 from typing import Any
 
 from events.codec import dumps, encode_output
-from scheduler.config import ConfigError, SchedulerConfig, load_config
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1 (``--batch 0`` would never read anything)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is less than 1")
-    return value
-
-
-def load_config_arg(path: str | None) -> SchedulerConfig | None:
-    """The config named by ``--config``, or None; exits 1 with every reason when invalid."""
-    if path is None:
-        return None
-
-    try:
-        with open(path, "rb") as fh:
-            text = fh.read()
-    except OSError as exc:
-        print(f"evsched: cannot read config {path}: {exc.strerror}", file=sys.stderr)
-        raise SystemExit(1) from None
-    try:
-        return load_config(text)
-    except ConfigError as exc:
-        print(f"evsched: config {path} is invalid:", file=sys.stderr)
-        for reason in exc.reasons:
-            print(f"  - {reason}", file=sys.stderr)
-        raise SystemExit(1) from None
+from scheduler.cli.config_arg import load_config_arg
+from scheduler.cli.flags import add_log_arguments, add_service_arguments, positive_int
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -78,7 +48,7 @@ def cmd_config_check(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """Register every subcommand on the parser's subparsers object."""
-    from scheduler.cli.run import add_log_arguments, add_service_arguments, cmd_run, cmd_submit
+    from scheduler.cli.run import cmd_run, cmd_submit
 
     p = sub.add_parser("run", help="the scheduler service")
     p.add_argument("--config", metavar="F", help="queue configuration YAML, appended to the log as config.updated")

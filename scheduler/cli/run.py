@@ -7,29 +7,24 @@ import asyncio
 import hashlib
 import logging
 import os
-import signal
 import sys
 import time
-from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from events.codec import decode_input_object
 from events.log.credentials import CredentialError, redact_logs
-from events.log.open import DEFAULT_LOG_DIR, open_log
-from events.log.port import EventLog, LogError
+from events.log.open import open_log
+from events.log.port import LogError
 from events.models import InputRejected
 from events.producer import key_of
-from scheduler.cli.credentials import add_credential_arguments, prepare_run
+from scheduler.cli.config_arg import load_config_arg
+from scheduler.cli.credentials import prepare_run
+from scheduler.cli.serve import append_config, open_service, stop_on_signals
 from scheduler.cli.settings import ServiceSettings, log_settings, service_settings
 from scheduler.config import SchedulerConfig
 from scheduler.service.cycle_gc import CycleCollector
-
-if TYPE_CHECKING:
-    from scheduler.service.bridge_wiring import MqttBridge
-    from scheduler.service.loop import Service
 
 SUBMIT_SOURCE = "evsched-submit"
 LOG = logging.getLogger("evsched")
@@ -43,53 +38,6 @@ def setup_logging(verbose: bool = False) -> None:
         stream=sys.stderr,
     )
     logging.getLogger("aiokafka").setLevel(logging.WARNING)
-
-
-def add_log_arguments(p: argparse.ArgumentParser, *, mqtt: bool = False) -> None:
-    """``--log DIR | --kafka HOST:PORT`` and Kafka's options (``mqtt``: also ``--mqtt-password-file``)."""
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--log", metavar="DIR", help=f"embedded log directory (default {DEFAULT_LOG_DIR})")
-    where.add_argument("--kafka", metavar="HOST:PORT", help="Kafka bootstrap servers")
-    p.add_argument("--input-topic", action="append", dest="input_topics", metavar="TOPIC",
-                   help="Kafka input topic (repeatable; default evsched.inputs)")
-    p.add_argument("--decisions-topic", default="evsched.decisions", help="Kafka topic for outputs")
-    p.add_argument("--deadletter-topic", default="evsched.deadletter",
-                   help="Kafka topic for unreadable input records (raw bytes, origin in headers)")
-    p.add_argument("--group", default="evsched", metavar="ID", help="Kafka consumer group id")
-    p.add_argument("--security-protocol", default="PLAINTEXT", help="Kafka security protocol (SASL_SSL, SSL, …)")
-    p.add_argument("--sasl-mechanism", default=None, help="Kafka SASL mechanism (PLAIN, SCRAM-SHA-256, …); "
-                   "credentials come from EVSCHED_KAFKA_USERNAME / EVSCHED_KAFKA_PASSWORD")
-    add_credential_arguments(p, mqtt=mqtt)
-    p.add_argument("--partition", action="append", dest="partitions", metavar="NAME",
-                   help="Kafka: a scheduler partition (shard) with its own topics — TOPIC.NAME, or the topics "
-                   "unchanged for 'default' (repeatable, or a comma list). run: the shards this instance may "
-                   "run, split with the other instances of --group; submit: route each event to its "
-                   "partition's topic; replay/audit: the one shard to read")
-
-
-def add_service_arguments(p: argparse.ArgumentParser) -> None:
-    """``evsched run``'s Kafka-only flags."""
-    p.add_argument("--standby", action="store_true",
-                   help="active/standby: run only while holding the lease (Kafka consumer group GROUP.active); "
-                   "otherwise wait, then restore state from the decisions topic and take over when the active "
-                   "instance stops or its session times out. Exits 1 if the lease is lost while running")
-    p.add_argument("--session-timeout-ms", type=int, default=10_000, metavar="MS",
-                   help="Kafka group session timeout: how soon another instance takes over the shards (or the "
-                   "lease) of one that died (default 10000)")
-    p.add_argument("--fetch-wait-ms", type=int, default=5, metavar="MS",
-                   help="Kafka fetch.max.wait: how long the broker may hold a fetch that finds nothing (default 5; "
-                   "Apache Kafka answers as soon as data arrives, so a longer wait saves idle requests there, but "
-                   "Tansu holds the fetch for all of it, which adds to the event→decision latency)")
-    p.add_argument("--request-timeout-ms", type=int, default=None, metavar="MS",
-                   help="Kafka request timeout: a broker silent this long fails the request (default 30000)")
-    p.add_argument("--kafka-outage-s", type=float, default=300.0, metavar="S",
-                   help="when Kafka fails (broker down or silent past the request timeout), restart in-process "
-                   "— restore state from the log and go on — with backoff for up to S seconds of failures, "
-                   "then exit 1 (default 300; 0 exits at the first failure)")
-    p.add_argument("--transactions", action="store_true",
-                   help="require a broker with transactional producers: probe at start and exit 1 with the "
-                   "broker's reason when it has none. Probe only: outputs and offsets are still committed "
-                   "separately (outputs first), which the design relies on, so a crash never loses a decision")
 
 
 def prepare_submission(lines: list[bytes]) -> tuple[list[tuple[bytes, bytes]], list[str]]:
@@ -153,29 +101,6 @@ def cmd_submit(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
-async def append_config(service: Service, config: SchedulerConfig | None, path: str | None) -> None:
-    """Append ``--config`` to the service's input log as ``config.updated`` when it differs
-    from the config in force (keyed by the service's shard name, ``default`` when unsharded)."""
-    if config is None or config.checksum == service.engine.state.config.checksum:
-        return
-    end = await service.log.input_end()
-    record = {
-        "id": f"config-{config.checksum[:16]}-{sum(end.values())}",
-        "source": "evsched-run",
-        "type": "config.updated",
-        "data": {"yaml": config.yaml},
-    }
-    waiting = await service.lag()
-    await service.log.append_inputs([((service.name or "default").encode(), orjson.dumps(record))])
-    LOG.info("appended config %s from %s to the input log", config.checksum[:12], path)
-    if waiting:
-        LOG.warning(
-            "the config takes effect after the %d inputs already waiting in the log; to apply it to "
-            "them, submit it first (a config.updated event) or start the service before submitting",
-            waiting,
-        )
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     """``evsched run [--config F] [--log DIR | --kafka …] [--mqtt URL] [--once]``."""
     settings = service_settings(args)
@@ -185,8 +110,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     except CredentialError as exc:
         LOG.error("%s", exc)
         return 1
-    from scheduler.cli.commands import load_config_arg
-
     config = load_config_arg(settings.config)  # None without --config; exits 1 with every reason when invalid
     outage = KafkaOutage(settings.kafka_outage_s)
     while True:
@@ -232,34 +155,6 @@ class KafkaOutage:
             return None
         self.attempts += 1
         return min(2.0 ** (self.attempts - 1), 30.0, self.remaining)
-
-
-async def open_service(
-    settings: ServiceSettings, log: EventLog, snapshot_dir: str | Path | None, *, partition: str = "default",
-    **service_args: Any,
-) -> tuple[Service, MqttBridge | None]:
-    """A ``Service`` over ``log`` as ``run``'s flags configure it, with its MQTT bridge (``--mqtt``) started."""
-    from scheduler.service.loop import Service
-    from scheduler.storage.snapshot_files import SnapshotStore
-
-    store = SnapshotStore(snapshot_dir, keep=settings.snapshot_keep) if snapshot_dir else None
-    listeners: list[Any] = []
-    bridge = None
-    if settings.mqtt:
-        from scheduler.service.bridge_wiring import start_bridge
-
-        bridge = await start_bridge(settings.mqtt, log, ingest=settings.mqtt_ingest, partition=partition)
-        listeners.append(bridge)
-    service = Service(log, batch_records=settings.batch, max_batch_records=settings.max_batch or 4 * settings.batch,
-                      listeners=listeners, snapshots=store, snapshot_every=settings.snapshot_every, **service_args)
-    return service, bridge
-
-
-def stop_on_signals(stop: Callable[[], None]) -> None:
-    """SIGINT and SIGTERM call ``stop`` (finish the cycle in hand, then return)."""
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop)
 
 
 async def _run(settings: ServiceSettings, config: SchedulerConfig | None, collector: CycleCollector) -> int:

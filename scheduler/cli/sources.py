@@ -1,7 +1,7 @@
 """Command-line plumbing shared by ``replay …`` and ``audit``: which log to read, which snapshots to use.
 
 ``add_source_arguments`` gives a subcommand ``evsched run``'s own log options (``--log DIR |
---kafka HOST:PORT``, ``--input-topic`` …, security options: ``scheduler.cli.run``), so a
+--kafka HOST:PORT``, ``--input-topic`` …, security options: ``scheduler.cli.flags``), so a
 log is named the same way everywhere; ``scheduler.cli.settings.log_settings`` turns them into
 ``LogSettings`` and ``replay.open_source.open_source`` opens that read-only.
 ``add_snapshot_arguments`` / ``pick_start`` choose a snapshot to start from
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from replay.kafka_source import REPLAY_GROUP
 from replay.reader import LogSource
+from scheduler.cli.flags import add_log_arguments
 from scheduler.cli.settings import SnapshotSettings
 
 if TYPE_CHECKING:
@@ -29,8 +30,6 @@ if TYPE_CHECKING:
 
 def add_source_arguments(p: argparse.ArgumentParser) -> None:
     """``--log DIR | --kafka HOST:PORT`` with Kafka's topic and security options, as ``evsched run``."""
-    from scheduler.cli.run import add_log_arguments
-
     add_log_arguments(p)
     # Replay reads with its own (never committing) consumer group, not the service's.
     p.set_defaults(group=REPLAY_GROUP)

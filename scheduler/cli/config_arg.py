@@ -1,0 +1,27 @@
+"""``--config F``: the queue configuration a command names, loaded or the command exits 1 with every reason."""
+
+from __future__ import annotations
+
+import sys
+
+from scheduler.config import ConfigError, SchedulerConfig, load_config
+
+
+def load_config_arg(path: str | None) -> SchedulerConfig | None:
+    """The config named by ``--config``, or None; exits 1 with every reason when invalid."""
+    if path is None:
+        return None
+
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read()
+    except OSError as exc:
+        print(f"evsched: cannot read config {path}: {exc.strerror}", file=sys.stderr)
+        raise SystemExit(1) from None
+    try:
+        return load_config(text)
+    except ConfigError as exc:
+        print(f"evsched: config {path} is invalid:", file=sys.stderr)
+        for reason in exc.reasons:
+            print(f"  - {reason}", file=sys.stderr)
+        raise SystemExit(1) from None

@@ -1,0 +1,69 @@
+"""The command line's shared flags: which log (``--log | --kafka`` and Kafka's options), ``run``'s service flags.
+
+``scheduler.cli.settings`` turns what they parse into typed settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from events.log.open import DEFAULT_LOG_DIR
+from scheduler.cli.credentials import add_credential_arguments
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (``--batch 0`` would never read anything)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is less than 1")
+    return value
+
+
+def add_log_arguments(p: argparse.ArgumentParser, *, mqtt: bool = False) -> None:
+    """``--log DIR | --kafka HOST:PORT`` and Kafka's options (``mqtt``: also ``--mqtt-password-file``)."""
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--log", metavar="DIR", help=f"embedded log directory (default {DEFAULT_LOG_DIR})")
+    where.add_argument("--kafka", metavar="HOST:PORT", help="Kafka bootstrap servers")
+    p.add_argument("--input-topic", action="append", dest="input_topics", metavar="TOPIC",
+                   help="Kafka input topic (repeatable; default evsched.inputs)")
+    p.add_argument("--decisions-topic", default="evsched.decisions", help="Kafka topic for outputs")
+    p.add_argument("--deadletter-topic", default="evsched.deadletter",
+                   help="Kafka topic for unreadable input records (raw bytes, origin in headers)")
+    p.add_argument("--group", default="evsched", metavar="ID", help="Kafka consumer group id")
+    p.add_argument("--security-protocol", default="PLAINTEXT", help="Kafka security protocol (SASL_SSL, SSL, …)")
+    p.add_argument("--sasl-mechanism", default=None, help="Kafka SASL mechanism (PLAIN, SCRAM-SHA-256, …); "
+                   "credentials come from EVSCHED_KAFKA_USERNAME / EVSCHED_KAFKA_PASSWORD")
+    add_credential_arguments(p, mqtt=mqtt)
+    p.add_argument("--partition", action="append", dest="partitions", metavar="NAME",
+                   help="Kafka: a scheduler partition (shard) with its own topics — TOPIC.NAME, or the topics "
+                   "unchanged for 'default' (repeatable, or a comma list). run: the shards this instance may "
+                   "run, split with the other instances of --group; submit: route each event to its "
+                   "partition's topic; replay/audit: the one shard to read")
+
+
+def add_service_arguments(p: argparse.ArgumentParser) -> None:
+    """``evsched run``'s Kafka-only flags."""
+    p.add_argument("--standby", action="store_true",
+                   help="active/standby: run only while holding the lease (Kafka consumer group GROUP.active); "
+                   "otherwise wait, then restore state from the decisions topic and take over when the active "
+                   "instance stops or its session times out. Exits 1 if the lease is lost while running")
+    p.add_argument("--session-timeout-ms", type=int, default=10_000, metavar="MS",
+                   help="Kafka group session timeout: how soon another instance takes over the shards (or the "
+                   "lease) of one that died (default 10000)")
+    p.add_argument("--fetch-wait-ms", type=int, default=5, metavar="MS",
+                   help="Kafka fetch.max.wait: how long the broker may hold a fetch that finds nothing (default 5; "
+                   "Apache Kafka answers as soon as data arrives, so a longer wait saves idle requests there, but "
+                   "Tansu holds the fetch for all of it, which adds to the event→decision latency)")
+    p.add_argument("--request-timeout-ms", type=int, default=None, metavar="MS",
+                   help="Kafka request timeout: a broker silent this long fails the request (default 30000)")
+    p.add_argument("--kafka-outage-s", type=float, default=300.0, metavar="S",
+                   help="when Kafka fails (broker down or silent past the request timeout), restart in-process "
+                   "— restore state from the log and go on — with backoff for up to S seconds of failures, "
+                   "then exit 1 (default 300; 0 exits at the first failure)")
+    p.add_argument("--transactions", action="store_true",
+                   help="require a broker with transactional producers: probe at start and exit 1 with the "
+                   "broker's reason when it has none. Probe only: outputs and offsets are still committed "
+                   "separately (outputs first), which the design relies on, so a crash never loses a decision")

@@ -1,0 +1,76 @@
+"""Start ``evsched run``'s service: a ``Service`` with its snapshots and MQTT bridge, ``--config`` appended, signals.
+
+Shared by the single-log run (``scheduler.cli.run``) and the sharded one (``scheduler.cli.shards``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from events.log.port import EventLog
+from scheduler.cli.settings import ServiceSettings
+from scheduler.config import SchedulerConfig
+
+if TYPE_CHECKING:
+    from scheduler.service.bridge_wiring import MqttBridge
+    from scheduler.service.loop import Service
+
+LOG = logging.getLogger("evsched")
+
+
+async def open_service(
+    settings: ServiceSettings, log: EventLog, snapshot_dir: str | Path | None, *, partition: str = "default",
+    **service_args: Any,
+) -> tuple[Service, MqttBridge | None]:
+    """A ``Service`` over ``log`` as ``run``'s flags configure it, with its MQTT bridge (``--mqtt``) started."""
+    from scheduler.service.loop import Service
+    from scheduler.storage.snapshot_files import SnapshotStore
+
+    store = SnapshotStore(snapshot_dir, keep=settings.snapshot_keep) if snapshot_dir else None
+    listeners: list[Any] = []
+    bridge = None
+    if settings.mqtt:
+        from scheduler.service.bridge_wiring import start_bridge
+
+        bridge = await start_bridge(settings.mqtt, log, ingest=settings.mqtt_ingest, partition=partition)
+        listeners.append(bridge)
+    service = Service(log, batch_records=settings.batch, max_batch_records=settings.max_batch or 4 * settings.batch,
+                      listeners=listeners, snapshots=store, snapshot_every=settings.snapshot_every, **service_args)
+    return service, bridge
+
+
+def stop_on_signals(stop: Callable[[], None]) -> None:
+    """SIGINT and SIGTERM call ``stop`` (finish the cycle in hand, then return)."""
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop)
+
+
+async def append_config(service: Service, config: SchedulerConfig | None, path: str | None) -> None:
+    """Append ``--config`` to the service's input log as ``config.updated`` when it differs
+    from the config in force (keyed by the service's shard name, ``default`` when unsharded)."""
+    if config is None or config.checksum == service.engine.state.config.checksum:
+        return
+    end = await service.log.input_end()
+    record = {
+        "id": f"config-{config.checksum[:16]}-{sum(end.values())}",
+        "source": "evsched-run",
+        "type": "config.updated",
+        "data": {"yaml": config.yaml},
+    }
+    waiting = await service.lag()
+    await service.log.append_inputs([((service.name or "default").encode(), orjson.dumps(record))])
+    LOG.info("appended config %s from %s to the input log", config.checksum[:12], path)
+    if waiting:
+        LOG.warning(
+            "the config takes effect after the %d inputs already waiting in the log; to apply it to "
+            "them, submit it first (a config.updated event) or start the service before submitting",
+            waiting,
+        )

@@ -118,9 +118,9 @@ def engine_with(spec: WorkloadSpec, events: list[InputEvent] | None = None) -> E
                 engine.apply(event)
         else:
             for obj in numbered(generate(spec)):
-                event = decode_input(orjson.dumps(obj), append_time_us=0)
-                assert isinstance(event, InputEvent), event
-                engine.apply(event)
+                decoded = decode_input(orjson.dumps(obj), append_time_us=0)
+                assert isinstance(decoded, InputEvent), decoded
+                engine.apply(decoded)
     gc.collect()
     return engine
 

@@ -205,7 +205,7 @@ class _AmqttBroker:
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
 
     def start(self) -> None:
-        from amqtt.broker import Broker  # optional dependency, only on this fallback path
+        from amqtt.broker import Broker  # type: ignore[import-not-found,unused-ignore]  # optional fallback
 
         config = {
             "listeners": {"default": {"type": "tcp", "bind": f"127.0.0.1:{self.port}"}},

@@ -10,7 +10,7 @@ examples get past JSON parsing and exercise the field validators and the core.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from hypothesis import strategies as st
 
@@ -84,7 +84,9 @@ def _valid_events() -> st.SearchStrategy[dict[str, Any]]:
         "priorityclass.deleted": {"name": "pc"},
     }  # fmt: skip
     envelope = {"specversion": "1.0", "id": "e1", "source": "fuzz", "time": "2024-01-01T00:00:00Z"}
-    return st.sampled_from(sorted(datas)).map(lambda t: envelope | {"type": t, "data": dict(datas[t])})
+    return st.sampled_from(sorted(datas)).map(
+        lambda t: envelope | {"type": t, "data": dict(cast(dict[str, Any], datas[t]))}
+    )
 
 
 def _field_value(key: str) -> st.SearchStrategy[Any]:

@@ -251,7 +251,7 @@ def test_a_batch_spanning_several_fetches_is_read_whole(kafka_bootstrap: str, ka
             for chunk in range(6):
                 await log.append_inputs([(None, b"x" * 200 + str(chunk * 5_000 + i).encode()) for i in range(5_000)])
             positions: dict[str, int] = {}
-            sizes = []
+            sizes: list[int] = []
             deadline = time.monotonic() + 20
             while sum(sizes) < 30_000:
                 assert time.monotonic() < deadline, sizes

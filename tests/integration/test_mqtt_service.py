@@ -9,7 +9,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aiomqtt
 import orjson
@@ -54,7 +54,7 @@ def test_node_topic_gets_exactly_its_decisions_and_status_matches_state(tmp_path
 
             async def drain() -> None:
                 async for msg in client.messages:
-                    received.append(orjson.loads(bytes(msg.payload)))  # type: ignore[arg-type]
+                    received.append(orjson.loads(bytes(msg.payload)))
 
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(drain(), 1.5)
@@ -66,7 +66,7 @@ def test_node_topic_gets_exactly_its_decisions_and_status_matches_state(tmp_path
                 async for msg in client.messages:
                     if msg.retain and msg.payload:
                         path = str(msg.topic).split("/queues/", 1)[1].replace("/", ".")
-                        status[path] = orjson.loads(bytes(msg.payload))  # type: ignore[arg-type]
+                        status[path] = orjson.loads(bytes(msg.payload))
 
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(collect(), 1.0)
@@ -121,7 +121,7 @@ def test_broker_restart_mid_run_leaves_decisions_unchanged_and_status_resynced(t
         assert slowest < 1.0, f"a cycle took {slowest:.2f} s with the broker down"
         outs = [r.value for r in await log.read_outputs(0)]
         await log.close()
-        return outs, service.engine.state_form()["queues"]
+        return outs, cast(dict[str, Any], service.engine.state_form()["queues"])
 
     async def scenario(broker_url: str, stop: Any, start: Any) -> None:
         plain, _ = await run_service(tmp_path / "plain", None)

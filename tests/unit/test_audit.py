@@ -21,6 +21,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from events.log.file import FileLog
+from events.models import InputEvent
 from replay.audit.checks import Auditor
 from scheduler.cli.audit import add_audit, source_inputs
 from tests.explain_logdrive import LogDriver, copy_log
@@ -270,5 +271,5 @@ def test_audit_merges_channels_as_the_scheduler_does(spec: list[tuple[str, bool,
         records.append(LogRecord(channel, offsets[channel], value, (5 - t) * 1_000_000))
         offsets[channel] += 1
     order = ["a", "b", "c"]
-    expected = [d.result.id for d in merge(decode_records(records), order) if hasattr(d.result, "source")]
+    expected = [d.result.id for d in merge(decode_records(records), order) if isinstance(d.result, InputEvent)]
     assert [e.id for e in merged_inputs(records, order)] == expected

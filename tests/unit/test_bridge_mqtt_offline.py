@@ -10,7 +10,7 @@ import time
 import pytest
 
 from scheduler.bridge.mqtt import MqttPublisher
-from tests.mqtt_broker import free_port
+from tests.procs import free_port
 
 
 def test_unreachable_broker_never_blocks_and_bounds_the_queue(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from projections.priority import MAX_PRIORITY, MIN_PRIORITY, adjusted, clamp_int32
@@ -18,7 +20,7 @@ def tree(parent_props: str, leaf_props: str) -> str:
     """)
 
 
-def priorities(state: dict, *paths: str) -> tuple[int, ...]:
+def priorities(state: dict[str, Any], *paths: str) -> tuple[int, ...]:
     return tuple(state["queues"][p]["priority"] for p in paths)
 
 
@@ -37,7 +39,9 @@ def priorities(state: dict, *paths: str) -> tuple[int, ...]:
         ("priority.offset: 'x'", "priority.offset: '99999999999'", (0, 0), (5, 5)),
     ],
 )
-def test_offsets_and_fences(parent_props: str, leaf_props: str, first: tuple, second: tuple) -> None:
+def test_offsets_and_fences(
+    parent_props: str, leaf_props: str, first: tuple[int, ...], second: tuple[int, ...]
+) -> None:
     config = tree(parent_props, leaf_props)
     base = [app("a", "root.parent.leaf"), ask("a", "x", vcore=10**9, priority=0)]
     _, state = run(base, config)

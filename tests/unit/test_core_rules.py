@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.sim import SCHEDULE, app, ask, node, of_type, placements, root_queues, run
@@ -142,7 +144,7 @@ def test_submit_acls(queue: str, user: str, groups: list[str], ok: bool, reason:
         ({"priority": 2**31}, "priority-range"),
     ],
 )
-def test_ask_priority_resolution(fields: dict, expected: int | str) -> None:
+def test_ask_priority_resolution(fields: dict[str, Any], expected: int | str) -> None:
     lines = [
         {"type": "priorityclass.upserted", "data": {"name": "high", "value": 100}},
         {"type": "priorityclass.upserted", "data": {"name": "dflt", "value": 42, "global_default": True}},
@@ -164,7 +166,7 @@ def test_ask_priority_resolution(fields: dict, expected: int | str) -> None:
         ({"name": "second-default", "value": 1, "global_default": True}, "priority-class"),
     ],
 )
-def test_priority_class_rules(data: dict, reason: str) -> None:
+def test_priority_class_rules(data: dict[str, Any], reason: str) -> None:
     lines = [{"type": "priorityclass.upserted", "data": {"name": "d", "value": 1, "global_default": True}},
              {"type": "priorityclass.upserted", "data": data}]
     outputs, _ = run(lines)
@@ -198,7 +200,7 @@ def test_deleted_class_keeps_admitted_priority() -> None:
         ({"type": "node.added", "time": "yesterday", "data": {"node_id": "n2", "capacity": {}}}, "invalid"),
     ],
 )
-def test_bad_inputs_are_rejected_and_change_nothing(line: dict, reason: str) -> None:
+def test_bad_inputs_are_rejected_and_change_nothing(line: dict[str, Any], reason: str) -> None:
     base = [node("n1"), app("a")]
     _, before = run(base)
     outputs, after = run([*base, line])

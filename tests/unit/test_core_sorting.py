@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from projections.node_index import NodeIndex, NodeSortPolicy, sorted_node_ids, usage_score
@@ -25,7 +27,7 @@ partitions:
 """
 
 
-def order_of_apps(props: str, lines: list[dict]) -> list[str]:
+def order_of_apps(props: str, lines: list[dict[str, Any]]) -> list[str]:
     outputs, _ = run(lines, leaf_config(props))
     return [d["app_id"] for d in of_type(outputs, "allocation.decided")]
 
@@ -34,7 +36,7 @@ def t(ms: int) -> str:
     return f"1970-01-01T00:00:{ms // 1000:02d}.{ms % 1000:03d}Z"
 
 
-def three_apps(p_first: int, p_second: int, p_third: int) -> list[dict]:
+def three_apps(p_first: int, p_second: int, p_third: int) -> list[dict[str, Any]]:
     return [
         node("n1", vcore=10_000, memory=10_000),
         {**app("a1", "root.q"), "time": t(1)},

@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from events.codec import dumps, parse_time
+from events.log.kafka_options import client_options
 from events.models import (
     INPUT_DATA,
     AllocationReleased,
@@ -336,17 +337,14 @@ class EvschedProducer:
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.topic = topic
-        options = {
-            "bootstrap_servers": bootstrap_servers,
-            "client_id": client_id,
+        self._options = {  # the same connection and security options as the log's clients
+            **client_options(
+                bootstrap_servers, client_id=client_id, request_timeout_ms=None, security_protocol=security_protocol,
+                sasl_mechanism=sasl_mechanism, sasl_plain_username=sasl_plain_username,
+                sasl_plain_password=sasl_plain_password, ssl_context=ssl_context,
+            ),
             "linger_ms": linger_ms,
-            "security_protocol": security_protocol,
-            "sasl_mechanism": sasl_mechanism,
-            "sasl_plain_username": sasl_plain_username,
-            "sasl_plain_password": sasl_plain_password,
-            "ssl_context": ssl_context,
         }
-        self._options = {k: v for k, v in options.items() if v is not None}
         self._producer: Any = None
         self._pending: list[Any] = []
 

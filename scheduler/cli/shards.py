@@ -95,7 +95,7 @@ async def run_shards(
 ) -> int:
     """``evsched run --kafka … --partition …``: join the shard group, run what it assigns."""
     from events.log.kafka import KafkaLog, ShardMembership
-    from events.log.kafka.clients import client_options
+    from events.log.kafka_options import client_options
     from scheduler.cli.serve import stop_on_signals
     from scheduler.service.shards import ShardHost
 

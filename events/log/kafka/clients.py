@@ -1,4 +1,6 @@
-"""Kafka client plumbing shared by the adapter: connection options, topic creation, probes, group members.
+"""Kafka client plumbing shared by the adapter: topic creation, probes, group members.
+
+Connection and security options come from ``events.log.kafka_options.client_options``.
 
 Credentials live only in the options dict and the clients built from it: never in logs,
 exceptions or reprs.
@@ -8,10 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import ssl
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aiokafka import AIOKafkaProducer, TopicPartition
@@ -25,34 +26,6 @@ from events.log.port import LogError
 log = logging.getLogger("evsched.kafka")
 
 _TOPIC_ALREADY_EXISTS = 36
-
-
-def client_options(
-    bootstrap_servers: str | Sequence[str],
-    *,
-    client_id: str = "evsched",
-    request_timeout_ms: int = 30_000,
-    security_protocol: str = "PLAINTEXT",
-    sasl_mechanism: str | None = None,
-    sasl_plain_username: str | None = None,
-    sasl_plain_password: str | None = None,
-    ssl_context: ssl.SSLContext | None = None,
-) -> dict[str, Any]:
-    """The keyword arguments every aiokafka client of the adapter is built with."""
-    servers = bootstrap_servers if isinstance(bootstrap_servers, str) else list(bootstrap_servers)
-    security = {
-        "security_protocol": security_protocol,
-        "sasl_mechanism": sasl_mechanism,
-        "sasl_plain_username": sasl_plain_username,
-        "sasl_plain_password": sasl_plain_password,
-        "ssl_context": ssl_context,
-    }
-    return {
-        "bootstrap_servers": servers,
-        "client_id": client_id,
-        "request_timeout_ms": request_timeout_ms,
-        **{k: v for k, v in security.items() if v is not None},
-    }
 
 
 async def ensure_topics(options: Mapping[str, Any], wanted: Mapping[str, int], replication: int) -> dict[str, int]:

@@ -31,7 +31,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError, MessageSizeTooLargeError, RecordListTooLargeError
 
 from events.log.clock import wall_clock_us
-from events.log.kafka.clients import GroupListener, client_options, ensure_topics, probe_transactions
+from events.log.kafka.clients import GroupListener, ensure_topics, probe_transactions
 from events.log.kafka.lease import KafkaLease
 from events.log.kafka.outputs import (
     MAX_ERROR_HEADER,
@@ -42,6 +42,7 @@ from events.log.kafka.outputs import (
 )
 from events.log.kafka.recent import RecentBatches
 from events.log.kafka.topics import channel_name, parse_channel
+from events.log.kafka_options import client_options
 from events.log.port import LogError, LogRecord
 
 log = logging.getLogger("evsched.kafka")

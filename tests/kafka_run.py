@@ -8,7 +8,6 @@ A ``KafkaTopics`` names one log (one shard's input, decisions and dead-letter to
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,9 @@ from scheduler.core.logged_cycle import decode_records, merge
 from scheduler.service.recovery import recover
 from scheduler.simulation.simulate import Simulation
 from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
+from tests.cli import evsched, evsched_argv
+from tests.contracts.log_contract import run
 from tests.kafka_broker import KafkaTopics
-from tests.log_contract import run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,13 +48,6 @@ def kafka_args(bootstrap: str, topics: KafkaTopics) -> list[str]:
         "--kafka", bootstrap, "--input-topic", topics.inputs, "--decisions-topic", topics.decisions,
         "--deadletter-topic", topics.deadletter, "--group", topics.group,
     ]
-
-
-def evsched(*args: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
-    proc = subprocess.run([sys.executable, "-m", "scheduler", *args], cwd=ROOT, capture_output=True, timeout=timeout)
-    if check:
-        assert proc.returncode == 0, f"evsched {args[0]} exited {proc.returncode}:\n{proc.stderr.decode()[-3000:]}"
-    return proc
 
 
 def open_log(bootstrap: str, topics: KafkaTopics, partitions: int = 1) -> KafkaLog:
@@ -171,7 +164,7 @@ def recover_check(
 def spawn_run(args: list[str], stderr_path: Path) -> subprocess.Popen[bytes]:
     with open(stderr_path, "wb") as err:
         return subprocess.Popen(
-            [sys.executable, "-m", "scheduler", "run", *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err
+            evsched_argv("run", *args), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err
         )
 
 

@@ -21,7 +21,6 @@ import random
 import re
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,9 +31,10 @@ import orjson
 import pytest
 
 from scheduler.simulation.workload import WorkloadSpec
+from tests.cli import evsched_argv
+from tests.contracts.log_contract import run
 from tests.kafka_broker import KafkaTopics
 from tests.kafka_run import decisions, open_log, read_all, spawn_run, unique, wait_for_line
-from tests.log_contract import run
 from tests.logdrive import workload_records
 from tests.procs import fixed_batch
 
@@ -171,7 +171,7 @@ def kill_campaign(args: list[str], workdir: Path, *, kills: int, seed: int, firs
 def finish_run(args: list[str], err_path: Path, timeout: float = 600) -> str:
     """Run the service to the end, uninterrupted; its stderr (asserting exit 0)."""
     with open(err_path, "wb") as err:
-        proc = subprocess.run([sys.executable, "-m", "scheduler", "run", *args], cwd=ROOT,
+        proc = subprocess.run(evsched_argv("run", *args), cwd=ROOT,
                               stdout=subprocess.DEVNULL, stderr=err, timeout=timeout)
     text = err_path.read_text(errors="replace")
     assert proc.returncode == 0, f"evsched run exited {proc.returncode}:\n{text[-3000:]}"
@@ -202,7 +202,7 @@ def verify_log(log_args: list[str]) -> dict[str, Any]:
     """``evsched replay verify LOG-ARGS --no-snapshots --json``: every cycle re-derived from cycle 1
     and compared byte for byte; asserts exit 0 (no divergence) and returns the report."""
     proc = subprocess.run(
-        [sys.executable, "-m", "scheduler", "replay", "verify", *log_args, "--no-snapshots", "--json"],
+        evsched_argv("replay", "verify", *log_args, "--no-snapshots", "--json"),
         cwd=ROOT, capture_output=True, timeout=900,
     )
     assert proc.returncode == 0, f"replay verify exited {proc.returncode}:\n{proc.stdout[-3000:]!r}{proc.stderr!r}"

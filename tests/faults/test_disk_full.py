@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,8 +27,9 @@ import pytest
 
 from events.log.file import FileLog
 from scheduler.simulation.workload import WorkloadSpec
+from tests.cli import evsched
 from tests.faults.damage import frame_positions, last_segment
-from tests.faults.harness import ROOT, fault_workload, finish_run, judge, run_args, verify_log
+from tests.faults.harness import fault_workload, finish_run, judge, run_args, verify_log
 from tests.integration.test_service import outputs
 from tests.logdrive import write_inputs
 
@@ -63,11 +63,6 @@ def fill_disk(directory: Path, leave: int) -> Path:
     return filler
 
 
-def evsched(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "scheduler", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
-
-
 def assert_stopped_cleanly(proc: subprocess.CompletedProcess[str], log_dir: Path) -> None:
     """Exit 1 with the ENOSPC reason and no traceback; only whole records, ending on a complete cycle."""
     assert proc.returncode == 1, proc.stderr[-3000:]
@@ -95,7 +90,7 @@ def test_full_disk_stops_the_service_without_a_partial_record(tmp_path: Path) ->
             write_inputs(log, records)
         filler = fill_disk(disk, LEFT_FREE)
 
-        first = evsched("run", "--log", str(log_dir), *args)
+        first = evsched("run", "--log", str(log_dir), *args, check=False, text=True)
         assert_stopped_cleanly(first, log_dir)
         assert "outputs not written" in first.stderr and "a restart re-runs this cycle" in first.stderr
         assert "not written ([Errno 28]" in first.stderr  # a snapshot failed first, and was skipped
@@ -106,11 +101,11 @@ def test_full_disk_stops_the_service_without_a_partial_record(tmp_path: Path) ->
         inputs_before = last_segment(log_dir, "inputs").read_bytes()
         more = tmp_path / "more.jsonl"
         more.write_bytes(b"\n".join(orjson.dumps({**r, "id": f"more-{i}"}) for i, r in enumerate(records)))
-        submitted = evsched("submit", "--log", str(log_dir), str(more))
+        submitted = evsched("submit", "--log", str(log_dir), str(more), check=False, text=True)
         assert submitted.returncode == 1 and "disk full (ENOSPC)" in submitted.stderr, submitted.stderr[-2000:]
         assert last_segment(log_dir, "inputs").read_bytes() == inputs_before
 
-        again = evsched("run", "--log", str(log_dir), *args)
+        again = evsched("run", "--log", str(log_dir), *args, check=False, text=True)
         assert_stopped_cleanly(again, log_dir)
         assert "inputs waiting" in again.stderr  # it recovered first, then met the full disk again
 

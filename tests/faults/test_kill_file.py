@@ -10,13 +10,13 @@ The ``small`` case is the fast subset ``make test`` runs.
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from events.log.file import FileLog
 from scheduler.simulation.workload import WorkloadSpec
+from tests.cli import evsched_argv
 from tests.faults.harness import (
     ROOT,
     CampaignCase,
@@ -45,7 +45,7 @@ def test_sigkills_during_a_run_lose_and_change_nothing(tmp_path: Path, case: Cam
             write_inputs(log, records)
     # The reference runs alongside the campaign (two cores); the campaign adapts to the pace.
     with open(tmp_path / "reference.err", "wb") as ref_err:
-        ref = subprocess.Popen([sys.executable, "-m", "scheduler", "run", "--log", str(reference), *args],
+        ref = subprocess.Popen(evsched_argv("run", "--log", str(reference), *args),
                                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=ref_err)
     try:
         campaign = kill_campaign(["--log", str(crashed), *args], tmp_path, kills=case.kills, seed=2024)

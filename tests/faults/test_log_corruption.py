@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import random
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
@@ -27,8 +25,9 @@ import pytest
 
 from events.log.file import FileLog
 from scheduler.simulation.workload import WorkloadSpec
+from tests.cli import evsched
 from tests.faults.damage import DAMAGE, damage, flip_byte, last_segment
-from tests.faults.harness import ROOT, fault_workload, finish_run, judge, run_args, verify_log
+from tests.faults.harness import fault_workload, finish_run, judge, run_args, verify_log
 from tests.integration.test_service import outputs, simulate_with_recorded_boundaries
 from tests.logdrive import write_inputs
 
@@ -129,8 +128,7 @@ def test_damage_inside_acknowledged_data_is_refused_and_nothing_changed(
     segment = last_segment(log_dir, "outputs")
     flip_byte(segment, 3)
     before = segment.read_bytes()
-    proc = subprocess.run([sys.executable, "-m", "scheduler", "run", "--log", str(log_dir), "--once"],
-                          cwd=ROOT, capture_output=True, timeout=120)
+    proc = evsched("run", "--log", str(log_dir), "--once", check=False, timeout=120)
     stderr = proc.stderr.decode()
     assert proc.returncode == 1, stderr
     assert "outputs@3" in stderr and "valid records follow" in stderr and "refusing to drop them" in stderr

@@ -14,8 +14,8 @@ import pytest
 
 from events.log.kafka import KafkaLog, parse_channel
 from events.log.port import EventLog, LogError, LogRecord
+from tests.contracts.log_contract import LogContract, run
 from tests.kafka_broker import KafkaTopics
-from tests.log_contract import LogContract, run
 
 pytestmark = pytest.mark.kafka
 

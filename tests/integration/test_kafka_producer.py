@@ -26,9 +26,9 @@ from events.models import (
     PriorityClassUpserted,
 )
 from events.producer import EventBuilder, EvschedProducer, ProducedEvent
+from tests.contracts.log_contract import run
 from tests.integration.test_kafka_log import make_kafka_log, read_all
 from tests.kafka_broker import KafkaTopics
-from tests.log_contract import run
 
 
 def counter_ids() -> Callable[[], str]:

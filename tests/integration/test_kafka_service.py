@@ -18,11 +18,12 @@ import orjson
 import pytest
 
 from scheduler.simulation.workload import WorkloadSpec
+from tests.cli import evsched
+from tests.contracts.log_contract import run
 from tests.kafka_broker import KafkaTopics
 from tests.kafka_run import (
     create_topics,
     decisions,
-    evsched,
     kafka_args,
     produce,
     read_all,
@@ -34,7 +35,6 @@ from tests.kafka_run import (
     wait_for_line,
     workload,
 )
-from tests.log_contract import run
 from tests.procs import fixed_batch
 
 pytestmark = pytest.mark.kafka

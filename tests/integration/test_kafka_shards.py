@@ -22,10 +22,11 @@ import orjson
 import pytest
 
 from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
+from tests.cli import evsched
+from tests.contracts.log_contract import run
 from tests.kafka_broker import KafkaTopics
 from tests.kafka_run import (
     decisions,
-    evsched,
     kafka_args,
     read_all,
     recover_check,
@@ -35,7 +36,6 @@ from tests.kafka_run import (
     unique,
     wait_for_line,
 )
-from tests.log_contract import run
 from tests.procs import fixed_batch
 
 pytestmark = pytest.mark.kafka

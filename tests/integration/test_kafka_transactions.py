@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from events.log.kafka import parse_channel
+from tests.contracts.log_contract import run
 from tests.integration.test_kafka_log import make_kafka_log
 from tests.kafka_broker import KafkaTopics
-from tests.log_contract import run
 
 pytestmark = pytest.mark.kafka
 

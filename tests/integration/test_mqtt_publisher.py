@@ -1,4 +1,4 @@
-"""MqttPublisher against a real broker: the shared Publisher contract (tests/unit/test_bridge_port.py)."""
+"""MqttPublisher against a real broker: the shared Publisher contract (tests/contracts/publisher_contract.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 
 from scheduler.bridge.mqtt import MqttPublisher
 from scheduler.bridge.port import Publisher
+from tests.contracts.publisher_contract import PublisherContract, Reader
 from tests.mqtt_broker import MqttReader, read_retained
-from tests.unit.test_bridge_port import PublisherContract, Reader
 
 pytestmark = pytest.mark.mqtt
 

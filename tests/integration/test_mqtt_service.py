@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -23,6 +21,7 @@ from scheduler.service.bridge_wiring import MqttBridge
 from scheduler.service.loop import Service
 from scheduler.service.recovery import recover
 from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
+from tests.cli import evsched, evsched_argv
 from tests.mqtt_broker import eventually, private_mosquitto, read_retained
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,8 +35,7 @@ def test_node_topic_gets_exactly_its_decisions_and_status_matches_state(tmp_path
     lines += [orjson.dumps(e) for e in numbered(events(spec), source=f"t-{uuid.uuid4().hex[:6]}")]
     (tmp_path / "in.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     log_dir = tmp_path / "log"
-    subprocess.run([sys.executable, "-m", "scheduler", "submit", "--log", str(log_dir), str(tmp_path / "in.jsonl")],
-                   cwd=ROOT, check=True, capture_output=True)
+    evsched("submit", "--log", str(log_dir), str(tmp_path / "in.jsonl"))
     address = parse_broker_url(mqtt_url)
     node_topic = f"evsched/{partition}/nodes/node-00003/allocations"
 
@@ -46,7 +44,7 @@ def test_node_topic_gets_exactly_its_decisions_and_status_matches_state(tmp_path
         async with aiomqtt.Client(address.host, address.port) as client:
             await client.subscribe(node_topic, qos=1)
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "scheduler", "run", "--log", str(log_dir), "--once", "--mqtt", mqtt_url,
+                *evsched_argv("run", "--log", str(log_dir), "--once", "--mqtt", mqtt_url),
                 cwd=ROOT, stderr=asyncio.subprocess.PIPE,
             )
             _, err = await proc.communicate()

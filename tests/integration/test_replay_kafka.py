@@ -7,8 +7,6 @@ logs are copies: the same input topic with a new decisions topic holding edited 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -18,9 +16,10 @@ import pytest
 
 from events.codec import dumps
 from scheduler.simulation.workload import WorkloadSpec
+from tests.cli import evsched
+from tests.contracts.log_contract import run
 from tests.kafka_broker import KafkaTopics, fresh_topics
-from tests.kafka_run import decisions, evsched, kafka_args, open_log, read_all, submit_file, workload
-from tests.log_contract import run
+from tests.kafka_run import decisions, kafka_args, open_log, read_all, submit_file, workload
 
 pytestmark = pytest.mark.kafka
 
@@ -34,10 +33,6 @@ class ServiceLog:
     topics: KafkaTopics
     snapshots: Path
     outputs: list[dict[str, Any]]
-
-
-def replay(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "scheduler", *args], cwd=ROOT, capture_output=True, timeout=timeout)
 
 
 def source_args(log: ServiceLog, topics: KafkaTopics | None = None) -> list[str]:
@@ -73,7 +68,7 @@ def copy_with_outputs(log: ServiceLog, values: list[bytes]) -> KafkaTopics:
 
 
 def test_verify_over_kafka(service_log: ServiceLog) -> None:
-    done = replay("replay", "verify", *source_args(service_log), "--jobs", "2")
+    done = evsched("replay", "verify", *source_args(service_log), "--jobs", "2", check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     cycles = sum(1 for o in service_log.outputs if o["type"] == "cycle.completed")
     assert done.stdout.startswith(f"ok: {cycles} cycles verified ({len(workload(SPEC))} inputs".encode())
@@ -86,13 +81,13 @@ def test_forged_decision_is_caught_with_coordinates(service_log: ServiceLog) -> 
     values = [dumps(o) for o in outs]
     values[target] = dumps(forged)
     copy = copy_with_outputs(service_log, values)
-    done = replay("replay", "verify", *source_args(service_log, copy))
+    done = evsched("replay", "verify", *source_args(service_log, copy), check=False)
     assert done.returncode == 2, done.stdout + done.stderr
     cycle = outs[target]["data"]["cycle"]
     assert f"cycle {cycle}".encode() in done.stdout
     assert f"output log offset {target}".encode() in done.stdout and b"ask-forged" in done.stdout
     # The independent audit finds it too: that ask was never pending.
-    audited = replay("audit", *source_args(service_log, copy))
+    audited = evsched("audit", *source_args(service_log, copy), check=False)
     assert audited.returncode == 1 and b"ask-not-pending" in audited.stdout, audited.stdout + audited.stderr
 
 
@@ -101,7 +96,7 @@ def test_appended_forged_decision_is_caught(service_log: ServiceLog) -> None:
     extra = next(o for o in reversed(outs) if o["type"] == "allocation.decided")
     values = [dumps(o) for o in outs] + [dumps(dict(extra, id="999-0"))]
     copy = copy_with_outputs(service_log, values)
-    done = replay("replay", "verify", *source_args(service_log, copy))
+    done = evsched("replay", "verify", *source_args(service_log, copy), check=False)
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"output log offset {len(outs)}".encode() in done.stdout and b"outside any cycle" in done.stdout
 
@@ -110,10 +105,10 @@ def test_explain_over_kafka_from_a_snapshot(service_log: ServiceLog) -> None:
     decided = decisions(service_log.outputs)
     decision_id = decided[-1]["decision_id"]
     snap = ["--snapshot-dir", str(service_log.snapshots)]
-    fast = replay("replay", "explain", decision_id, *source_args(service_log), *snap, "--json")
+    fast = evsched("replay", "explain", decision_id, *source_args(service_log), *snap, "--json", check=False)
     assert fast.returncode == 0, fast.stderr
     assert b"re-deriving from the first cycle" not in fast.stderr  # a snapshot was used
-    full = replay("replay", "explain", decision_id, *source_args(service_log), "--json")
+    full = evsched("replay", "explain", decision_id, *source_args(service_log), "--json", check=False)
     assert full.returncode == 0 and b"re-deriving from the first cycle" in full.stderr
     body = orjson.loads(fast.stdout)
     assert body == orjson.loads(full.stdout)
@@ -123,14 +118,14 @@ def test_explain_over_kafka_from_a_snapshot(service_log: ServiceLog) -> None:
 def test_state_over_kafka_from_a_snapshot_equals_full_rederivation(service_log: ServiceLog) -> None:
     last = max(o["data"]["cycle"] for o in service_log.outputs if o["type"] == "cycle.completed")
     snap = ["--snapshot-dir", str(service_log.snapshots)]
-    fast = replay("replay", "state", "--cycle", str(last), *source_args(service_log), *snap)
-    full = replay("replay", "state", "--cycle", str(last), *source_args(service_log), "--no-snapshots")
+    fast = evsched("replay", "state", "--cycle", str(last), *source_args(service_log), *snap, check=False)
+    full = evsched("replay", "state", "--cycle", str(last), *source_args(service_log), "--no-snapshots", check=False)
     assert fast.returncode == 0 and full.returncode == 0, fast.stderr + full.stderr
     assert fast.stdout == full.stdout and orjson.loads(fast.stdout)["type"] == "state"
 
 
 def test_export_over_kafka_then_simulate_reproduces(service_log: ServiceLog, tmp_path: Path) -> None:
-    exported = replay("replay", "export", *source_args(service_log), "-o", str(tmp_path / "run.jsonl"))
+    exported = evsched("replay", "export", *source_args(service_log), "-o", str(tmp_path / "run.jsonl"), check=False)
     assert exported.returncode == 0, exported.stderr
     simulated = evsched("simulate", str(tmp_path / "run.jsonl")).stdout.splitlines()
     got = [orjson.loads(line)["data"] for line in simulated if b'"allocation.decided"' in line]
@@ -138,7 +133,7 @@ def test_export_over_kafka_then_simulate_reproduces(service_log: ServiceLog, tmp
 
 
 def test_audit_over_kafka_passes_a_clean_log(service_log: ServiceLog) -> None:
-    done = replay("audit", *source_args(service_log))
+    done = evsched("audit", *source_args(service_log), check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert b"clean" in done.stdout
 
@@ -175,10 +170,10 @@ def test_channels_merge_in_configured_topic_order(kafka_bootstrap: str, tmp_path
     assert set(started["inputs_through"]) == {f"{first}/0", f"{second}/0"}, "one cycle must merge both topics"
     assert [d["node_id"] for d in decisions(outs)] == ["node-zz"]
 
-    done = replay("replay", "verify", *both)
+    done = evsched("replay", "verify", *both, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     # The test can fail: with the topics named the other way round replay merges aa first.
     swapped = ["--kafka", kafka_bootstrap, "--input-topic", second, "--input-topic", first,
                "--decisions-topic", tag.decisions]
-    wrong = replay("replay", "verify", *swapped)
+    wrong = evsched("replay", "verify", *swapped, check=False)
     assert wrong.returncode == 2 and b"node-zz" in wrong.stdout, wrong.stdout + wrong.stderr

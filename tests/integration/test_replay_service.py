@@ -14,15 +14,12 @@ from events.codec import dumps
 from events.log.file import FileLog
 from projections.digest import digest
 from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
+from tests.cli import evsched
 from tests.logdrive import copy_log
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = WorkloadSpec(nodes=6, apps=10, asks=400, leaves=4, seed=21)
 REPLAY = "import sys; from scheduler.cli.replay import main; sys.exit(main(sys.argv[1:]))"
-
-
-def evsched(*args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "scheduler", *args], cwd=ROOT, capture_output=True, check=True)
 
 
 def replay(*args: str) -> subprocess.CompletedProcess[bytes]:

@@ -6,7 +6,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from events.log.file import FileLog
 from scheduler.config import load_config
 from scheduler.simulation.simulate import Simulation
 from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
+from tests.cli import evsched, evsched_argv
 from tests.procs import fixed_batch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,10 +28,6 @@ def workload(spec: WorkloadSpec) -> list[bytes]:
         yield from events(spec)
 
     return [orjson.dumps(e) for e in numbered(evs())]
-
-
-def evsched(*args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "scheduler", *args], cwd=ROOT, capture_output=True, check=check)
 
 
 def outputs(log_dir: Path) -> list[dict[str, Any]]:
@@ -101,7 +97,7 @@ def test_sigkill_at_random_points_loses_and_changes_nothing(tmp_path: Path) -> N
     kills = 0
     for _ in range(60):
         proc = subprocess.Popen(
-            [sys.executable, "-m", "scheduler", "run", "--log", str(crashed), "--once", *fixed_batch(60)],
+            evsched_argv("run", "--log", str(crashed), "--once", *fixed_batch(60)),
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         time.sleep(rng.uniform(0.35, 1.2))

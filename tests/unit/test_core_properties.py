@@ -3,9 +3,6 @@ simulate is byte-for-byte deterministic, also under different hash seeds."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +20,7 @@ from scheduler.core.engine import Engine
 from scheduler.core.state_form import state_form
 from scheduler.simulation.simulate import Simulation
 from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
+from tests.cli import evsched
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -154,11 +152,7 @@ def test_simulate_is_identical_under_different_hash_seeds(tmp_path: Path) -> Non
     config.write_text(config_yaml(spec))
     results = []
     for seed in ("0", "1", "12345"):
-        env = {**os.environ, "PYTHONHASHSEED": seed}
-        proc = subprocess.run(
-            [sys.executable, "-m", "scheduler", "simulate", str(workload), "--config", str(config), "--state"],
-            capture_output=True, env=env, cwd=ROOT, check=True,
-        )
+        proc = evsched("simulate", str(workload), "--config", str(config), "--state", env={"PYTHONHASHSEED": seed})
         results.append(proc.stdout)
     assert results[0] == results[1] == results[2]
     assert results[0].count(b'"allocation.decided"') == 400

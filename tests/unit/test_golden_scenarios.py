@@ -6,11 +6,11 @@ Regenerate after an intended change with EVSCHED_UPDATE_GOLDEN=1 and review the 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli import evsched
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = sorted((ROOT / "tests" / "golden" / "scenarios").glob("*.jsonl"))
@@ -19,8 +19,7 @@ SCENARIOS = [p for p in SCENARIOS if not p.name.endswith(".expected.jsonl")]
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda p: p.stem)
 def test_scenario_matches_golden(scenario: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "scheduler", "simulate", str(scenario), "--state"],
-                          cwd=ROOT, capture_output=True, check=True)
+    proc = evsched("simulate", str(scenario), "--state")
     expected = scenario.with_name(scenario.stem + ".expected.jsonl")
     if os.environ.get("EVSCHED_UPDATE_GOLDEN"):
         expected.write_bytes(proc.stdout)

@@ -19,7 +19,7 @@ import pytest
 from events.log.clock import wall_clock_us as wall_us
 from events.log.file import FileLog, FsyncPolicy
 from events.log.port import EventLog, LogError
-from tests.log_contract import LogContract
+from tests.contracts.log_contract import LogContract
 
 ROOT = Path(__file__).resolve().parents[2]
 VALUE = 10  # every value below is 10 bytes and unkeyed, so every frame is 21 + 10 bytes

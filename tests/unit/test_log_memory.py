@@ -11,7 +11,7 @@ import pytest
 
 from events.log.memory import MemoryLog
 from events.log.port import EventLog, LogError
-from tests.log_contract import LogContract, inputs
+from tests.contracts.log_contract import LogContract, inputs
 
 
 class TestMemoryLog(LogContract):

@@ -24,7 +24,7 @@ from replay.reader import channel_order
 from replay.verify import verify
 from scheduler.core.engine import Engine
 from scheduler.core.logged_cycle import run_logged_cycle
-from tests.log_contract import run
+from tests.contracts.log_contract import run
 
 
 def memory_log(inputs: int, outputs: int) -> MemoryLog:

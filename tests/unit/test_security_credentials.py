@@ -10,9 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import quote
 
@@ -32,6 +30,7 @@ from events.log.credentials import (
 )
 from scheduler.bridge.address import parse_broker_url
 from scheduler.cli.credentials import prepare_run
+from tests.cli import evsched
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "pa55-Wörd:with@odd/chars"
@@ -155,14 +154,9 @@ def test_redaction_keeps_secrets_out_of_messages_arguments_and_tracebacks() -> N
 # ---------------------------------------------------------------- the CLI, as a user runs it
 
 
-def evsched(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("EVSCHED_")} | (env or {})
-    return subprocess.run([sys.executable, "-m", "scheduler", *args], cwd=ROOT, env=environment,
-                          capture_output=True, text=True, timeout=timeout, check=False)  # fmt: skip
-
-
 def test_run_refuses_a_password_on_the_command_line(tmp_path: Path) -> None:
-    done = evsched("run", "--once", "--log", str(tmp_path / "log"), "--mqtt", f"mqtt://bob:{SECRET}@127.0.0.1:1")
+    done = evsched("run", "--once", "--log", str(tmp_path / "log"), "--mqtt", f"mqtt://bob:{SECRET}@127.0.0.1:1",
+                   check=False, text=True)
     assert done.returncode == 1
     assert "contains a password" in done.stderr
     assert SECRET not in done.stderr + done.stdout
@@ -171,7 +165,7 @@ def test_run_refuses_a_password_on_the_command_line(tmp_path: Path) -> None:
 
 def test_a_missing_password_file_fails_at_once(tmp_path: Path) -> None:
     done = evsched("run", "--once", "--log", str(tmp_path / "log"), "--mqtt", "mqtt://bob@127.0.0.1:1",
-                   "--mqtt-password-file", str(tmp_path / "absent"))  # fmt: skip
+                   "--mqtt-password-file", str(tmp_path / "absent"), check=False, text=True)  # fmt: skip
     assert done.returncode == 1 and "cannot read password file" in done.stderr
 
 
@@ -179,10 +173,11 @@ def test_kafka_credentials_never_reach_the_output(tmp_path: Path) -> None:
     events = tmp_path / "in.jsonl"
     events.write_text('{"type": "node.added", "data": {"node_id": "n1", "capacity": {"vcore": 1}}}\n')
     common = ["--kafka", "127.0.0.1:1", "--sasl-mechanism", "PLAIN", "--security-protocol", "SASL_PLAINTEXT"]
-    no_user = evsched("submit", *common, "--kafka-password-file", secret_file(tmp_path), str(events))
+    no_user = evsched("submit", *common, "--kafka-password-file", secret_file(tmp_path), str(events),
+                      check=False, text=True)
     assert no_user.returncode == 1 and "needs EVSCHED_KAFKA_USERNAME" in no_user.stderr
     refused = evsched("run", "--once", "-v", "--kafka-outage-s", "0", *common, env={"EVSCHED_KAFKA_USERNAME": "bob",
-                                                           "EVSCHED_KAFKA_PASSWORD": SECRET})  # fmt: skip
+                      "EVSCHED_KAFKA_PASSWORD": SECRET}, check=False, text=True)  # fmt: skip
     assert refused.returncode == 1  # nothing listens on port 1
     for done in (no_user, refused):
         assert SECRET not in done.stderr + done.stdout
@@ -209,15 +204,15 @@ def test_a_password_file_logs_in_to_a_broker_that_requires_it(tmp_path: Path) ->
              {"id": "k", "source": "t", "type": "ask.added", "data": {"app_id": "a1", "ask_id": "k1",
                                                                         "resources": {"vcore": 1}}}]  # fmt: skip
     (tmp_path / "in.jsonl").write_bytes(b"\n".join(orjson.dumps(line) for line in lines))
-    assert evsched("submit", "--log", str(log), str(tmp_path / "in.jsonl")).returncode == 0
+    assert evsched("submit", "--log", str(log), str(tmp_path / "in.jsonl"), check=False, text=True).returncode == 0
     url = f"mqtt://evsched@127.0.0.1:{broker.port}"
 
     async def run_and_read(password_args: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str],
                                                                                     list[tuple[str, bytes]]]:
         reader_url = f"mqtt://evsched:{quote(SECRET, safe='')}@127.0.0.1:{broker.port}"
         async with MqttReader(reader_url, "evsched/default/#") as reader:
-            done = await asyncio.to_thread(evsched, "run", "--once", "-v", "--log", str(log), "--mqtt", url,
-                                           *password_args, env=env)  # fmt: skip
+            done = await asyncio.to_thread(lambda: evsched("run", "--once", "-v", "--log", str(log), "--mqtt", url,
+                                                           *password_args, env=env, check=False, text=True))
             return done, await reader.get(50, timeout=2)
 
     with broker:

@@ -17,7 +17,7 @@ from events.log.memory import MemoryLog
 from events.log.port import LogError
 from scheduler.service.loop import Service
 from scheduler.service.shards import RunningShard, ShardHost
-from tests.log_contract import run
+from tests.contracts.log_contract import run
 
 
 def node(i: int) -> tuple[bytes, bytes]:

@@ -21,7 +21,7 @@ from events.models import InputRejected
 from events.producer import key_of
 from scheduler.cli.config_arg import load_config_arg
 from scheduler.cli.credentials import prepare_run
-from scheduler.cli.serve import append_config, open_service, stop_on_signals
+from scheduler.cli.service_wiring import append_config, open_service, stop_on_signals
 from scheduler.cli.settings import ServiceSettings, log_settings, service_settings
 from scheduler.config import SchedulerConfig
 from scheduler.service.cycle_gc import CycleCollector

@@ -96,7 +96,7 @@ async def run_shards(
     """``evsched run --kafka … --partition …``: join the shard group, run what it assigns."""
     from events.log.kafka import KafkaLog, ShardMembership
     from events.log.kafka_options import client_options
-    from scheduler.cli.serve import stop_on_signals
+    from scheduler.cli.service_wiring import stop_on_signals
     from scheduler.service.shards import ShardHost
 
     if settings.standby:
@@ -137,7 +137,7 @@ async def _open_shard(
 ) -> RunningShard:
     """Open one shard's log, restore its scheduler (snapshot + log tail) and append ``--config``."""
     from events.log.kafka import KafkaLog
-    from scheduler.cli.serve import append_config, open_service
+    from scheduler.cli.service_wiring import append_config, open_service
     from scheduler.service.shards import RunningShard
 
     shard = topics.shard

@@ -73,4 +73,4 @@ def test_batch_sizes_below_one_are_refused_by_the_cli(flag: str, value: str, cap
 
 def test_batch_defaults() -> None:
     args = build_parser().parse_args(["run"])
-    assert (args.batch, args.max_batch) == (5_000, None)  # None: 4 x --batch (scheduler.cli.serve.open_service)
+    assert (args.batch, args.max_batch) == (5_000, None)  # None: 4 x --batch (service_wiring.open_service)

@@ -48,6 +48,8 @@ def cmd_config_check(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """Register every subcommand on the parser's subparsers object."""
+    from scheduler.cli.http_wiring import add_http_arguments
+    from scheduler.cli.logging_setup import add_logging_arguments
     from scheduler.cli.run import cmd_run, cmd_submit
 
     p = sub.add_parser("run", help="the scheduler service")
@@ -69,7 +71,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--snapshot-keep", type=int, default=2, metavar="N",
                    help="snapshots kept, newest first (default 2; 0 keeps all: `replay state`, `explain` and "
                    "parallel `verify` start from the nearest one)")
-    p.add_argument("-v", "--verbose", action="store_true")
+    add_http_arguments(p)
+    add_logging_arguments(p)
     p.set_defaults(handler=cmd_run)
 
     p = sub.add_parser("submit", help="validate and append input events")
@@ -85,9 +88,11 @@ def add_commands(sub: Any) -> None:
 
     from scheduler.cli.audit import add_audit
     from scheduler.cli.replay import add_replay_commands
+    from scheduler.cli.serve import add_serve
 
     add_replay_commands(sub)
     add_audit(sub)
+    add_serve(sub)
 
     p = sub.add_parser("config", help="queue configuration tools")
     csub = p.add_subparsers(dest="config_command", metavar="SUBCOMMAND")

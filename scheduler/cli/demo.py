@@ -73,6 +73,8 @@ def summarize(log_dir: Path) -> None:
         print()
         print("why did one of them land there?")
         print(f"  .venv/bin/evsched replay explain {decided[0]['decision_id']} --log {log_dir}")
+        print("browse the queues, apps, nodes and decisions, and ask why an ask is pending:")
+        print(f"  .venv/bin/evsched serve --log {log_dir} --http 127.0.0.1:9090   # then open http://127.0.0.1:9090/")
         print("check that every decision re-derives byte for byte:")
         print(f"  .venv/bin/evsched replay verify --log {log_dir}")
 

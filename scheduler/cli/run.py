@@ -21,6 +21,7 @@ from events.models import InputRejected
 from events.producer import key_of
 from scheduler.cli.config_arg import load_config_arg
 from scheduler.cli.credentials import prepare_run
+from scheduler.cli.logging_setup import setup_logging
 from scheduler.cli.service_wiring import append_config, open_service, stop_on_signals
 from scheduler.cli.settings import ServiceSettings, log_settings, service_settings
 from scheduler.config import SchedulerConfig
@@ -28,16 +29,6 @@ from scheduler.service.cycle_gc import CycleCollector
 
 SUBMIT_SOURCE = "evsched-submit"
 LOG = logging.getLogger("evsched")
-
-
-def setup_logging(verbose: bool = False) -> None:
-    """Human-readable log lines on stderr."""
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    logging.getLogger("aiokafka").setLevel(logging.WARNING)
 
 
 def prepare_submission(lines: list[bytes]) -> tuple[list[tuple[bytes, bytes]], list[str]]:
@@ -104,7 +95,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     """``evsched run [--config F] [--log DIR | --kafka …] [--mqtt URL] [--once]``."""
     settings = service_settings(args)
-    setup_logging(settings.verbose)
+    setup_logging(settings.log_format, settings.log_level, verbose=settings.verbose)
     try:
         redact_logs(prepare_run(args, os.environ))  # credentials from env/files only, kept out of logs
     except CredentialError as exc:
@@ -177,7 +168,15 @@ async def _run(settings: ServiceSettings, config: SchedulerConfig | None, collec
                                          collector=collector)
     stop_on_signals(service.stop)
     lease: Any = None
+    http = None
     try:
+        from scheduler.cli.http_wiring import MissingExtra, start_for_service
+
+        try:
+            http = await start_for_service(settings, service)  # before recovery: /readyz says 503 until done
+        except (MissingExtra, OSError, ValueError) as exc:
+            LOG.error("--http %s: %s", settings.http, exc)
+            return 1
         if settings.standby:
             if not hasattr(log, "lease"):
                 LOG.error("--standby needs --kafka (the lease is a Kafka consumer group)")
@@ -194,6 +193,8 @@ async def _run(settings: ServiceSettings, config: SchedulerConfig | None, collec
         if lease is not None and not lease.held.is_set():
             return 1
     finally:
+        if http is not None:
+            await http.stop()
         if lease is not None:
             await lease.close()  # after the last cycle is written: a standby may start at once
         if bridge is not None:

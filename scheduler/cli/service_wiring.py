@@ -34,7 +34,9 @@ async def open_service(
     from scheduler.storage.snapshot_files import SnapshotStore
 
     store = SnapshotStore(snapshot_dir, keep=settings.snapshot_keep) if snapshot_dir else None
-    listeners: list[Any] = []
+    from scheduler.service.rejection_log import RejectionLogger
+
+    listeners: list[Any] = [RejectionLogger()]
     bridge = None
     if settings.mqtt:
         from scheduler.service.bridge_wiring import start_bridge

@@ -66,6 +66,10 @@ class ServiceSettings:
     transactions: bool = False
     kafka_outage_s: float = 0.0  # seconds of Kafka failures to ride out (0: exit at the first)
     verbose: bool = False
+    log_format: str = "text"  # stderr lines: text or json
+    log_level: str = "info"
+    http: str | None = None  # HOST:PORT of the HTTP surface (None: off)
+    ready_max_lag: int = 10_000  # /readyz: most inputs waiting while still ready
 
     def snapshots(self) -> str | None:
         """The snapshot directory: ``--snapshot-dir``, else DIR/snapshots of the embedded log; none for Kafka."""
@@ -82,7 +86,8 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
         batch=args.batch, max_batch=args.max_batch, snapshot_dir=args.snapshot_dir,
         snapshot_every=args.snapshot_every, snapshot_keep=args.snapshot_keep, standby=args.standby,
         transactions=args.transactions, kafka_outage_s=args.kafka_outage_s if log.kafka else 0.0,
-        verbose=args.verbose,
+        verbose=args.verbose, log_format=args.log_format, log_level=args.log_level, http=args.http,
+        ready_max_lag=args.ready_max_lag,
     )
 
 

@@ -117,10 +117,22 @@ async def run_shards(
         **kafka.group_timing(),
     )
 
+    from scheduler.cli.http_wiring import MissingExtra, live_state, start_for_shards
+
+    surfaces: dict[str, Any] = {}  # shard -> its HTTP view (LiveState), with --http
+
     async def open_shard(shard: str) -> RunningShard:
-        return await _open_shard(settings, kafka, config, topics[shard], membership, collector)
+        running = await _open_shard(settings, kafka, config, topics[shard], membership, collector)
+        if settings.http:
+            surfaces[shard] = live_state(settings, running.service, with_log=False)
+        return running
 
     host = ShardHost(open_shard, once=settings.once)
+    try:
+        http = await start_for_shards(settings, lambda: {n: s for n, s in surfaces.items() if n in host.shards})
+    except (MissingExtra, OSError, ValueError) as exc:
+        LOG.error("--http %s: %s", settings.http, exc)
+        return 1
     membership.on_revoke, membership.on_assign = host.revoke, host.assign
     stop_on_signals(host.stop)
     await membership.start()
@@ -128,6 +140,8 @@ async def run_shards(
         await host.run()
     finally:
         await membership.close()  # after the last cycle of every shard is written: others take over at once
+        if http is not None:
+            await http.stop()
     return 0
 
 

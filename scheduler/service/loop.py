@@ -107,9 +107,15 @@ class Service:
         self._committed_positions: dict[str, int] = {}
         self._next_commit = 0.0
         self.commit_interval_s = commit_interval_s
+        # Read by the HTTP surface (scheduler.http) between cycles; never by the core.
+        self.recovery_s: float | None = None  # None until start() has recovered the state
+        self.last_cycle_s = 0.0  # the last cycle's decide-and-write time
+        self.snapshot_writes = 0
+        self.running = False  # inside run(): reading and deciding
 
     async def start(self) -> None:
         """Recover state from the log and report what was found."""
+        began = time.monotonic()
         rec = await recover(self.log, source=self.source, snapshots=self.snapshots)
         self.engine = rec.engine
         self.positions = rec.positions
@@ -120,6 +126,7 @@ class Service:
         self.output_offset = await self.log.output_end()
         self.channels = await self.log.input_channels()
         lag = await self.lag()
+        self.recovery_s = time.monotonic() - began
         if rec.cycles or rec.from_snapshot:
             origin = f"snapshot of cycle {rec.from_snapshot} + " if rec.from_snapshot else ""
             self._log.info(
@@ -149,6 +156,7 @@ class Service:
         now = self.now_us()
         if not records and not self.engine.state.timer_due(now):
             return 0
+        began = time.perf_counter()
         through = advance(self.positions, records)
         unreadable: list[tuple[LogRecord, str]] = []
         outputs = run_logged_cycle(
@@ -164,6 +172,7 @@ class Service:
         await self._dead_letter(unreadable)
         self.output_offset += len(outputs)
         self.positions = through
+        self.last_cycle_s = time.perf_counter() - began
         await self._commit_positions(force=False)
         if self.snapshots is not None and self.engine.cycle_number - self._snapshot_cycle >= self.snapshot_every:
             self._snapshot()
@@ -223,6 +232,7 @@ class Service:
                               self.engine.cycle_number, exc)
             return
         self._snapshot_cycle = self.engine.cycle_number
+        self.snapshot_writes += 1
         self._log.debug("wrote %s", path)
 
     async def _count(self, events: int, decisions: int) -> None:
@@ -250,12 +260,15 @@ class Service:
 
     async def run(self, *, once: bool = False) -> None:
         """Run until stopped (or, with ``once``, until every present input is processed)."""
+        self.running = True
         try:
             await self._loop(once)
         except BaseException:
+            self.running = False
             if self._commit is not None:  # the loop failed: nobody will wait for this commit
                 self._commit.cancel()
             raise
+        self.running = False
         await self._commit_positions(force=True)
         await self.committed()
         if self.snapshots is not None and self.engine.cycle_number > self._snapshot_cycle:

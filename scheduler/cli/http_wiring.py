@@ -1,0 +1,97 @@
+"""``--http HOST:PORT`` for ``evsched run`` and ``evsched serve``: the operator's surface, wired to a source.
+
+The server is optional (off unless asked) and needs the ``http`` extra (aiohttp,
+prometheus-client); without it the command says which extra to install.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING
+
+from events.log.open import LogSettings
+from replay.reader import LogSource
+
+if TYPE_CHECKING:
+    from scheduler.cli.settings import ServiceSettings
+    from scheduler.http.server import HttpServer
+    from scheduler.http.sources import LiveState, StateSource
+    from scheduler.service.loop import Service
+
+LOG = logging.getLogger("evsched.http")
+
+
+class MissingExtra(Exception):
+    """An optional dependency is not installed; the message names the extra."""
+
+
+def add_http_arguments(p: argparse.ArgumentParser, *, required: bool = False) -> None:
+    """``--http HOST:PORT`` and ``--ready-max-lag N``."""
+    p.add_argument("--http", metavar="HOST:PORT", required=required,
+                   help="serve /metrics, /healthz, /readyz, the state API (/ws/v1/...) and the web page on this "
+                   "address (an explicit bind address, e.g. 127.0.0.1:9090; port 0 picks a free one)")
+    p.add_argument("--ready-max-lag", type=int, default=10_000, metavar="N",
+                   help="/readyz answers 503 while more than N inputs wait (default 10000)")
+
+
+def _require_http() -> None:
+    try:
+        import aiohttp  # noqa: F401
+        import prometheus_client  # noqa: F401
+    except ImportError as exc:
+        raise MissingExtra(f"--http needs the 'http' extra ({exc.name} is missing): "
+                           "pip install 'evsched[http]'") from None
+
+
+def source_opener(log: LogSettings) -> Callable[[], AbstractContextManager[LogSource]]:
+    """A function opening the log ``log`` names, read-only (for explanations and time travel)."""
+    from replay.open_source import open_source
+
+    @contextmanager
+    def opener() -> Iterator[LogSource]:
+        with open_source(log) as source:
+            yield source
+
+    return opener
+
+
+async def start_server(source: StateSource, address: str) -> HttpServer:
+    """Bind the server for ``source`` (its URL is logged and kept in ``server.url``)."""
+    _require_http()
+    from scheduler.http.server import HttpServer
+
+    server = HttpServer(source, address)
+    await server.start()
+    return server
+
+
+def live_state(settings: ServiceSettings, service: Service, *, with_log: bool) -> LiveState:
+    """An observer listening to ``service``, and the surface's view of both (and of the log, ``with_log``)."""
+    from scheduler.http.observer import ServiceObserver
+    from scheduler.http.sources import LiveState
+
+    observer = ServiceObserver(cycle_seconds=lambda: service.last_cycle_s)
+    service.listeners.append(observer)
+    opener = source_opener(settings.log) if with_log else None
+    return LiveState(service, observer, opener, ready_max_lag=settings.ready_max_lag)
+
+
+async def start_for_service(settings: ServiceSettings, service: Service) -> HttpServer | None:
+    """The live surface for ``service`` when ``--http`` was given (None otherwise)."""
+    if not settings.http:
+        return None
+    _require_http()
+    return await start_server(live_state(settings, service, with_log=True), settings.http)
+
+
+async def start_for_shards(settings: ServiceSettings, running: Callable[[], dict[str, LiveState]]) -> HttpServer | None:
+    """The surface of a sharded instance (``--partition``), when ``--http`` was given."""
+    if not settings.http:
+        return None
+    _require_http()
+    from scheduler.http.sources import ShardedState
+
+    return await start_server(ShardedState(running, ready_max_lag=settings.ready_max_lag), settings.http)

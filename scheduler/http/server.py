@@ -1,0 +1,200 @@
+"""The HTTP server: routes of the metrics, probes, the YuniKorn-shaped JSON API and the web page.
+
+Runs on the caller's event loop (aiohttp), beside the service: a handler runs between
+cycles, reads, and returns. Routes (documented with examples in docs/http.md):
+
+    /                                   the web page (scheduler/http/page/)
+    /metrics                            Prometheus text format
+    /healthz  /readyz                   liveness (the loop answers) and readiness (recovered, consuming, lag)
+    /ws/v1/partitions                   partitions with totals
+    /ws/v1/partition/{p}/queues         the queue tree          (?cycle=N: the state after cycle N)
+    /ws/v1/partition/{p}/applications   apps (?queue=root.a)    (?cycle=N)
+    /ws/v1/partition/{p}/nodes          nodes                   (?cycle=N)
+    /ws/v1/cycles                       the latest cycle number and whether the source is live
+    /ws/v1/decisions                    the latest decisions (?limit=50)
+    /ws/v1/decisions/{id}/explain       why a decision landed where it did
+    /ws/v1/asks/{app}/{ask}/explain     why an ask is still pending
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from importlib import resources
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from replay.explain.decision import ExplainError
+from scheduler.core.engine import Engine
+from scheduler.http import views
+from scheduler.http.metrics import CONTENT_TYPE, Metrics
+from scheduler.http.sources import NotAvailable, StateSource, UnknownTarget
+
+LOG = logging.getLogger("evsched.http")
+PAGE_FILES = {"index.html": "text/html", "app.js": "text/javascript", "style.css": "text/css"}
+SOURCE_KEY = web.AppKey("source", StateSource)
+METRICS_KEY = web.AppKey("metrics", Metrics)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _json(value: Any, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(value), status=status, content_type="application/json")
+
+
+def _error(status: int, message: str) -> web.Response:
+    return _json({"status": status, "message": message}, status)
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Known failures become JSON errors with a status, never a traceback page."""
+    try:
+        return await handler(request)
+    except views.UnknownPartition as exc:
+        return _error(404, f"unknown partition {exc.args[0]!r}")
+    except UnknownTarget as exc:
+        return _error(404, str(exc))
+    except NotAvailable as exc:
+        return _error(501, str(exc))
+    except ExplainError as exc:
+        return _error(404, str(exc))
+    except ValueError as exc:
+        return _error(400, str(exc))
+
+
+def _cycle(request: web.Request) -> int | None:
+    text = request.query.get("cycle", "")
+    if text in ("", "latest"):
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"cycle must be a number or 'latest', got {text!r}") from None
+
+
+async def _engine(request: web.Request) -> Engine:
+    return await request.app[SOURCE_KEY].engine(request.match_info["partition"], _cycle(request))
+
+
+async def page(request: web.Request) -> web.StreamResponse:
+    name = request.match_info.get("name", "index.html")
+    kind = PAGE_FILES.get(name)
+    if kind is None:
+        return _error(404, f"no page file {name!r}")
+    body = resources.files("scheduler.http").joinpath("page", name).read_bytes()
+    return web.Response(body=body, content_type=kind, charset="utf-8")
+
+
+async def metrics(request: web.Request) -> web.StreamResponse:
+    inputs = await request.app[SOURCE_KEY].scrape()
+    body = request.app[METRICS_KEY].render(inputs)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
+
+
+async def healthz(request: web.Request) -> web.StreamResponse:
+    # Answering at all proves the event loop is turning: the cycle runs on the same loop.
+    return _json({"status": "ok"})
+
+
+async def readyz(request: web.Request) -> web.StreamResponse:
+    ready, detail = await request.app[SOURCE_KEY].readiness()
+    return _json({"ready": ready, **detail}, 200 if ready else 503)
+
+
+async def partitions(request: web.Request) -> web.StreamResponse:
+    return _json(await request.app[SOURCE_KEY].partitions(_cycle(request)))
+
+
+async def queues(request: web.Request) -> web.StreamResponse:
+    return _json(views.queues_view(await _engine(request), request.match_info["partition"]))
+
+
+async def applications(request: web.Request) -> web.StreamResponse:
+    engine = await _engine(request)
+    return _json(views.applications_view(engine, request.match_info["partition"], request.query.get("queue")))
+
+
+async def nodes(request: web.Request) -> web.StreamResponse:
+    return _json(views.nodes_view(await _engine(request), request.match_info["partition"]))
+
+
+async def cycles(request: web.Request) -> web.StreamResponse:
+    source = request.app[SOURCE_KEY]
+    return _json({"latest": await source.latest_cycle(), "live": source.live})
+
+
+async def decisions(request: web.Request) -> web.StreamResponse:
+    text = request.query.get("limit", "50")
+    if not text.isdigit():
+        raise ValueError(f"limit must be a whole number, got {text!r}")
+    return _json(await request.app[SOURCE_KEY].decisions(min(int(text), 1000)))
+
+
+async def explain_decision(request: web.Request) -> web.StreamResponse:
+    return _json(await request.app[SOURCE_KEY].explain_decision(request.match_info["decision_id"]))
+
+
+async def explain_ask(request: web.Request) -> web.StreamResponse:
+    info = request.match_info
+    return _json(await request.app[SOURCE_KEY].explain_ask(info["app"], info["ask"]))
+
+
+def build_app(source: StateSource) -> web.Application:
+    """The aiohttp application serving ``source``."""
+    app = web.Application(middlewares=[_errors])
+    app[SOURCE_KEY] = source
+    app[METRICS_KEY] = Metrics()
+    app.router.add_get("/", page)
+    app.router.add_get("/page/{name}", page)
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/ws/v1/partitions", partitions)
+    app.router.add_get("/ws/v1/partition/{partition}/queues", queues)
+    app.router.add_get("/ws/v1/partition/{partition}/applications", applications)
+    app.router.add_get("/ws/v1/partition/{partition}/nodes", nodes)
+    app.router.add_get("/ws/v1/cycles", cycles)
+    app.router.add_get("/ws/v1/decisions", decisions)
+    app.router.add_get("/ws/v1/decisions/{decision_id}/explain", explain_decision)
+    app.router.add_get("/ws/v1/asks/{app}/{ask}/explain", explain_ask)
+    return app
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (an explicit bind address; port 0 picks a free one).
+
+    >>> parse_address("127.0.0.1:9090"), parse_address("[::1]:0")
+    (('127.0.0.1', 9090), ('::1', 0))
+    """
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"--http takes HOST:PORT (e.g. 127.0.0.1:9090), got {text!r}")
+    return host.strip("[]"), int(port)
+
+
+class HttpServer:
+    """Starts and stops the server on the running event loop."""
+
+    def __init__(self, source: StateSource, address: str) -> None:
+        self.host, self.port = parse_address(address)
+        self.runner = web.AppRunner(build_app(source), access_log=None)
+        self.url = ""
+
+    async def start(self) -> str:
+        """Bind and serve; returns the base URL (with the port actually bound)."""
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, self.host, self.port)
+        await site.start()
+        bound = self.runner.addresses
+        port = int(bound[0][1]) if bound else self.port
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        self.url = f"http://{host}:{port}"
+        LOG.info("serving HTTP on %s (metrics at /metrics, page at /)", self.url)
+        return self.url
+
+    async def stop(self) -> None:
+        """Close the listener and every open connection."""
+        await self.runner.cleanup()

@@ -1,0 +1,347 @@
+"""Where the HTTP surface gets its state: a running service, or a log re-derived on request.
+
+``LiveState`` reads the service's engine between cycles (the server runs on the service's
+event loop, so a handler never sees a cycle half done) and re-derives older cycles from
+the log when asked (time travel). ``LogState`` (``evsched serve``) has no service: every
+engine is re-derived from the log with ``replay.rederive``, a few kept in a small cache.
+Explanations always come from the log (``replay.explain``), in a worker thread, so a
+long re-derivation never stalls the cycle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from events.codec import decode_output
+from events.models import AllocationDecided
+from replay.explain.from_log import explain_ask_from_log, explain_from_log
+from replay.explain.text import render_explanation, render_pending
+from replay.reader import LogSource
+from replay.rederive import Rederiver
+from scheduler.core.engine import Engine
+from scheduler.core.recorded_cycles import COMPLETED, record_type
+from scheduler.http import views
+from scheduler.http.metrics import ScrapeInputs
+from scheduler.http.observer import ServiceObserver
+
+OpenSource = Callable[[], AbstractContextManager[LogSource]]
+ENGINE_CACHE = 4
+
+
+class NotAvailable(Exception):
+    """The request needs something this server does not have (e.g. a log to explain from)."""
+
+
+class UnknownTarget(Exception):
+    """The decision, ask or cycle asked about does not exist (HTTP 404)."""
+
+
+class LiveService(Protocol):
+    """What the surface reads of ``scheduler.service.loop.Service``."""
+
+    engine: Engine
+    positions: dict[str, int]
+    recovery_s: float | None
+    snapshot_writes: int
+    running: bool
+
+    async def lag(self) -> int: ...
+
+
+class StateSource(Protocol):
+    """The surface's view of a scheduler, live or from a log."""
+
+    live: bool
+
+    async def engine(self, partition: str, cycle: int | None) -> Engine: ...
+    async def partitions(self, cycle: int | None) -> list[dict[str, Any]]: ...
+    async def latest_cycle(self) -> int: ...
+    async def scrape(self) -> ScrapeInputs: ...
+    async def readiness(self) -> tuple[bool, dict[str, Any]]: ...
+    async def decisions(self, limit: int) -> list[dict[str, Any]]: ...
+    async def explain_decision(self, decision_id: str) -> dict[str, Any]: ...
+    async def explain_ask(self, app_id: str, ask_id: str) -> dict[str, Any]: ...
+
+
+def engine_at(source: LogSource, cycle: int | None) -> Engine:
+    """The engine after ``cycle`` (None: the last complete cycle), re-derived from the log."""
+    engine = Engine()
+    last = 0
+    for step in Rederiver(source, through_cycle=cycle).steps():
+        if not step.recorded.complete:
+            break
+        engine, last = step.engine, step.number
+    if cycle is not None and last != cycle:
+        raise UnknownTarget(f"cycle {cycle} is not in the log (it holds {last} complete cycles)")
+    return engine
+
+
+def completed_cycles(source: LogSource) -> int:
+    """How many cycles the log records as complete."""
+    count = 0
+    for record in source.iter_outputs():
+        if record_type(record) == COMPLETED:
+            count += 1
+    return count
+
+
+def recent_decisions(source: LogSource, limit: int) -> list[dict[str, Any]]:
+    """The last ``limit`` allocation decisions in the log, newest first."""
+    found: list[dict[str, Any]] = []
+    for record in source.iter_outputs():
+        if record_type(record) != "allocation.decided":
+            continue
+        out = decode_output(record.value)
+        data = out.data
+        assert isinstance(data, AllocationDecided)
+        found.append({
+            "decisionId": data.decision_id, "cycle": data.cycle, "time": out.time, "applicationID": data.app_id,
+            "allocationKey": data.ask_id, "partition": data.partition, "queueName": data.queue,
+            "nodeId": data.node_id, "resource": dict(data.resources),
+        })
+        del found[:-limit]
+    return list(reversed(found))
+
+
+class _Explainer:
+    """Explanations from the log, run in a worker thread."""
+
+    def __init__(self, open_source: OpenSource | None) -> None:
+        self.open_source = open_source
+
+    def _need(self) -> OpenSource:
+        if self.open_source is None:
+            raise NotAvailable("explanations need the log: this server was started without one")
+        return self.open_source
+
+    async def decision(self, decision_id: str) -> dict[str, Any]:
+        opener = self._need()
+
+        def work() -> dict[str, Any]:
+            with opener() as source:
+                e = explain_from_log(source, decision_id)
+            return {"explanation": e.to_dict(), "text": render_explanation(e)}
+
+        return await asyncio.to_thread(work)
+
+    async def ask(self, app_id: str, ask_id: str) -> dict[str, Any]:
+        opener = self._need()
+
+        def work() -> dict[str, Any]:
+            with opener() as source:
+                p = explain_ask_from_log(source, app_id, ask_id, None)
+            if p.status in ("unknown-app", "unknown-ask"):
+                raise UnknownTarget(f"unknown ask {app_id}/{ask_id}: {p.summary}")
+            return {"explanation": p.to_dict(), "text": render_pending(p)}
+
+        return await asyncio.to_thread(work)
+
+
+class _EngineCache:
+    """A few re-derived engines by cycle number, least recently used evicted."""
+
+    def __init__(self, open_source: OpenSource) -> None:
+        self.open_source = open_source
+        self.engines: OrderedDict[int, Engine] = OrderedDict()
+
+    async def get(self, cycle: int) -> Engine:
+        if cycle in self.engines:
+            self.engines.move_to_end(cycle)
+            return self.engines[cycle]
+
+        def work() -> Engine:
+            with self.open_source() as source:
+                return engine_at(source, cycle)
+
+        engine = await asyncio.to_thread(work)
+        self.engines[cycle] = engine
+        while len(self.engines) > ENGINE_CACHE:
+            self.engines.popitem(last=False)
+        return engine
+
+
+class LiveState:
+    """A running service, its observer, and optionally its log for explanations and time travel."""
+
+    live = True
+
+    def __init__(self, service: LiveService, observer: ServiceObserver, open_source: OpenSource | None = None,
+                 *, ready_max_lag: int = 10_000) -> None:
+        self.service = service
+        self.observer = observer
+        self.explainer = _Explainer(open_source)
+        self.history = _EngineCache(open_source) if open_source is not None else None
+        self.ready_max_lag = ready_max_lag
+
+    async def engine(self, partition: str, cycle: int | None) -> Engine:
+        return await self._engine(cycle)
+
+    async def partitions(self, cycle: int | None) -> list[dict[str, Any]]:
+        return views.partitions_view(await self._engine(cycle))
+
+    async def _engine(self, cycle: int | None) -> Engine:
+        live = self.service.engine
+        if cycle is None or cycle == live.cycle_number:
+            return live
+        if cycle < 0 or cycle > live.cycle_number:
+            raise UnknownTarget(f"cycle {cycle} does not exist (the last is {live.cycle_number})")
+        if self.history is None:
+            raise NotAvailable("earlier cycles need the log: this server was started without one")
+        return await self.history.get(cycle)
+
+    async def latest_cycle(self) -> int:
+        return self.service.engine.cycle_number
+
+    async def scrape(self) -> ScrapeInputs:
+        lag = await self._lag_by_channel()
+        return ScrapeInputs(engines=[(self.service.engine, None)], observer=self.observer, lag=lag,
+                            recovery_s=self.service.recovery_s, snapshot_writes=self.service.snapshot_writes)
+
+    async def _lag_by_channel(self) -> dict[str, int]:
+        log = getattr(self.service, "log", None)
+        if log is None:
+            return {}
+        end: dict[str, int] = await log.input_end()
+        positions = self.service.positions
+        return {ch: max(0, end[ch] - positions.get(ch, 0)) for ch in end}
+
+    async def readiness(self) -> tuple[bool, dict[str, Any]]:
+        recovered = self.service.recovery_s is not None
+        lag = sum((await self._lag_by_channel()).values()) if recovered else None
+        ready = recovered and self.service.running and lag is not None and lag <= self.ready_max_lag
+        return ready, {"recovered": recovered, "consuming": self.service.running, "lag": lag,
+                       "maxLag": self.ready_max_lag, "cycle": self.service.engine.cycle_number}
+
+    async def decisions(self, limit: int) -> list[dict[str, Any]]:
+        return self.observer.decisions(limit)
+
+    async def explain_decision(self, decision_id: str) -> dict[str, Any]:
+        return await self.explainer.decision(decision_id)
+
+    async def explain_ask(self, app_id: str, ask_id: str) -> dict[str, Any]:
+        return await self.explainer.ask(app_id, ask_id)
+
+
+class LogState:
+    """A log with no service (``evsched serve``): state re-derived on request."""
+
+    live = False
+
+    def __init__(self, open_source: OpenSource) -> None:
+        self.open_source = open_source
+        self.explainer = _Explainer(open_source)
+        self.history = _EngineCache(open_source)
+
+    async def latest_cycle(self) -> int:
+        def work() -> int:
+            with self.open_source() as source:
+                return completed_cycles(source)
+
+        return await asyncio.to_thread(work)
+
+    async def engine(self, partition: str, cycle: int | None) -> Engine:
+        return await self._engine(cycle)
+
+    async def partitions(self, cycle: int | None) -> list[dict[str, Any]]:
+        return views.partitions_view(await self._engine(cycle))
+
+    async def _engine(self, cycle: int | None) -> Engine:
+        target = await self.latest_cycle() if cycle is None else cycle
+        return await self.history.get(target)
+
+    async def scrape(self) -> ScrapeInputs:
+        return ScrapeInputs(engines=[(await self._engine(None), None)])
+
+    async def readiness(self) -> tuple[bool, dict[str, Any]]:
+        return True, {"mode": "log", "cycle": await self.latest_cycle()}
+
+    async def decisions(self, limit: int) -> list[dict[str, Any]]:
+        def work() -> list[dict[str, Any]]:
+            with self.open_source() as source:
+                return recent_decisions(source, limit)
+
+        return await asyncio.to_thread(work)
+
+    async def explain_decision(self, decision_id: str) -> dict[str, Any]:
+        return await self.explainer.decision(decision_id)
+
+    async def explain_ask(self, app_id: str, ask_id: str) -> dict[str, Any]:
+        return await self.explainer.ask(app_id, ask_id)
+
+
+class ShardedState:
+    """The shards a sharded instance runs now (``run --partition``): each partition answered by its shard.
+
+    Shards come and go with the consumer group's assignments; a partition this instance
+    does not run now is a 404 that names the ones it does. Counters are summed over the
+    shards' observers; explanations and time travel are per-shard logs and not offered here.
+    """
+
+    live = True
+
+    def __init__(self, running: Callable[[], dict[str, LiveState]], *, ready_max_lag: int = 10_000) -> None:
+        self.running = running
+        self.ready_max_lag = ready_max_lag
+
+    def _shard(self, partition: str) -> LiveState:
+        shards = self.running()
+        if partition not in shards:
+            raise UnknownTarget(f"partition {partition!r} is not run by this instance now "
+                                f"(it runs: {', '.join(sorted(shards)) or 'none'})")
+        return shards[partition]
+
+    async def engine(self, partition: str, cycle: int | None) -> Engine:
+        shard = self._shard(partition)
+        if cycle is not None and cycle != shard.service.engine.cycle_number:
+            raise NotAvailable("earlier cycles of a shard: use evsched serve --kafka … --partition NAME")
+        return shard.service.engine
+
+    async def partitions(self, cycle: int | None) -> list[dict[str, Any]]:
+        rows = []
+        for name, shard in sorted(self.running().items()):
+            rows += [r for r in views.partitions_view(shard.service.engine) if r["name"] == name]
+        return rows
+
+    async def latest_cycle(self) -> int:
+        return max((s.service.engine.cycle_number for s in self.running().values()), default=0)
+
+    async def scrape(self) -> ScrapeInputs:
+        merged = ServiceObserver()
+        engines: list[tuple[Engine, str | None]] = []
+        lag: dict[str, int] = {}
+        writes = 0
+        for name, shard in sorted(self.running().items()):
+            engines.append((shard.service.engine, name))
+            obs = shard.observer
+            merged.cycles += obs.cycles
+            merged.outputs_by_type.update(obs.outputs_by_type)
+            merged.rejections_by_reason.update(obs.rejections_by_reason)
+            merged.bucket_counts = [a + b for a, b in zip(merged.bucket_counts, obs.bucket_counts, strict=True)]
+            merged.seconds_sum += obs.seconds_sum
+            last = [t for t in (merged.last_cycle_unix, obs.last_cycle_unix) if t is not None]
+            merged.last_cycle_unix = max(last) if last else None
+            lag.update(await shard._lag_by_channel())
+            writes += shard.service.snapshot_writes
+        return ScrapeInputs(engines=engines, observer=merged, lag=lag, snapshot_writes=writes)
+
+    async def readiness(self) -> tuple[bool, dict[str, Any]]:
+        shards = self.running()
+        details = {name: (await shard.readiness())[1] for name, shard in sorted(shards.items())}
+        lag = sum(d["lag"] or 0 for d in details.values())
+        ready = bool(shards) and all(d["recovered"] and d["consuming"] for d in details.values())
+        ready = ready and lag <= self.ready_max_lag
+        return ready, {"shards": details, "lag": lag, "maxLag": self.ready_max_lag}
+
+    async def decisions(self, limit: int) -> list[dict[str, Any]]:
+        every = [d for shard in self.running().values() for d in shard.observer.decisions(limit)]
+        return sorted(every, key=lambda d: (d["time"], d["decisionId"]), reverse=True)[:limit]
+
+    async def explain_decision(self, decision_id: str) -> dict[str, Any]:
+        raise NotAvailable("explanations of a sharded instance: use evsched replay explain --partition NAME")
+
+    async def explain_ask(self, app_id: str, ask_id: str) -> dict[str, Any]:
+        raise NotAvailable("explanations of a sharded instance: use evsched replay explain --partition NAME")

@@ -1,0 +1,463 @@
+// The driver: turns scenario inputs into yunikorn-core requests, one at a time, and runs
+// scheduling cycles (allocation steps until one makes no progress).
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/apache/yunikorn-core/pkg/common"
+	"github.com/apache/yunikorn-core/pkg/common/resources"
+	"github.com/apache/yunikorn-core/pkg/events"
+	"github.com/apache/yunikorn-core/pkg/rmproxy/rmevent"
+	"github.com/apache/yunikorn-core/pkg/scheduler"
+	"github.com/apache/yunikorn-core/pkg/scheduler/objects"
+	siCommon "github.com/apache/yunikorn-scheduler-interface/lib/go/common"
+	"github.com/apache/yunikorn-scheduler-interface/lib/go/si"
+)
+
+const (
+	rmID        = "rm:123"
+	policyGroup = "policygroup"
+	partition   = "default"
+)
+
+// harness holds the core and what the scenario has told it so far.
+type harness struct {
+	cc       *scheduler.ClusterContext
+	rec      *recorder
+	part     string
+	out      *bufio.Writer
+	cycleNo  int
+	classes  map[string]int32 // priority class -> value
+	dflt     *int32           // the global default class's value
+	askPrio  map[string]int32 // app \x00 ask -> priority
+	allocIDs map[string]string
+	states   map[string]string
+	pending  []stateChange // state changes reported while applying inputs
+	lastWall time.Time
+	first    *time.Time
+	last     time.Time
+}
+
+func newHarness(out *bufio.Writer) *harness {
+	events.Init()
+	return &harness{
+		rec:      newRecorder(),
+		part:     common.GetNormalizedPartitionName(partition, rmID),
+		out:      out,
+		classes:  map[string]int32{},
+		askPrio:  map[string]int32{},
+		allocIDs: map[string]string{},
+		states:   map[string]string{},
+	}
+}
+
+// clock tracks log time (a missing time is the previous line's + 1 ms, as in evsched) and
+// makes sure the wall clock the core reads has moved on since the previous input, so that
+// submission and creation times are strictly increasing in log order.
+func (h *harness) clock(text string) {
+	t := h.last.Add(time.Millisecond)
+	if h.first == nil {
+		t = time.Unix(0, 0).UTC()
+	}
+	if text != "" {
+		if parsed, err := time.Parse(time.RFC3339Nano, text); err == nil {
+			t = parsed
+		}
+	}
+	if h.first == nil {
+		h.first = &t
+	}
+	h.last = t
+	for !time.Now().After(h.lastWall) {
+	}
+	h.lastWall = time.Now()
+}
+
+func (h *harness) span() time.Duration {
+	if h.first == nil {
+		return 0
+	}
+	return h.last.Sub(*h.first)
+}
+
+func siResource(m map[string]int64) *si.Resource {
+	r := &si.Resource{Resources: map[string]*si.Quantity{}}
+	for k, v := range m {
+		r.Resources[k] = &si.Quantity{Value: v}
+	}
+	return r
+}
+
+func key(app, ask string) string { return app + "\x00" + ask }
+
+func (h *harness) needCore() error {
+	if h.cc == nil {
+		return fmt.Errorf("the scenario must start with a config.updated line")
+	}
+	return nil
+}
+
+// apply hands one input event to the core.
+func (h *harness) apply(typ string, raw json.RawMessage) error {
+	if typ == "config.updated" {
+		return h.config(raw)
+	}
+	if typ == "priorityclass.upserted" {
+		var d struct {
+			Name          string `json:"name"`
+			Value         int32  `json:"value"`
+			GlobalDefault bool   `json:"global_default"`
+		}
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return err
+		}
+		h.classes[d.Name] = d.Value
+		if d.GlobalDefault {
+			v := d.Value
+			h.dflt = &v
+		}
+		return nil
+	}
+	if err := h.needCore(); err != nil {
+		return err
+	}
+	var err error
+	switch typ {
+	case "node.added", "node.updated", "node.removed":
+		err = h.node(typ, raw)
+	case "app.added", "app.removed":
+		err = h.app(typ, raw)
+	case "ask.added", "ask.removed", "allocation.released":
+		err = h.alloc(typ, raw)
+	default:
+		err = fmt.Errorf("unsupported input type %q", typ)
+	}
+	_, rel, states := h.rec.take()
+	for _, r := range rel {
+		delete(h.allocIDs, key(r.ApplicationID, r.AllocationKey))
+	}
+	h.pending = append(h.pending, states...)
+	return err
+}
+
+func (h *harness) config(raw json.RawMessage) error {
+	var d struct {
+		YAML string `json:"yaml"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return err
+	}
+	if h.cc == nil {
+		cc, err := scheduler.NewClusterContext(rmID, policyGroup, []byte(d.YAML))
+		if err != nil {
+			return fmt.Errorf("config rejected: %w", err)
+		}
+		ccSetEventHandler(cc, h.rec)
+		h.cc = cc
+		return nil
+	}
+	if err := h.cc.UpdateRMSchedulerConfig(rmID, []byte(d.YAML)); err != nil {
+		return fmt.Errorf("config rejected: %w", err)
+	}
+	return nil
+}
+
+func (h *harness) node(typ string, raw json.RawMessage) error {
+	var d struct {
+		NodeID      string            `json:"node_id"`
+		Capacity    map[string]int64  `json:"capacity"`
+		Occupied    map[string]int64  `json:"occupied"`
+		Schedulable *bool             `json:"schedulable"`
+		Attributes  map[string]string `json:"attributes"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return err
+	}
+	attrs := map[string]string{}
+	for k, v := range d.Attributes {
+		attrs[k] = v
+	}
+	attrs[siCommon.NodePartition] = h.part
+	attrs[siCommon.NodeReadyAttribute] = "true"
+	info := &si.NodeInfo{NodeID: d.NodeID, Attributes: attrs}
+	var infos []*si.NodeInfo
+	switch typ {
+	case "node.added":
+		info.SchedulableResource = siResource(d.Capacity)
+		info.OccupiedResource = siResource(d.Occupied)
+		info.Action = si.NodeInfo_CREATE
+		if d.Schedulable != nil && !*d.Schedulable {
+			info.Action = si.NodeInfo_CREATE_DRAIN
+		}
+		infos = append(infos, info)
+	case "node.updated":
+		if d.Capacity != nil || d.Occupied != nil {
+			info.Action = si.NodeInfo_UPDATE
+			if d.Capacity != nil {
+				info.SchedulableResource = siResource(d.Capacity)
+			}
+			if d.Occupied != nil {
+				info.OccupiedResource = siResource(d.Occupied)
+			}
+			infos = append(infos, info)
+		}
+		if d.Schedulable != nil {
+			action := si.NodeInfo_DRAIN_TO_SCHEDULABLE
+			if !*d.Schedulable {
+				action = si.NodeInfo_DRAIN_NODE
+			}
+			infos = append(infos, &si.NodeInfo{NodeID: d.NodeID, Attributes: attrs, Action: action})
+		}
+	case "node.removed":
+		info.Action = si.NodeInfo_DECOMISSION
+		infos = append(infos, info)
+	}
+	ccUpdateNodes(h.cc, &rmevent.RMUpdateNodeEvent{Request: &si.NodeRequest{Nodes: infos, RmID: rmID}})
+	return nil
+}
+
+func (h *harness) app(typ string, raw json.RawMessage) error {
+	var d struct {
+		AppID  string            `json:"app_id"`
+		Queue  string            `json:"queue"`
+		User   string            `json:"user"`
+		Groups []string          `json:"groups"`
+		Tags   map[string]string `json:"tags"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return err
+	}
+	req := &si.ApplicationRequest{RmID: rmID}
+	if typ == "app.added" {
+		req.New = []*si.AddApplicationRequest{{
+			ApplicationID: d.AppID, QueueName: d.Queue, PartitionName: h.part, Tags: d.Tags,
+			Ugi: &si.UserGroupInformation{User: d.User, Groups: d.Groups},
+		}}
+	} else {
+		req.Remove = []*si.RemoveApplicationRequest{{ApplicationID: d.AppID, PartitionName: h.part}}
+	}
+	ccUpdateApps(h.cc, &rmevent.RMUpdateApplicationEvent{Request: req})
+	return nil
+}
+
+func (h *harness) alloc(typ string, raw json.RawMessage) error {
+	var d struct {
+		AppID         string            `json:"app_id"`
+		AskID         string            `json:"ask_id"`
+		Resources     map[string]int64  `json:"resources"`
+		Priority      *int32            `json:"priority"`
+		PriorityClass string            `json:"priority_class"`
+		RequiredNode  string            `json:"required_node"`
+		Tags          map[string]string `json:"tags"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return err
+	}
+	req := &si.AllocationRequest{RmID: rmID}
+	switch typ {
+	case "ask.added":
+		prio := int32(0)
+		if d.Priority != nil {
+			prio = *d.Priority
+		} else if v, ok := h.classes[d.PriorityClass]; ok && d.PriorityClass != "" {
+			prio = v
+		} else if h.dflt != nil {
+			prio = *h.dflt
+		}
+		tags := map[string]string{}
+		for k, v := range d.Tags {
+			tags[k] = v
+		}
+		if d.RequiredNode != "" {
+			tags[siCommon.DomainYuniKorn+siCommon.KeyRequiredNode] = d.RequiredNode
+		}
+		h.askPrio[key(d.AppID, d.AskID)] = prio
+		req.Asks = []*si.AllocationAsk{{
+			AllocationKey: d.AskID, ApplicationID: d.AppID, PartitionName: h.part,
+			ResourceAsk: siResource(d.Resources), Priority: prio, Tags: tags, MaxAllocations: 1,
+		}}
+	case "ask.removed":
+		req.Releases = &si.AllocationReleasesRequest{AllocationAsksToRelease: []*si.AllocationAskRelease{{
+			ApplicationID: d.AppID, AllocationKey: d.AskID, PartitionName: h.part,
+			TerminationType: si.TerminationType_STOPPED_BY_RM,
+		}}}
+	case "allocation.released":
+		id, ok := h.allocIDs[key(d.AppID, d.AskID)]
+		if !ok {
+			return nil // nothing allocated for it: evsched ignores it the same way
+		}
+		req.Releases = &si.AllocationReleasesRequest{AllocationsToRelease: []*si.AllocationRelease{{
+			ApplicationID: d.AppID, AllocationKey: d.AskID, AllocationID: id, PartitionName: h.part,
+			TerminationType: si.TerminationType_STOPPED_BY_RM,
+		}}}
+	}
+	ccUpdateAllocations(h.cc, &rmevent.RMUpdateAllocationEvent{Request: req})
+	return nil
+}
+
+// reservations counts the partition's reservations (progress that allocates nothing).
+func (h *harness) reservations() int {
+	p := h.cc.GetPartition(h.part)
+	n := 0
+	for _, app := range p.GetApplications() {
+		n += len(app.GetReservations())
+	}
+	return n
+}
+
+// cycle runs allocation steps until a step neither allocates nor changes the reservations
+// (or limit allocations were made; limit < 0: no limit), printing each outcome.
+func (h *harness) cycle(limit int) {
+	h.cycleNo++
+	h.emitStates(h.pending)
+	h.pending = nil
+	decisions := 0
+	if h.cc != nil {
+		before := h.reservations()
+		for steps := 0; limit < 0 || decisions < limit; steps++ {
+			allocated := ccSchedule(h.cc)
+			allocs, rel, states := h.rec.take()
+			for _, r := range rel {
+				delete(h.allocIDs, key(r.ApplicationID, r.AllocationKey))
+			}
+			for _, a := range allocs {
+				decisions++
+				h.allocIDs[key(a.ApplicationID, a.AllocationKey)] = a.AllocationID
+				h.emitAllocation(a, decisions)
+			}
+			h.emitStates(states)
+			after := h.reservations()
+			if !allocated && after == before {
+				break
+			}
+			before = after
+			if steps > 1_000_000 {
+				fail("cycle %d does not end", h.cycleNo)
+			}
+		}
+	}
+	h.emit("cycle.completed", map[string]interface{}{"cycle": h.cycleNo, "decisions": decisions})
+}
+
+func (h *harness) emit(typ string, data map[string]interface{}) {
+	b, err := json.Marshal(map[string]interface{}{"type": typ, "data": data})
+	if err != nil {
+		fail("%v", err)
+	}
+	h.out.Write(b)
+	h.out.WriteByte('\n')
+}
+
+func (h *harness) emitAllocation(a *si.Allocation, n int) {
+	queue := ""
+	if app := h.cc.GetApplication(a.ApplicationID, h.part); app != nil {
+		queue = app.GetQueuePath()
+	}
+	res := map[string]int64{}
+	if a.ResourcePerAlloc != nil {
+		for k, q := range a.ResourcePerAlloc.Resources {
+			if q.Value != 0 {
+				res[k] = q.Value
+			}
+		}
+	}
+	h.emit("allocation.decided", map[string]interface{}{
+		"app_id": a.ApplicationID, "ask_id": a.AllocationKey, "node_id": a.NodeID, "queue": queue,
+		"cycle": h.cycleNo, "decision_id": fmt.Sprintf("%s-%d-%d", partition, h.cycleNo, n),
+		"partition": partition, "priority": h.askPrio[key(a.ApplicationID, a.AllocationKey)], "resources": res,
+	})
+}
+
+func (h *harness) emitStates(states []stateChange) {
+	for _, s := range states {
+		from := h.states[s.appID]
+		if from == "" {
+			from = "New"
+		}
+		if from == s.state {
+			continue
+		}
+		h.states[s.appID] = s.state
+		h.emit("app.state_changed", map[string]interface{}{"app_id": s.appID, "from": from, "to": s.state})
+	}
+}
+
+func norm(r *resources.Resource) map[string]int64 {
+	out := map[string]int64{}
+	if r == nil {
+		return out
+	}
+	for k, v := range r.Resources {
+		if v != 0 {
+			out[k] = int64(v)
+		}
+	}
+	return out
+}
+
+// printState prints the final state in evsched's state form (`simulate --state`).
+func (h *harness) printState() {
+	queues := map[string]interface{}{}
+	apps := map[string]interface{}{}
+	nodes := map[string]interface{}{}
+	if h.cc != nil {
+		p := h.cc.GetPartition(h.part)
+		var walk func(q *objects.Queue)
+		walk = func(q *objects.Queue) {
+			queues[q.QueuePath] = map[string]interface{}{
+				"allocated": norm(q.GetAllocatedResource()), "pending": norm(q.GetPendingResource()),
+				"priority": q.GetCurrentPriority(), "running_apps": q.GetPartitionQueueDAOInfo(true).RunningApps,
+			}
+			children := q.GetCopyOfChildren()
+			names := make([]string, 0, len(children))
+			for name := range children {
+				names = append(names, name)
+			}
+			sort.Strings(names)
+			for _, name := range names {
+				walk(children[name])
+			}
+		}
+		walk(p.GetQueue("root"))
+		for _, app := range append(p.GetApplications(), p.GetCompletedApplications()...) {
+			apps[app.ApplicationID] = map[string]interface{}{
+				"queue": app.GetQueuePath(), "state": app.CurrentState(), "priority": app.GetAskMaxPriority(),
+				"pending": norm(app.GetPendingResource()), "allocated": norm(app.GetAllocatedResource()),
+			}
+		}
+		for _, n := range p.GetNodes() {
+			nodes[n.NodeID] = map[string]interface{}{
+				"capacity": norm(n.GetCapacity()), "allocated": norm(n.GetAllocatedResource()),
+				"available": norm(n.GetAvailableResource()),
+			}
+		}
+	}
+	b, err := json.Marshal(map[string]interface{}{"type": "state", "queues": queues, "apps": apps, "nodes": nodes})
+	if err != nil {
+		fail("%v", err)
+	}
+	h.out.Write(b)
+	h.out.WriteByte('\n')
+}
+
+// bench times scheduling alone over the applied inputs and prints one JSON line.
+func (h *harness) bench() {
+	if err := h.needCore(); err != nil {
+		fail("%v", err)
+	}
+	start := time.Now()
+	n := 0
+	for ccSchedule(h.cc) {
+		n += len(h.rec.newAllocs)
+		h.rec.newAllocs = h.rec.newAllocs[:0]
+	}
+	wall := time.Since(start).Seconds()
+	b, _ := json.Marshal(map[string]interface{}{"allocations": n, "seconds": wall, "per_second": float64(n) / wall})
+	fmt.Fprintln(os.Stdout, string(b))
+}

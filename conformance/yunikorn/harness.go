@@ -39,6 +39,7 @@ type harness struct {
 	allocIDs map[string]string
 	states   map[string]string
 	pending  []stateChange // state changes reported while applying inputs
+	noConfig bool          // the first config was rejected: inputs are ignored
 	lastWall time.Time
 	first    *time.Time
 	last     time.Time
@@ -97,7 +98,7 @@ func siResource(m map[string]int64) *si.Resource {
 func key(app, ask string) string { return app + "\x00" + ask }
 
 func (h *harness) needCore() error {
-	if h.cc == nil {
+	if h.cc == nil && !h.noConfig {
 		return fmt.Errorf("the scenario must start with a config.updated line")
 	}
 	return nil
@@ -124,7 +125,7 @@ func (h *harness) apply(typ string, raw json.RawMessage) error {
 		}
 		return nil
 	}
-	if err := h.needCore(); err != nil {
+	if err := h.needCore(); err != nil || h.cc == nil {
 		return err
 	}
 	var err error
@@ -156,14 +157,16 @@ func (h *harness) config(raw json.RawMessage) error {
 	if h.cc == nil {
 		cc, err := scheduler.NewClusterContext(rmID, policyGroup, []byte(d.YAML))
 		if err != nil {
-			return fmt.Errorf("config rejected: %w", err)
+			h.emit("input.rejected", map[string]interface{}{"input_type": "config.updated", "reason": "config-invalid", "message": err.Error()})
+			h.noConfig = true
+			return nil
 		}
 		ccSetEventHandler(cc, h.rec)
 		h.cc = cc
 		return nil
 	}
 	if err := h.cc.UpdateRMSchedulerConfig(rmID, []byte(d.YAML)); err != nil {
-		return fmt.Errorf("config rejected: %w", err)
+		h.emit("input.rejected", map[string]interface{}{"input_type": "config.updated", "reason": "config-invalid", "message": err.Error()})
 	}
 	return nil
 }

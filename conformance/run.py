@@ -1,0 +1,123 @@
+"""The conformance run: random tie-free scenarios through evsched and through yunikorn-core.
+
+Scenarios are spread evenly over the families of ``conformance.generate``; each runs
+through ``evsched simulate`` (in process) and the Go harness (``conformance/yunikorn``,
+built by ``make conformance``); the outcomes are compared (``conformance.compare``).
+Prints agreement per family and, for each disagreement, the first difference and the path
+of the scenario, written to ``--out`` so that it can be rerun alone:
+
+    python -m conformance.run --harness BIN [--count 500] [--seed 0] [--out DIR]
+                              [--family F ...] [--include-known]
+    python -m conformance.run --harness BIN --scenario FILE.jsonl    # one file, both outputs diffed
+
+Families listed in ``conformance.known.KNOWN`` are left out unless ``--include-known``
+(their cause is printed instead).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from conformance.compare import evsched_output, first_difference, parse_outcome
+from conformance.generate import FAMILIES, encode, generate
+from conformance.known import KNOWN
+
+
+@dataclass(frozen=True)
+class Result:
+    """One scenario's verdict."""
+
+    family: str
+    seed: int
+    difference: str | None
+    path: Path | None
+
+
+def harness_output(harness: Path, scenario: bytes) -> bytes:
+    """The Go harness's output for the scenario (its standard input)."""
+    proc = subprocess.run([str(harness), "-"], input=scenario, capture_output=True, check=False, timeout=120)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the harness failed ({proc.returncode}): {proc.stderr.decode(errors='replace')}")
+    return proc.stdout
+
+
+def check(harness: Path, family: str, seed: int, out: Path | None) -> Result:
+    """Generate, run both sides, compare; a disagreeing scenario is written under ``out``."""
+    scenario = encode(generate(family, seed))
+    difference = first_difference(parse_outcome(evsched_output(scenario)),
+                                  parse_outcome(harness_output(harness, scenario)))
+    path = None
+    if difference is not None and out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / f"{family}-{seed}.jsonl"
+        path.write_bytes(scenario)
+    return Result(family, seed, difference, path)
+
+
+def plan(count: int, seed: int, families: list[str]) -> list[tuple[str, int]]:
+    """``count`` (family, seed) pairs, round-robin over the families."""
+    return [(families[i % len(families)], seed + i // len(families)) for i in range(count)]
+
+
+def run(harness: Path, count: int, seed: int, families: list[str], out: Path | None) -> list[Result]:
+    """Every planned scenario's result."""
+    return [check(harness, f, s, out) for f, s in plan(count, seed, families)]
+
+
+def report(results: list[Result]) -> str:
+    """The agreement table and one line per disagreement."""
+    total = Counter(r.family for r in results)
+    agree = Counter(r.family for r in results if r.difference is None)
+    lines = [f"{'family':<20} {'agree':>6} / {'total':<6}"]
+    for family in sorted(total, key=FAMILIES.index):
+        lines.append(f"{family:<20} {agree[family]:>6} / {total[family]:<6}")
+    n, a = sum(total.values()), sum(agree.values())
+    lines.append(f"{'all':<20} {a:>6} / {n:<6} ({100 * a / max(n, 1):.1f}% agree)")
+    for r in results:
+        if r.difference is not None:
+            where = f" [{r.path}]" if r.path else ""
+            lines.append(f"DIFF {r.family} seed {r.seed}: {r.difference}{where}")
+    return "\n".join(lines)
+
+
+def one_file(harness: Path, path: Path) -> int:
+    scenario = path.read_bytes()
+    ours, theirs = evsched_output(scenario), harness_output(harness, scenario)
+    difference = first_difference(parse_outcome(ours), parse_outcome(theirs))
+    print("evsched:\n" + ours.decode() + "yunikorn:\n" + theirs.decode())
+    print("agree" if difference is None else f"first difference: {difference}")
+    return 0 if difference is None else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--harness", type=Path, required=True, help="the built Go harness")
+    parser.add_argument("--count", type=int, default=500)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--family", action="append", choices=FAMILIES, help="only these families (repeatable)")
+    parser.add_argument("--include-known", action="store_true", help="also run the known-difference families")
+    parser.add_argument("--out", type=Path, help="where disagreeing scenarios are written")
+    parser.add_argument("--scenario", type=Path, help="compare the two sides on this one file")
+    args = parser.parse_args(argv)
+    if args.scenario:
+        return one_file(args.harness, args.scenario)
+    families = list(args.family or FAMILIES)
+    if not args.include_known:
+        for family in [f for f in families if f in KNOWN]:
+            print(f"skipped family {family}: known difference: {KNOWN[family]}")
+            families.remove(family)
+    if not families:
+        print("no family left to run", file=sys.stderr)
+        return 2
+    results = run(args.harness, args.count, args.seed, families, args.out)
+    print(report(results))
+    return 0 if all(r.difference is None for r in results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -82,6 +82,8 @@ def first_difference(evsched: Outcome, yunikorn: Outcome) -> str | None:
     """None when both runs agree; else a one-line description of the first difference."""
     if evsched.config_rejected != yunikorn.config_rejected:
         return f"config rejected: evsched {evsched.config_rejected}, yunikorn {yunikorn.config_rejected}"
+    if evsched.config_rejected and not yunikorn.decisions:
+        return None  # both reject the first config: yunikorn-core cannot run without one
     ours, theirs = evsched.decisions, yunikorn.decisions
     for i in range(max(len(ours), len(theirs))):
         a = ours[i] if i < len(ours) else None

@@ -231,9 +231,8 @@ def fam_limits(sc: Scenario) -> None:
         """A max within the parent's (vcap, mcap) and a leaf guarantee within gbudget vcores."""
         if sc.rng.random() < 0.6:
             vcap, mcap = sc.rng.randint(1, vcap), sc.rng.randint(1, mcap)
-            q.resources["max"] = {"vcore": f"{vcap * 1000}m", "memory": str(vcap * 1000 if sc.rng.random() < 0.3
-                                                                             else mcap * 1000)}
-            mcap = int(q.resources["max"]["memory"]) // 1000
+            mcap = min(vcap, mcap) if sc.rng.random() < 0.3 else mcap
+            q.resources["max"] = {"vcore": f"{vcap * 1000}m", "memory": str(mcap * 1000)}
             gbudget = min(gbudget, vcap)
         if not q.children and gbudget >= 1 and sc.rng.random() < 0.6:
             q.resources["guaranteed"] = {"vcore": f"{sc.rng.randint(1, gbudget) * 1000}m"}

@@ -3,12 +3,14 @@
 Tie-free means no decision of yunikorn-core is left to Go's map order (queues' children,
 a leaf's apps and the victims are kept in maps and sorted with stable sorts):
 
-* every ask has its own priority, a distinct multiple of 1000, so apps with pending asks
-  never share a priority (the last key of every app sort, fair included);
-* priority offsets are distinct powers of 3 with a random sign: any two different
-  queue paths add up to different sums (balanced ternary is unique), and a sum stays
-  under 500, so sibling queues never share an adjusted priority (a fenced queue's value
-  is its own path's sum, a non-fenced one's a multiple of 1000 plus another sum);
+* every ask has its own non-zero priority, a distinct multiple of 10,000, so apps with
+  pending asks never share a priority (the last key of every app sort, fair included);
+* priority offsets are distinct powers of 3 with a random sign, and only a queue with an
+  offset of its own is fenced: any two different sets of queues add up to different
+  sums (balanced ternary is unique), and a sum stays under 3,281, so sibling queues never
+  share an adjusted priority (a fenced queue's value is its own offset plus the offsets
+  below it up to the next fence, a non-fenced one's a non-zero multiple of 10,000 plus
+  such a sum);
 * apps and asks arrive one line at a time (1 ms apart), so submission and creation times
   are distinct; nodes tie only on score, where both sides break ties by node id.
 
@@ -41,7 +43,8 @@ FAMILIES = (
     "required-nodes",
 )
 
-POWERS_OF_3 = (1, 3, 9, 27, 81, 243)
+POWERS_OF_3 = (1, 3, 9, 27, 81, 243, 729, 2187)
+PRIORITY_STEP = 10_000  # > twice the largest sum of offsets (3280)
 
 
 @dataclass
@@ -156,7 +159,7 @@ def build_tree(rng: random.Random) -> Queue:
 
 def new_scenario(rng: random.Random) -> Scenario:
     sc = Scenario(rng, build_tree(rng))
-    sc.priorities = [1000 * p for p in rng.sample(range(-30, 31), 61)]
+    sc.priorities = [PRIORITY_STEP * p for p in rng.sample([p for p in range(-40, 41) if p], 80)]
     return sc
 
 
@@ -178,15 +181,15 @@ def workload(sc: Scenario, *, phases: int = 2, apps: tuple[int, int] = (2, 5), a
 
 
 def offsets(sc: Scenario, *, fence_chance: float) -> None:
-    """Distinct ±3^i offsets on some non-root queues; some queues fenced."""
+    """Distinct ±3^i offsets on some non-root queues; some of those fenced."""
     queues = sc.root.walk()[1:]
     powers = list(POWERS_OF_3)
     sc.rng.shuffle(powers)
     for q in queues:
         if powers and sc.rng.random() < 0.6:
             q.properties["priority.offset"] = str(powers.pop() * sc.rng.choice((1, -1)))
-        if sc.rng.random() < fence_chance:
-            q.properties["priority.policy"] = "fence"
+            if sc.rng.random() < fence_chance:
+                q.properties["priority.policy"] = "fence"
 
 
 def fam_fences(sc: Scenario) -> None:

@@ -26,6 +26,7 @@ from pathlib import Path
 from conformance.compare import evsched_output, first_difference, parse_outcome
 from conformance.generate import FAMILIES, encode, generate
 from conformance.known import KNOWN
+from conformance.shrink import write_minimal
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,14 @@ def run(harness: Path, count: int, seed: int, families: list[str], out: Path | N
     return [check(harness, f, s, out) for f, s in plan(count, seed, families)]
 
 
+def shrunk(harness: Path, result: Result) -> Result:
+    """The result with its scenario shrunk to a minimal one (kept as FILE.min.jsonl)."""
+    if result.path is None or result.difference is None or "second run" in result.difference:
+        return result
+    path, diff = write_minimal(lambda s: harness_output(harness, s), result.path)
+    return Result(result.family, result.seed, f"{result.difference}; minimal: {diff}", path)
+
+
 def report(results: list[Result]) -> str:
     """The agreement table and one line per disagreement."""
     total = Counter(r.family for r in results)
@@ -106,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--include-known", action="store_true", help="also run the known-difference families")
     parser.add_argument("--out", type=Path, help="where disagreeing scenarios are written")
     parser.add_argument("--scenario", type=Path, help="compare the two sides on this one file")
+    parser.add_argument("--shrink", action="store_true",
+                        help="shrink each disagreeing scenario written to --out into a minimal FILE.min.jsonl")
     args = parser.parse_args(argv)
     if args.scenario:
         return one_file(args.harness, args.scenario)
@@ -118,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         print("no family left to run", file=sys.stderr)
         return 2
     results = run(args.harness, args.count, args.seed, families, args.out)
+    if args.shrink:
+        results = [shrunk(args.harness, r) for r in results]
     print(report(results))
     return 0 if all(r.difference is None for r in results) else 1
 

@@ -139,6 +139,9 @@ func (h *harness) apply(typ string, raw json.RawMessage) error {
 	default:
 		err = fmt.Errorf("unsupported input type %q", typ)
 	}
+	if h.cc != nil {
+		h.settle()
+	}
 	_, rel, states := h.rec.take()
 	for _, r := range rel {
 		delete(h.allocIDs, key(r.ApplicationID, r.AllocationKey))
@@ -304,6 +307,27 @@ func (h *harness) alloc(typ string, raw json.RawMessage) error {
 	return nil
 }
 
+// settle waits for the zero-length state timers yunikorn-core starts for apps tagged
+// application.stateaware.disable (Starting -> Running "at once", on a timer goroutine), so
+// that the next step sees them Running as evsched does. Bounded: a second at most.
+func (h *harness) settle() {
+	p := h.cc.GetPartition(h.part)
+	deadline := time.Now().Add(time.Second)
+	for {
+		waiting := false
+		for _, app := range p.GetApplications() {
+			if app.IsStarting() && app.GetTag(siCommon.AppTagStateAwareDisable) != "" {
+				waiting = true
+				break
+			}
+		}
+		if !waiting || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
 // reservations counts the partition's reservations (progress that allocates nothing).
 func (h *harness) reservations() int {
 	p := h.cc.GetPartition(h.part)
@@ -325,6 +349,7 @@ func (h *harness) cycle(limit int) {
 		before := h.reservations()
 		for steps := 0; limit < 0 || decisions < limit; steps++ {
 			allocated := ccSchedule(h.cc)
+			h.settle()
 			allocs, rel, states := h.rec.take()
 			for _, r := range rel {
 				delete(h.allocIDs, key(r.ApplicationID, r.AllocationKey))

@@ -7,11 +7,12 @@ Prints agreement per family and, for each disagreement, the first difference and
 of the scenario, written to ``--out`` so that it can be rerun alone:
 
     python -m conformance.run --harness BIN [--count 500] [--seed 0] [--out DIR]
-                              [--family F ...] [--include-known]
+                              [--family F ...] [--exclude-known] [--shrink]
     python -m conformance.run --harness BIN --scenario FILE.jsonl    # one file, both outputs diffed
 
-Families listed in ``conformance.known.KNOWN`` are left out unless ``--include-known``
-(their cause is printed instead).
+Each disagreement is labelled with the known difference it shows (``conformance.known``)
+or NEW; the exit status is 1 only when a NEW one is found. ``--exclude-known`` leaves out
+the families listed in ``conformance.known.KNOWN`` (the reason is printed).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from conformance.compare import evsched_output, first_difference, parse_outcome
 from conformance.generate import FAMILIES, encode, generate
-from conformance.known import KNOWN
+from conformance.known import KNOWN, classify
 from conformance.shrink import write_minimal
 
 
@@ -37,6 +38,12 @@ class Result:
     seed: int
     difference: str | None
     path: Path | None
+    known: str | None = None
+
+    @property
+    def new(self) -> bool:
+        """A disagreement that no known difference explains."""
+        return self.difference is not None and self.known is None
 
 
 def harness_output(harness: Path, scenario: bytes) -> bytes:
@@ -45,6 +52,12 @@ def harness_output(harness: Path, scenario: bytes) -> bytes:
     if proc.returncode != 0:
         raise RuntimeError(f"the harness failed ({proc.returncode}): {proc.stderr.decode(errors='replace')}")
     return proc.stdout
+
+
+def agrees(harness: Path, scenario: bytes) -> bool:
+    """Both sides decide the same on the scenario."""
+    theirs = parse_outcome(harness_output(harness, scenario))
+    return first_difference(parse_outcome(evsched_output(scenario)), theirs) is None
 
 
 def check(harness: Path, family: str, seed: int, out: Path | None) -> Result:
@@ -60,7 +73,10 @@ def check(harness: Path, family: str, seed: int, out: Path | None) -> Result:
         out.mkdir(parents=True, exist_ok=True)
         path = out / f"{family}-{seed}.jsonl"
         path.write_bytes(scenario)
-    return Result(family, seed, difference, path)
+    known = None
+    if difference is not None and "second run" not in difference:
+        known = classify(scenario, lambda s: agrees(harness, s))
+    return Result(family, seed, difference, path, known.key if known else None)
 
 
 def plan(count: int, seed: int, families: list[str]) -> list[tuple[str, int]]:
@@ -78,22 +94,28 @@ def shrunk(harness: Path, result: Result) -> Result:
     if result.path is None or result.difference is None or "second run" in result.difference:
         return result
     path, diff = write_minimal(lambda s: harness_output(harness, s), result.path)
-    return Result(result.family, result.seed, f"{result.difference}; minimal: {diff}", path)
+    return Result(result.family, result.seed, f"{result.difference}; minimal: {diff}", path, result.known)
 
 
 def report(results: list[Result]) -> str:
     """The agreement table and one line per disagreement."""
     total = Counter(r.family for r in results)
     agree = Counter(r.family for r in results if r.difference is None)
-    lines = [f"{'family':<20} {'agree':>6} / {'total':<6}"]
+    known = Counter(r.family for r in results if r.difference is not None and not r.new)
+    lines = [f"{'family':<20} {'agree':>6} {'known':>6} {'new':>6} / {'total':<6}"]
     for family in sorted(total, key=FAMILIES.index):
-        lines.append(f"{family:<20} {agree[family]:>6} / {total[family]:<6}")
-    n, a = sum(total.values()), sum(agree.values())
-    lines.append(f"{'all':<20} {a:>6} / {n:<6} ({100 * a / max(n, 1):.1f}% agree)")
+        new = total[family] - agree[family] - known[family]
+        lines.append(f"{family:<20} {agree[family]:>6} {known[family]:>6} {new:>6} / {total[family]:<6}")
+    n, a, k = sum(total.values()), sum(agree.values()), sum(known.values())
+    lines.append(f"{'all':<20} {a:>6} {k:>6} {n - a - k:>6} / {n:<6} ({100 * a / max(n, 1):.1f}% agree, "
+                 f"{100 * (a + k) / max(n, 1):.1f}% agree or a known difference)")
+    for key, count in Counter(r.known for r in results if r.known).most_common():
+        lines.append(f"known difference {key}: {count} scenarios")
     for r in results:
         if r.difference is not None:
             where = f" [{r.path}]" if r.path else ""
-            lines.append(f"DIFF {r.family} seed {r.seed}: {r.difference}{where}")
+            label = f"known {r.known}" if r.known else "NEW"
+            lines.append(f"DIFF ({label}) {r.family} seed {r.seed}: {r.difference}{where}")
     return "\n".join(lines)
 
 
@@ -112,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--family", action="append", choices=FAMILIES, help="only these families (repeatable)")
-    parser.add_argument("--include-known", action="store_true", help="also run the known-difference families")
+    parser.add_argument("--exclude-known", action="store_true", help="leave out the known-difference families")
     parser.add_argument("--out", type=Path, help="where disagreeing scenarios are written")
     parser.add_argument("--scenario", type=Path, help="compare the two sides on this one file")
     parser.add_argument("--shrink", action="store_true",
@@ -121,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.scenario:
         return one_file(args.harness, args.scenario)
     families = list(args.family or FAMILIES)
-    if not args.include_known:
+    if args.exclude_known:
         for family in [f for f in families if f in KNOWN]:
             print(f"skipped family {family}: known difference: {KNOWN[family]}")
             families.remove(family)
@@ -132,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.shrink:
         results = [shrunk(args.harness, r) for r in results]
     print(report(results))
-    return 0 if all(r.difference is None for r in results) else 1
+    return 1 if any(r.new for r in results) else 0
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ without it, until no single line can go. The result is what the minimal-repro fi
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +18,30 @@ def disagreement(harness_output: Callable[[bytes], bytes], scenario: bytes) -> s
     """The first difference of the two sides on ``scenario`` (None: they agree)."""
     theirs = parse_outcome(harness_output(scenario))
     return first_difference(parse_outcome(evsched_output(scenario)), theirs)
+
+
+def well_formed(lines: list[bytes]) -> bool:
+    """Every app, ask and required node a line names was added on an earlier line.
+
+    Keeps the shrinking from trading the difference under study for one about unknown
+    names (yunikorn-core ends an app's turn at a required node it does not know).
+    """
+    nodes: set[str] = set()
+    apps: set[str] = set()
+    for raw in lines:
+        obj = json.loads(raw)
+        data = obj.get("data") or {}
+        kind = obj.get("type")
+        if kind == "node.added":
+            nodes.add(data["node_id"])
+        elif kind == "app.added":
+            apps.add(data["app_id"])
+        elif kind in ("ask.added", "ask.removed", "allocation.released", "app.removed"):
+            if data.get("app_id") not in apps:
+                return False
+            if data.get("required_node", next(iter(nodes), None)) not in nodes:
+                return False
+    return True
 
 
 def shrink(harness_output: Callable[[bytes], bytes], scenario: bytes) -> tuple[bytes, str]:
@@ -31,6 +56,9 @@ def shrink(harness_output: Callable[[bytes], bytes], scenario: bytes) -> tuple[b
         i = len(lines) - 1
         while i >= 1:
             trial = lines[:i] + lines[i + 1:]
+            if not well_formed(trial):
+                i -= 1
+                continue
             diff = disagreement(harness_output, b"".join(trial))
             if diff is not None and not diff.startswith("config rejected"):
                 lines, found, changed = trial, diff, True

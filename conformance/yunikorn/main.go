@@ -57,6 +57,7 @@ func main() {
 	out := bufio.NewWriterSize(os.Stdout, 1<<16)
 	defer out.Flush()
 	h := newHarness(out)
+	h.fast = *bench
 	scanner := bufio.NewScanner(in)
 	scanner.Buffer(make([]byte, 1<<20), 1<<21)
 	n := 0

@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all venv demo test lint typecheck unit bench faults fuzz clean
+.PHONY: all venv demo test lint typecheck unit bench faults fuzz clean conformance conformance-harness bench-yunikorn
 
 all: test
 
@@ -23,7 +23,7 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 
 typecheck: $(STAMP)  # strict everywhere (pyproject [tool.mypy]); benchmarks import each other as top-level modules
-	$(PY) -m mypy events projections scheduler replay tests
+	$(PY) -m mypy events projections scheduler replay tests conformance
 	cd benchmarks && MYPYPATH=.. $(abspath $(PY)) -m mypy --config-file ../pyproject.toml *.py
 
 unit: $(STAMP)
@@ -60,6 +60,28 @@ $(VENV)/.bench-installed: pyproject.toml $(STAMP)
 # Every issue #7 benchmark, then a summary of every target (a few minutes; see benchmarks/RESULTS.md).
 bench: $(VENV)/.bench-installed
 	$(PY) benchmarks/run_all.py
+
+# Conformance against apache/yunikorn-core v1.5.2 (docs/conformance.md): the Go harness is
+# built once into conformance/.build (gitignored); CONFORMANCE_COUNT random tie-free
+# scenarios run through both; disagreements (with minimal scenarios) go to .build/diffs.
+# Fails only on a difference that no documented known difference explains.
+HARNESS           := conformance/.build/yunikorn-harness
+CONFORMANCE_COUNT ?= 520
+CONFORMANCE_SEED  ?= 0
+$(HARNESS): conformance/yunikorn/*.go conformance/yunikorn/go.mod conformance/yunikorn/go.sum
+	cd conformance/yunikorn && GONOSUMDB=github.com/apache go build -o ../.build/yunikorn-harness .
+
+conformance-harness: $(HARNESS)
+
+conformance: $(STAMP) $(HARNESS)
+	rm -rf conformance/.build/diffs
+	$(PY) -m conformance.run --harness $(HARNESS) --count $(CONFORMANCE_COUNT) --seed $(CONFORMANCE_SEED) \
+	  --out conformance/.build/diffs --shrink
+
+# evsched's core vs yunikorn-core, allocations/s on YuniKorn's BenchmarkScheduling
+# workloads and the reference workload (benchmarks/RESULTS.md); a few minutes.
+bench-yunikorn: $(STAMP) $(HARNESS)
+	$(PY) benchmarks/vs_yunikorn.py --harness $(HARNESS)
 
 clean:
 	rm -rf $(VENV) evsched-data demo-data .pytest_cache .mypy_cache .ruff_cache

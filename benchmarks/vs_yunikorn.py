@@ -15,11 +15,15 @@ evsched: ``run_cycle`` over the engine's state (the digest after a cycle is left
 in benchmarks/core.py); yunikorn-core: the Go harness's ``-bench`` mode, one
 ``ClusterContext.schedule()`` step per allocation in a loop, no sleeps, no RM round trips
 beyond the synchronous callback. Both are single-threaded scheduling loops on the same
-machine in the same run; wall seconds are compared. ``--go-test`` also runs YuniKorn's
-own benchmark unchanged (``go test -bench BenchmarkScheduling``: the full service with its
-RM proxy, auto-scheduling and 5,000-repeat asks) and prints its allocations/s.
+machine in the same run; wall and CPU seconds are both printed (CPU is the steadier figure
+on a loaded machine; Go's includes its GC and background goroutines).
 
-    python benchmarks/vs_yunikorn.py --harness BIN [--only yk-500,reference] [--go-test]
+YuniKorn's own benchmark cannot be run unchanged at v1.5.2: both apps ask under the key
+``alloc-1`` and v1.5.2 names allocations ``<key>-<n>``, so the test's mock RM, which counts
+allocations in a map by that name, never sees more than 5,000 of the 10,000 and waits
+out its 300 s timeout.
+
+    python benchmarks/vs_yunikorn.py --harness BIN [--only yk-500,reference]
 """
 
 from __future__ import annotations
@@ -27,9 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -118,40 +120,18 @@ def yunikorn_run(binary: Path, lines: list[bytes]) -> tuple[int, float, float]:
     return int(result["allocations"]), float(result["seconds"]), float(result["cpu_seconds"])
 
 
-def go_test_benchmark() -> list[tuple[str, float]]:
-    """YuniKorn's own BenchmarkScheduling, unchanged: (case, allocations/s) per case."""
-    proc = subprocess.run(
-        ["go", "test", "-run", "^$", "-bench", "BenchmarkScheduling", "-benchtime", "1x", "-v",
-         "github.com/apache/yunikorn-core/pkg/scheduler/tests"],
-        cwd=ROOT / "conformance" / "yunikorn", capture_output=True, text=True, check=False,
-        env={**os.environ, "GONOSUMDB": "github.com/apache", "GOFLAGS": "-mod=mod"})
-    out: list[tuple[str, float]] = []
-    case = ""
-    for line in proc.stdout.splitlines():
-        m = re.search(r"BenchmarkScheduling/(\S+)", line)
-        if m:
-            case = m.group(1)
-        m = re.search(r"Total time to allocate (\d+) containers in \S+, ([\d.]+) per second", line)
-        if m:
-            out.append((case, float(m.group(2))))
-    if not out:
-        print(proc.stdout[-2000:], proc.stderr[-2000:], file=sys.stderr)
-    return out
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--harness", type=Path, required=True, help="the Go harness (make conformance-harness)")
     parser.add_argument("--only", help="comma-separated workloads (yk-500,yk-1000,yk-2000,yk-5000,reference)")
-    parser.add_argument("--go-test", action="store_true", help="also run YuniKorn's own BenchmarkScheduling")
     args = parser.parse_args()
     workloads = {f"yk-{n}": (lambda n=n: yk_lines(n, 10_000)) for n in (500, 1000, 2000, 5000)}
     workloads["reference"] = reference_lines
     names = args.only.split(",") if args.only else list(workloads)
     print(f"machine: {machine()}")
     print(f"load before: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
-    print(f"{'workload':<10} {'allocs':>8} | {'evsched wall/s':>14} {'cpu/s':>8} | {'yunikorn wall/s':>15} {'cpu/s':>8} | "
-          f"{'ratio wall':>10} {'cpu':>6}")
+    print(f"{'workload':<10} {'allocs':>8} | {'evsched wall/s':>14} {'cpu/s':>8} | "
+          f"{'yunikorn wall/s':>15} {'cpu/s':>8} | {'ratio wall':>10} {'cpu':>6}")
     for name in names:
         lines = workloads[name]()
         n_ev, wall_ev, cpu_ev = evsched_run(lines)
@@ -160,9 +140,6 @@ def main() -> None:
         print(f"{name:<10} {n_ev:>8,} | {n_ev / wall_ev:>14,.0f} {n_ev / cpu_ev:>8,.0f} | {n_yk / wall_yk:>15,.0f} "
               f"{n_yk / cpu_yk:>8,.0f} | {(n_ev / wall_ev) / (n_yk / wall_yk):>9.2f}x "
               f"{(n_ev / cpu_ev) / (n_yk / cpu_yk):>5.2f}x{same}", flush=True)
-    if args.go_test:
-        for case, rate in go_test_benchmark():
-            print(f"yunikorn-core BenchmarkScheduling {case} (as shipped: service, RM proxy, repeats): {rate:,.0f}/s")
     print(f"load after: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
 
 

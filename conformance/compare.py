@@ -74,7 +74,8 @@ def _first_state_difference(path: str, a: Any, b: Any) -> str | None:
                 return found
         return None
     if a != b:
-        return f"state {path.rstrip('.')}: evsched {json.dumps(a, sort_keys=True)}, yunikorn {json.dumps(b, sort_keys=True)}"
+        ours, theirs = json.dumps(a, sort_keys=True), json.dumps(b, sort_keys=True)
+        return f"state {path.rstrip('.')}: evsched {ours}, yunikorn {theirs}"
     return None
 
 

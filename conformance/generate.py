@@ -278,11 +278,19 @@ def fam_releases(sc: Scenario) -> None:
 
 def fam_required_nodes(sc: Scenario) -> None:
     sc.add_nodes(sc.rng.randint(2, 4))
+    late = f"n{len(sc.nodes) + 1:02d}"  # sometimes named before it exists (a node still joining)
 
     def extra() -> dict[str, Any] | None:
-        return {"required_node": sc.rng.choice(sc.nodes)} if sc.rng.random() < 0.4 else None
+        if sc.rng.random() >= 0.4:
+            return None
+        return {"required_node": late if sc.rng.random() < 0.1 else sc.rng.choice(sc.nodes)}
 
-    workload(sc, phases=sc.rng.randint(1, 3), ask_extra=extra)
+    def join(phase: int) -> None:
+        if phase == 0 and sc.rng.random() < 0.5:
+            sc.lines.append({"type": "node.added", "data": {"node_id": late, "capacity": {"vcore": 4000,
+                                                                                          "memory": 4000}}})
+
+    workload(sc, phases=sc.rng.randint(1, 3), ask_extra=extra, between=join)
 
 
 BUILDERS: dict[str, Callable[[Scenario], None]] = {

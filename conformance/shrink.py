@@ -20,14 +20,16 @@ def disagreement(harness_output: Callable[[bytes], bytes], scenario: bytes) -> s
     return first_difference(parse_outcome(evsched_output(scenario)), theirs)
 
 
-def well_formed(lines: list[bytes]) -> bool:
-    """Every app, ask and required node a line names was added on an earlier line.
+def dangling(lines: list[bytes]) -> int:
+    """How many lines name an app, or a required node, not added on an earlier line.
 
-    Keeps the shrinking from trading the difference under study for one about unknown
-    names (yunikorn-core ends an app's turn at a required node it does not know).
+    Shrinking may not add any, so it cannot trade the difference under study for one
+    about unknown names (yunikorn-core ends an app's turn at a required node it does not
+    know; a scenario generated with such a node keeps it).
     """
     nodes: set[str] = set()
     apps: set[str] = set()
+    count = 0
     for raw in lines:
         obj = json.loads(raw)
         data = obj.get("data") or {}
@@ -37,17 +39,16 @@ def well_formed(lines: list[bytes]) -> bool:
         elif kind == "app.added":
             apps.add(data["app_id"])
         elif kind in ("ask.added", "ask.removed", "allocation.released", "app.removed"):
-            if data.get("app_id") not in apps:
-                return False
-            if data.get("required_node", next(iter(nodes), None)) not in nodes:
-                return False
-    return True
+            count += data.get("app_id") not in apps
+            count += "required_node" in data and data["required_node"] not in nodes
+    return count
 
 
 def shrink(harness_output: Callable[[bytes], bytes], scenario: bytes) -> tuple[bytes, str]:
     """A minimal scenario that still disagrees, and its first difference."""
     lines = scenario.splitlines(keepends=True)
     found = disagreement(harness_output, scenario)
+    allowed = dangling(lines)
     if found is None:
         raise ValueError("the scenario does not disagree")
     changed = True
@@ -56,7 +57,7 @@ def shrink(harness_output: Callable[[bytes], bytes], scenario: bytes) -> tuple[b
         i = len(lines) - 1
         while i >= 1:
             trial = lines[:i] + lines[i + 1:]
-            if not well_formed(trial):
+            if dangling(trial) > allowed:
                 i -= 1
                 continue
             diff = disagreement(harness_output, b"".join(trial))

@@ -29,11 +29,13 @@ out its 300 s timeout.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +48,7 @@ from events.models import InputRejected
 from scheduler.config import load_config
 from scheduler.core.cycle import run_cycle
 from scheduler.core.engine import Engine
-from scheduler.workload import REFERENCE, config_yaml, records
+from scheduler.simulation.workload import REFERENCE, config_yaml, records
 
 ROOT = Path(__file__).resolve().parents[1]
 YK_CONFIG = """partitions:
@@ -125,7 +127,8 @@ def main() -> None:
     parser.add_argument("--harness", type=Path, required=True, help="the Go harness (make conformance-harness)")
     parser.add_argument("--only", help="comma-separated workloads (yk-500,yk-1000,yk-2000,yk-5000,reference)")
     args = parser.parse_args()
-    workloads = {f"yk-{n}": (lambda n=n: yk_lines(n, 10_000)) for n in (500, 1000, 2000, 5000)}
+    workloads: dict[str, Callable[[], list[bytes]]] = {
+        f"yk-{n}": functools.partial(yk_lines, n, 10_000) for n in (500, 1000, 2000, 5000)}
     workloads["reference"] = reference_lines
     names = args.only.split(",") if args.only else list(workloads)
     print(f"machine: {machine()}")

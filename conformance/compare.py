@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from events.codec import dumps, encode_output
-from scheduler.simulate import Simulation
+from scheduler.simulation.simulate import Simulation
 
 Decision = tuple[int, str, str, str]
 

@@ -35,13 +35,15 @@ AppKey = tuple[object, ...]
 def app_sort_key(app: App, policy: AppSortPolicy, sort_priority: bool) -> AppKey:
     """The key apps in a leaf sort by (ascending).
 
-    fifo: submission time; fair: usage share vs the leaf's guarantee (dominant share
-    first), then submission time. With priority sorting enabled the app's priority
-    (descending) comes first; disabled, it breaks the policy's ties. Arrival order last.
-    stateaware sorts as fifo (its filter is ``stateaware_candidates``).
+    As YuniKorn ``sorters.go``: fifo+enabled (priority desc, submission), fifo+disabled
+    (submission, priority desc), fair+enabled (priority desc, usage share), fair+disabled
+    (usage share, priority desc). The usage share is vs the leaf's guarantee, dominant
+    component first. Our deterministic tie-breaks follow: submission time (fair only),
+    then arrival order. stateaware sorts as fifo (its filter is ``stateaware_allowed``).
 
     Worked example (fifo, priority enabled): a (P0, t=1), b (P5, t=2), c (P5, t=3)
-    sort b, c, a; with priority disabled a, b, c.
+    sort b, c, a; with priority disabled a, b, c. Under fair with priority disabled and
+    equal shares: b, c, a (priority before submission time).
     """
     if policy is AppSortPolicy.FAIR:
         share = app.share
@@ -49,7 +51,7 @@ def app_sort_key(app: App, policy: AppSortPolicy, sort_priority: bool) -> AppKey
             share = app.share = usage_share(app.allocated, app.queue.guaranteed)
         if sort_priority:
             return (-app.priority, share, app.submit_us, app.seq)
-        return (share, app.submit_us, -app.priority, app.seq)
+        return (share, -app.priority, app.submit_us, app.seq)
     if sort_priority:
         return (-app.priority, app.submit_us, app.seq)
     return (app.submit_us, -app.priority, app.seq)

@@ -205,8 +205,6 @@ class Walker:
             node = self.part.nodes.get(ask.required_node)
             if node is None:
                 return None, Blocker(RULE_NODE_FIT, f"required node {ask.required_node} does not exist")
-            if not node.schedulable or node.node_id not in self.part.index:
-                return None, Blocker(RULE_NODE_FIT, f"required node {node.node_id} is unschedulable")
             short = shortfall(request, node.available())
             if short:
                 why = f"required node {node.node_id} does not fit: {fmt_shortfall(short)}"

@@ -74,6 +74,15 @@ def resource_map(values: Mapping[str, str] | None) -> FrozenMap[str, int]:
     return FrozenMap({name: parsed[name] for name in sorted(parsed) if parsed[name] != 0})
 
 
+def max_map(values: Mapping[str, str] | None) -> FrozenMap[str, int]:
+    """A queue's ``max``: all zeros = not set (``{}``); otherwise zero entries are kept, and
+    forbid their type (YuniKorn ``queue.go:setResources``: ``nvidia.com/gpu: 0``)."""
+    parsed = parse_resources(values or {})
+    if not any(v > 0 for v in parsed.values()):
+        return FrozenMap({})
+    return FrozenMap({name: parsed[name] for name in sorted(parsed)})
+
+
 def resolve_queue(queue: RawQueue, path: str, parent_properties: Mapping[str, str] | None) -> QueueSpec:
     """Resolve one validated queue and its subtree; ``parent_properties`` is None at root."""
     is_root = parent_properties is None
@@ -91,7 +100,7 @@ def resolve_queue(queue: RawQueue, path: str, parent_properties: Mapping[str, st
         max_applications=queue.maxapplications,
         properties=properties,
         guaranteed=resource_map(resources.guaranteed if resources else None),
-        max=resource_map(resources.max if resources else None),
+        max=max_map(resources.max if resources else None),
         priority_fence=False if is_root else priority_fence(properties.get(PRIORITY_POLICY)),
         priority_offset=0 if is_root else priority_offset(properties.get(PRIORITY_OFFSET)),
         sort_priority=sort_priority(properties.get(APP_SORT_PRIORITY)),
@@ -104,7 +113,7 @@ def resolve_partition(part: NormalPartition) -> PartitionSpec:
     """Resolve one validated partition."""
     assert part.root is not None
     policy = part.raw.nodesortpolicy
-    node_sort = policy.type.lower() if policy is not None and policy.type else ""
+    node_sort = policy.type if policy is not None and policy.type else ""
     weights = policy.resourceweights if policy is not None else None
     return PartitionSpec(
         name=part.name,

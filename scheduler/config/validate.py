@@ -74,7 +74,7 @@ def rule_node_sort_policy(part: NormalPartition) -> list[str]:
     if policy is None:
         return []
     reasons = []
-    if policy.type.lower() not in ("", *NODE_SORT_TYPES):
+    if policy.type not in ("", *NODE_SORT_TYPES):  # case-sensitive, as YuniKorn
         reasons.append(
             f"{where(part.name, key='nodesortpolicy.type')}: undefined policy {policy.type!r} (use fair or binpacking)"
         )

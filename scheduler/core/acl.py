@@ -6,14 +6,29 @@ True
 False
 >>> Acl.parse("*").admits("anyone", [])
 True
+
+As YuniKorn ``security/acl.go``: a user list or group list that is exactly ``*`` admits
+everyone (``"* devs"``); a ``*`` among other names is just an invalid name; user names not
+matching ``^[_a-zA-Z][a-zA-Z0-9_.@-]*[$]?$`` and group names not matching
+``^[_a-zA-Z][a-zA-Z0-9_-]*$`` are ignored.
+
+>>> Acl.parse("* devs").admits("carol", [])
+True
+>>> Acl.parse("alice ops,*").admits("carol", [])
+False
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from projections.queues import QueueNode
+
+USER_NAME = re.compile(r"[_a-zA-Z][a-zA-Z0-9_.@-]*[$]?")
+GROUP_NAME = re.compile(r"[_a-zA-Z][a-zA-Z0-9_-]*")
+NOBODY_NAMES: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -27,20 +42,20 @@ class Acl:
     @classmethod
     def parse(cls, text: str | None) -> Acl:
         """Parse YuniKorn's ACL syntax; None, empty or a single space admits nobody."""
-        if text is None:
-            return cls(False, frozenset(), frozenset())
-        if text.strip() == "*":
-            return cls(True, frozenset(), frozenset())
+        if not text:
+            return cls(False, NOBODY_NAMES, NOBODY_NAMES)
         fields = text.split(" ")
-        users = frozenset(u for u in fields[0].split(",") if u) if fields else frozenset()
-        groups = frozenset(g for g in fields[1].split(",") if g) if len(fields) > 1 else frozenset()
+        user_list = fields[0].split(",")
+        group_list = fields[1].split(",") if len(fields) > 1 else []
+        if text.strip() == "*" or user_list == ["*"] or group_list == ["*"]:
+            return cls(True, NOBODY_NAMES, NOBODY_NAMES)
+        users = frozenset(u for u in user_list if USER_NAME.fullmatch(u))
+        groups = frozenset(g for g in group_list if GROUP_NAME.fullmatch(g))
         return cls(False, users, groups)
 
     def admits(self, user: str, groups: Iterable[str]) -> bool:
         """True when the user, or one of the groups, is listed (or the ACL is ``*``)."""
         if self.everyone or user in self.users:
-            return True
-        if "*" in self.groups:
             return True
         return any(g in self.groups for g in groups)
 

@@ -108,16 +108,21 @@ def _app_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) 
         submit_us=event.time_us,
         seq=state.next_seq(),
         state_since_us=event.time_us,
-        stateaware_disabled=data.tags.get(STATEAWARE_DISABLE_TAG, "").lower() == "true",
+        stateaware_disabled=stateaware_disabled(data.tags),
     )
     part.add_app(app)
+
+
+def stateaware_disabled(tags: dict[str, str]) -> bool:
+    """YuniKorn ``GetTag``: the tag key matches case-insensitively; any non-empty value disables."""
+    return any(value and key.lower() == STATEAWARE_DISABLE_TAG for key, value in tags.items())
 
 
 def _app_removed(state: SchedulerState, event: InputEvent, out: list[OutputData]) -> None:
     data = event.data
     assert isinstance(data, AppRemoved)
     part = _partition(state, data.partition)
-    part.remove_app(_app(part, data.app_id))
+    part.remove_app(_app(part, data.app_id), out)
 
 
 def _ask_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) -> None:

@@ -75,7 +75,8 @@ def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo) -> Node | N
         return None
     if ask.required_node is not None:
         node = part.nodes.get(ask.required_node)
-        if node is not None and ask.required_node in part.index and fits(request, node.available()):
+        # schedulable or not (YuniKorn 1.5 tryAllocate: the required node skips IsSchedulable)
+        if node is not None and fits(request, node.available()):
             return node
         return None
     node_id = part.index.first_fit(request)

@@ -78,13 +78,23 @@ class PartitionState:
         app.queue.app_added(app)
         self.form.app_changed(app.app_id)
 
-    def remove_app(self, app: App) -> None:
-        """Remove an app with its asks and allocations; resources return to nodes and queues."""
+    def remove_app(self, app: App, out: list[OutputData]) -> None:
+        """Remove an app with its asks and allocations; resources return to nodes and queues.
+
+        As YuniKorn ``partition.go:removeApplication``: an Accepted, Starting or Running app
+        completes (``→Completing`` is emitted; no timer, the app is gone), then leaves.
+        """
         for ask in list(app.asks.values()):
             self._drop_ask(app, ask)
         for alloc in list(app.allocations.values()):
             self._drop_allocation(app, alloc)
-        self._set_state_quiet(app, "Completed")
+        if app.state in ("Accepted", "Starting", "Running"):
+            out.append(AppStateChanged.model_construct(app_id=app.app_id, from_=app.state, to="Completing"))
+            self._set_state_quiet(app, "Completing")
+        self.detach(app)
+
+    def detach(self, app: App) -> None:
+        """The app leaves its queue and the partition (YuniKorn ``moveTerminatedApp``); its id is free."""
         self._refresh(app)
         app.queue.app_removed(app)
         self.starting[app.queue.path].pop(app.app_id, None)

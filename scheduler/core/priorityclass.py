@@ -1,8 +1,9 @@
 """Kubernetes priority classes: the registry and how an ask's priority is resolved.
 
 Built-ins ``system-cluster-critical`` (2,000,000,000) and ``system-node-critical``
-(2,000,000,100) always exist. User classes must not start with ``system-`` and may not
-exceed 1,000,000,000; at most one is the global default.
+(2,000,001,000, Kubernetes' value) always exist. User classes must not start with ``system-``
+and may not exceed 1,000,000,000; at most one is the global default. As in Kubernetes, a
+class's value and preemption policy cannot change once defined.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 
 from projections.priority import in_int32
 
-BUILTIN_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_000_100}
+BUILTIN_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
 MAX_USER_VALUE = 1_000_000_000
 
 
@@ -45,6 +46,13 @@ class PriorityClasses:
             raise PriorityError("priority-class", f"class names starting 'system-' are reserved: {cls.name!r}")
         if not in_int32(cls.value) or cls.value > MAX_USER_VALUE:
             raise PriorityError("priority-range", f"class {cls.name!r} value {cls.value} exceeds 1000000000")
+        old = self.classes.get(cls.name)
+        if old is not None and (old.value, old.preemption_policy) != (cls.value, cls.preemption_policy):
+            raise PriorityError(
+                "priority-class",
+                f"class {cls.name!r}: value and preemption_policy cannot change "
+                f"({old.value}, {old.preemption_policy}); delete and re-create it",
+            )
         if cls.global_default:
             for other in self.classes.values():
                 if other.global_default and other.name != cls.name:

@@ -58,17 +58,15 @@ def app_sort_key(app: App, policy: AppSortPolicy, sort_priority: bool) -> AppKey
 
 
 def stateaware_allowed(apps_in_order: Sequence[App], starting: Sequence[App]) -> set[str]:
-    """Which apps of a stateaware leaf may be scheduled now.
+    """Which apps of a stateaware leaf may be scheduled now (YuniKorn 1.5 ``stateAwareFilter``).
 
-    All Running apps; plus the oldest Starting app, or — when no app is Starting — the
-    oldest Accepted app with pending asks. A Starting app blocks every Accepted app even
-    when it has nothing pending. ``apps_in_order`` are the leaf's apps with pending asks,
-    in fifo order; ``starting`` the leaf's Starting apps (pending or not).
+    Every app with pending asks that is not Accepted (Running and Starting); plus, when no
+    app is Starting, the oldest Accepted app with pending asks. A Starting app blocks every
+    Accepted app even when it has nothing pending. ``apps_in_order`` are the leaf's apps
+    with pending asks, in fifo order; ``starting`` the leaf's Starting apps (pending or not).
     """
-    allowed = {a.app_id for a in apps_in_order if a.state == "Running"}
+    allowed = {a.app_id for a in apps_in_order if a.state != "Accepted"}
     if starting:
-        oldest = min(starting, key=lambda a: (a.submit_us, a.seq))
-        allowed.add(oldest.app_id)
         return allowed
     oldest_accepted = min(
         (a for a in apps_in_order if a.state == "Accepted"), key=lambda a: (a.submit_us, a.seq), default=None

@@ -57,7 +57,7 @@ class SchedulerState:
         return bool(self._timers) and self._timers[0].deadline_us <= now_us
 
     def fire_timers(self, now_us: int, out: list[OutputData]) -> None:
-        """Starting → Running after 5 min, Completing → Completed after 30 s (cycle start)."""
+        """Starting → Running after 5 min, Completing → Completed (and gone) after 30 s (cycle start)."""
         while self._timers and self._timers[0].deadline_us <= now_us:
             timer = heapq.heappop(self._timers)
             part = self.partitions.get(timer.partition)
@@ -68,3 +68,4 @@ class SchedulerState:
                 part.transition(app, "Running", timer.since_us + STARTING_TIMEOUT_US, self, out)
             elif timer.state == "Completing":
                 part.transition(app, "Completed", timer.since_us + COMPLETING_TIMEOUT_US, self, out)
+                part.detach(app)  # a Completed app leaves queue and partition (YuniKorn moveTerminatedApp)

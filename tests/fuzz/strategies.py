@@ -22,7 +22,7 @@ EDGE_INTS = [
     INT32_MIN, INT32_MAX, INT32_MIN - 1, INT32_MAX + 1,
     INT64_MIN, INT64_MAX, INT64_MIN - 1, INT64_MAX + 1,
     2**64 - 1, 2**64, 10**30, -(10**30), 10**400,
-    1_000_000_000, 1_000_000_001, 2_000_000_000, 2_000_000_100,
+    1_000_000_000, 1_000_000_001, 2_000_000_000, 2_000_001_000,
 ]  # fmt: skip
 
 # Identifiers that must never reach a file name or a topic level as they are.

@@ -390,7 +390,6 @@ VALID = [
         part("- name: p\n  maxapplications: 3\n  queues: [{name: c, maxapplications: 3}]"),
     ),
     ("maxapps-only-child", part("- name: p\n  queues: [{name: c, maxapplications: 3}]")),
-    ("nodesort-case-insensitive", part("- name: a", "nodesortpolicy: {type: BinPacking}")),
     ("nodesort-empty", part("- name: a", "nodesortpolicy: {type: ''}")),
     ("weights-zero", part("- name: a", "nodesortpolicy: {resourceweights: {vcore: 0, memory: 2}}")),
     ("acl-space", part("- name: a\n  submitacl: ' '")),

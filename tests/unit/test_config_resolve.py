@@ -260,7 +260,7 @@ def test_children_keep_config_order() -> None:
 NODE_SORT = [
     ("", "fair", {"memory": 1.0, "vcore": 1.0}),
     ("nodesortpolicy: {type: ''}", "fair", {"memory": 1.0, "vcore": 1.0}),
-    ("nodesortpolicy: {type: BINPACKING}", "binpacking", {"memory": 1.0, "vcore": 1.0}),
+    ("nodesortpolicy: {type: binpacking}", "binpacking", {"memory": 1.0, "vcore": 1.0}),
     ("nodesortpolicy: {type: fair, resourceweights: {}}", "fair", {"memory": 1.0, "vcore": 1.0}),
     ("nodesortpolicy: {resourceweights: {vcore: 4, gpu: 0.5}}", "fair", {"gpu": 0.5, "vcore": 4.0}),
 ]

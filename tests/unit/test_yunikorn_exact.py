@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from scheduler.config import ConfigError, load_config
 from tests.sim import SCHEDULE, app, ask, node, of_type, placements, root_queues, run
 
 FAIR_NO_PRIORITY = root_queues("""
@@ -27,3 +30,159 @@ def test_fair_with_priority_disabled_share_still_comes_first() -> None:
              {**SCHEDULE, "data": {"max_allocations": 1}}]
     outputs, _ = run(lines, FAIR_NO_PRIORITY)
     assert placements(outputs)[:2] == [("b0", "n1"), ("i1", "n1")]
+
+
+def _cfg(children: str, partition_extra: str = "") -> str:
+    return root_queues(children).replace("  - name: default\n", "  - name: default\n" + partition_extra, 1)
+
+
+def test_zero_entry_in_max_forbids_that_type() -> None:
+    """YuniKorn ``queue.go:setResources`` keeps 0 entries of a max with a positive entry, and
+    ``internalHeadRoom``/``FitInMaxUndef`` then refuse any request of that type (B1)."""
+    config = root_queues("""
+          - name: a
+            resources: {max: {vcore: 10, memory: 10G, nvidia.com/gpu: 0}}
+""")
+    gpu_ask = ask("x", "gpu1", vcore=1000, memory=1000)
+    gpu_ask["data"]["resources"]["nvidia.com/gpu"] = 1
+    gpu_node = node("n1", vcore=8000, memory=8 * 10**9)
+    gpu_node["data"]["capacity"]["nvidia.com/gpu"] = 4
+    outputs, state = run([gpu_node, app("x", "root.a"), gpu_ask, ask("x", "cpu1"), SCHEDULE], config)
+    assert placements(outputs) == [("cpu1", "n1")]
+    assert state["apps"]["x"]["pending"]["nvidia.com/gpu"] == 1
+
+
+def test_all_zero_max_means_not_set() -> None:
+    """YuniKorn ``setResources``: only a max with a positive entry is set; all zeros = no limit."""
+    config = root_queues("""
+          - name: a
+            resources: {max: {vcore: 0, memory: 0}}
+""")
+    outputs, _ = run([node("n1"), app("x", "root.a"), ask("x", "k"), SCHEDULE], config)
+    assert placements(outputs) == [("k", "n1")]
+
+
+def test_system_node_critical_is_the_kubernetes_value() -> None:
+    """Kubernetes ``SystemPriorityClasses``: system-node-critical = SystemCriticalPriority + 1000 (B5)."""
+    lines = [node("n1"), app("x"), ask("x", "k", priority=2_000_001_000, priority_class="system-node-critical"),
+             SCHEDULE]
+    outputs, _ = run(lines)
+    assert of_type(outputs, "input.rejected") == []
+    assert placements(outputs) == [("k", "n1")]
+
+
+def test_priority_class_value_and_policy_are_immutable() -> None:
+    """Kubernetes ``ValidatePriorityClassUpdate``: value and preemptionPolicy never change (B12)."""
+    upsert = {"type": "priorityclass.upserted", "data": {"name": "batch", "value": 10}}
+    lines = [upsert, {**upsert, "data": {"name": "batch", "value": 999}},
+             {**upsert, "data": {"name": "batch", "value": 10, "preemption_policy": "PreemptLowerPriority"}},
+             {**upsert, "data": {"name": "batch", "value": 10, "global_default": True}},
+             node("n1"), app("x"), ask("x", "k"), SCHEDULE]
+    outputs, _ = run(lines)
+    assert [r["reason"] for r in of_type(outputs, "input.rejected")] == ["priority-class", "priority-class"]
+    assert of_type(outputs, "allocation.decided")[0]["priority"] == 10  # the default flag did change
+
+
+def test_stateaware_admits_every_starting_app_with_pending() -> None:
+    """YuniKorn 1.5 ``sorters.go:stateAwareFilter``: every non-Accepted app with pending is kept;
+    only Accepted apps are limited (B6). Two apps reach Starting under fifo, then the leaf
+    becomes stateaware: the younger Starting app is scheduled although the older one waits."""
+    fifo = root_queues("""
+          - name: a
+""")
+    stateaware = fifo.replace("- name: a\n", "- name: a\n            properties: {application.sort.policy: stateaware}\n")
+    lines = [node("n1", vcore=2000), app("A", "root.a"), app("B", "root.a"), ask("A", "a1"), ask("B", "b1"),
+             SCHEDULE, {"type": "config.updated", "data": {"yaml": stateaware}},
+             node("n2"), ask("B", "b2"), SCHEDULE]
+    outputs, state = run(lines, fifo)
+    assert [d["ask_id"] for d in of_type(outputs, "allocation.decided")] == ["a1", "b1", "b2"]
+    assert state["apps"]["B"]["state"] == "Running"
+
+
+def test_stateaware_disable_tag_key_any_case_any_non_empty_value() -> None:
+    """YuniKorn ``application.go`` l.189 ``GetTag(AppTagStateAwareDisable) != ""`` with ``GetTag``
+    matching the key with ``strings.EqualFold`` (B7): both apps go Running on their first allocation."""
+    lines = [node("n1"), app("A", tags={"Application.StateAware.Disable": "true"}),
+             app("B", tags={"application.stateaware.disable": "yes"}), app("C", tags={"application.stateaware.disable": ""}),
+             ask("A", "a1"), ask("B", "b1"), ask("C", "c1"), SCHEDULE]
+    _, state = run(lines)
+    assert {k: v["state"] for k, v in state["apps"].items()} == {"A": "Running", "B": "Running", "C": "Starting"}
+
+
+def test_node_sort_policy_type_is_case_sensitive() -> None:
+    """YuniKorn ``configvalidator.go:checkNodeSortingPolicy`` → ``SortingPolicyFromString``, an exact
+    switch: ``Fair`` is an undefined policy and the config is rejected (B8)."""
+    for bad in ("Fair", "BINPACKING"):
+        with pytest.raises(ConfigError, match="undefined policy"):
+            load_config(_cfg("          - name: a\n", f"    nodesortpolicy: {{type: {bad}}}\n"))
+    assert load_config(_cfg("          - name: a\n", "    nodesortpolicy: {type: binpacking}\n"))
+
+
+@pytest.mark.parametrize(
+    ("acl", "user", "groups", "admitted"),
+    [
+        ("* devs", "carol", [], True),  # the user list is exactly "*": everyone
+        ("alice ops,*", "carol", [], False),  # "*" among other groups is not a wildcard (and is invalid)
+        ("alice *", "carol", [], True),  # the group list is exactly "*": everyone
+        ("1bob", "1bob", [], False),  # invalid user names are ignored
+        ("alice 1ops", "carol", ["1ops"], False),  # invalid group names are ignored
+        ("al.ice@x", "al.ice@x", [], True),
+    ],
+)
+def test_acl_corner_cases(acl: str, user: str, groups: list[str], admitted: bool) -> None:
+    """YuniKorn ``security/acl.go:NewACL``, ``setUsers`` and ``setGroups`` (B10)."""
+    config = root_queues("""
+          - name: a
+""").replace("submitacl: '*'", f"submitacl: '{acl}'")
+    outputs, state = run([app("x", "root.a", user=user, groups=groups)], config)
+    assert ("x" in state["apps"]) is admitted
+    assert [r["reason"] for r in of_type(outputs, "input.rejected")] == ([] if admitted else ["acl-denied"])
+
+
+def test_app_removed_emits_completing() -> None:
+    """YuniKorn ``partition.go:removeApplication`` → ``RemoveAllAllocations`` → CompleteApplication:
+    the app leaves Starting for Completing, as an output (B11); a New app has no transition."""
+    lines = [node("n1"), app("x"), app("fresh"), ask("x", "k1"), ask("x", "k2", vcore=10**9), SCHEDULE,
+             {"type": "app.removed", "data": {"app_id": "x"}}, {"type": "app.removed", "data": {"app_id": "fresh"}}]
+    outputs, state = run(lines)
+    changes = [(c["app_id"], c["from"], c["to"]) for c in of_type(outputs, "app.state_changed")]
+    assert changes[-1] == ("x", "Starting", "Completing")
+    assert state["apps"] == {} and state["queues"]["root.default"]["running_apps"] == 0
+
+
+def test_completed_app_leaves_queue_and_partition() -> None:
+    """YuniKorn ``partition.go:moveTerminatedApp`` (``app.UnSetQueue``, ``delete(pc.applications)``):
+    a Completed app is gone; its id may be used again (``AddApplication`` checks active apps only) (B2)."""
+    lines = [node("n1"), {**app("x"), "time": "1970-01-01T00:00:00Z"}, ask("x", "k"), SCHEDULE,
+             {"type": "allocation.released", "data": {"app_id": "x", "ask_id": "k"}},
+             {**SCHEDULE, "time": "1970-01-01T00:00:31Z"}, app("x"), ask("x", "k2"), SCHEDULE]
+    outputs, state = run(lines)
+    assert of_type(outputs, "input.rejected") == []
+    changes = [(c["from"], c["to"]) for c in of_type(outputs, "app.state_changed")]
+    assert ("Completing", "Completed") in changes and changes[-1] == ("Accepted", "Starting")
+    assert state["apps"]["x"]["state"] == "Starting"
+
+
+def test_completed_app_does_not_pin_its_queue() -> None:
+    """YuniKorn ``moveTerminatedApp``: once Completed the app no longer holds its queue, so a config
+    without that queue applies (B2)."""
+    two = root_queues("""
+          - name: a
+          - name: b
+""")
+    lines = [node("n1"), {**app("x", "root.a"), "time": "1970-01-01T00:00:00Z"}, ask("x", "k"), SCHEDULE,
+             {"type": "allocation.released", "data": {"app_id": "x", "ask_id": "k"}},
+             {**SCHEDULE, "time": "1970-01-01T00:00:31Z"},
+             {"type": "config.updated", "data": {"yaml": two.replace("          - name: a\n", "")}}]
+    outputs, state = run(lines, two)
+    assert of_type(outputs, "input.rejected") == []
+    assert "root.a" not in state["queues"]
+
+
+def test_required_node_may_be_unschedulable() -> None:
+    """YuniKorn 1.5 ``application.go:tryAllocate`` takes the required node from ``getNodeFn`` (all
+    nodes) without an ``IsSchedulable`` check: a DaemonSet pod reaches a cordoned node (B4)."""
+    lines = [node("n1", schedulable=False), node("n2"), app("x"), ask("x", "ds", required_node="n1"),
+             ask("x", "free"), SCHEDULE]
+    outputs, _ = run(lines)
+    assert sorted(placements(outputs)) == [("ds", "n1"), ("free", "n2")]

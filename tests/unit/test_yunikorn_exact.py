@@ -90,7 +90,8 @@ def test_stateaware_admits_every_starting_app_with_pending() -> None:
     fifo = root_queues("""
           - name: a
 """)
-    stateaware = fifo.replace("- name: a\n", "- name: a\n            properties: {application.sort.policy: stateaware}\n")
+    gated = "- name: a\n            properties: {application.sort.policy: stateaware}\n"
+    stateaware = fifo.replace("- name: a\n", gated)
     lines = [node("n1", vcore=2000), app("A", "root.a"), app("B", "root.a"), ask("A", "a1"), ask("B", "b1"),
              SCHEDULE, {"type": "config.updated", "data": {"yaml": stateaware}},
              node("n2"), ask("B", "b2"), SCHEDULE]
@@ -103,7 +104,8 @@ def test_stateaware_disable_tag_key_any_case_any_non_empty_value() -> None:
     """YuniKorn ``application.go`` l.189 ``GetTag(AppTagStateAwareDisable) != ""`` with ``GetTag``
     matching the key with ``strings.EqualFold`` (B7): both apps go Running on their first allocation."""
     lines = [node("n1"), app("A", tags={"Application.StateAware.Disable": "true"}),
-             app("B", tags={"application.stateaware.disable": "yes"}), app("C", tags={"application.stateaware.disable": ""}),
+             app("B", tags={"application.stateaware.disable": "yes"}),
+             app("C", tags={"application.stateaware.disable": ""}),
              ask("A", "a1"), ask("B", "b1"), ask("C", "c1"), SCHEDULE]
     _, state = run(lines)
     assert {k: v["state"] for k, v in state["apps"].items()} == {"A": "Running", "B": "Running", "C": "Starting"}

@@ -18,6 +18,7 @@ from scheduler.config.model import RawConfig, RawQueue, RawResources
 from scheduler.config.quantities import parse_resources
 from scheduler.config.structure import NormalPartition, child_path, children, walk
 from scheduler.config.validate_limits import LIMIT_RULES
+from scheduler.config.validate_placement import rule_placement_rules
 
 QUEUE_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 NODE_SORT_TYPES = ("fair", "binpacking")
@@ -87,7 +88,7 @@ def rule_node_sort_policy(part: NormalPartition) -> list[str]:
     return reasons
 
 
-PARTITION_RULES: tuple[PartitionRule, ...] = (rule_queues_set, rule_node_sort_policy)
+PARTITION_RULES: tuple[PartitionRule, ...] = (rule_queues_set, rule_node_sort_policy, rule_placement_rules)
 
 
 # --- queues ------------------------------------------------------------------------------

@@ -404,7 +404,7 @@ VALID = [
     (
         "placement-rules",
         part(
-            "- name: a",
+            "- name: a\n  parent: true",  # a fixed rule before a dynamic one names a parent (YuniKorn)
             "placementrules:\n  - name: provided\n    create: true\n"
             "    filter: {type: allow, users: [x]}\n"
             "    parent: {name: fixed, value: root.a}\n    value: x",

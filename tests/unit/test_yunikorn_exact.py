@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from scheduler.config import ConfigError, load_config
@@ -188,3 +190,47 @@ def test_required_node_may_be_unschedulable() -> None:
              ask("x", "free"), SCHEDULE]
     outputs, _ = run(lines)
     assert sorted(placements(outputs)) == [("ds", "n1"), ("free", "n2")]
+
+
+def _placement(rules: str) -> str:
+    return _cfg("          - name: a\n          - name: p\n            parent: true\n", f"    placementrules:\n{rules}")
+
+
+@pytest.mark.parametrize(
+    ("rules", "problem"),
+    [
+        ("      - name: 1bogus\n", "invalid rule name"),
+        ("      - name: user\n        parent: {name: 'bad-name'}\n", "invalid rule name"),
+        ("      - name: user\n        filter: {type: maybe}\n", "invalid rule filter type"),
+        ("      - name: user\n        filter: {users: ['a b']}\n", "invalid rule filter user"),
+        ("      - name: fixed\n        value: root.nonexistent.q\n", "create is 'false'"),
+        ("      - name: fixed\n        value: root.p\n", "not a leaf"),
+        ("      - name: user\n        parent: {name: fixed, value: root.a}\n", "not a parent"),
+        ("      - name: fixed\n        value: root.a.x\n        create: true\n", "last queue (a)"),
+        ("      - name: fixed\n        value: x\n        parent: {name: fixed, value: root.p}\n", "create is 'false'"),
+        ("      - name: fixed\n        value: root.a\n        parent: {name: fixed, value: root.p}\n",
+         "illegal fully qualified"),
+    ],
+)
+def test_placement_rules_are_validated(rules: str, problem: str) -> None:
+    """YuniKorn ``configvalidator.go:checkPlacementRules``, ``checkPlacementRule``,
+    ``checkPlacementFilter`` and ``checkQueueHierarchyForPlacement`` (B9)."""
+    with pytest.raises(ConfigError, match=re.escape(problem)):
+        load_config(_placement(rules))
+
+
+@pytest.mark.parametrize(
+    "rules",
+    [
+        "      - name: provided\n        create: true\n",
+        "      - name: tag\n        value: namespace\n        create: true\n",
+        "      - name: fixed\n        value: root.a\n",
+        "      - name: fixed\n        value: a\n",
+        "      - name: user\n        parent: {name: fixed, value: root.p}\n"
+        "        filter: {type: Allow, users: ['^dev.*']}\n",
+        "      - name: fixed\n        value: root.p.new\n        create: true\n",
+    ],
+)
+def test_valid_placement_rules_are_accepted(rules: str) -> None:
+    """YuniKorn ``checkPlacementRules`` accepts these (placement itself is not applied)."""
+    assert load_config(_placement(rules))

@@ -1,0 +1,120 @@
+"""Validation of ``placementrules`` as YuniKorn's ``checkPlacementRules`` (the rules are not applied).
+
+Applications name their queue (the contract), so placement rules have no effect; they are
+validated anyway so that a configuration YuniKorn rejects is rejected here too:
+
+* a rule's (and each parent rule's) name is an identifier ``^[_a-zA-Z][a-zA-Z0-9_]*$``;
+* a filter's type is empty, ``allow`` or ``deny`` (any case); a filter with exactly one
+  user (group) holds a valid name or a regular expression with a special character;
+* the static part of a rule chain (its ``fixed`` rules up to the first dynamic rule) must
+  name queues that exist, or may be created (``create: true``) under a parent: a fixed
+  path that ends the chain must be a leaf, one followed by a dynamic rule a parent; only
+  the first fixed rule may be fully qualified (``root.…``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from scheduler.config.error_paths import where
+from scheduler.config.model import RawFilter, RawPlacementRule, RawQueue
+from scheduler.config.structure import ROOT, NormalPartition, children, is_leaf
+
+RULE_NAME = re.compile(r"[_a-zA-Z][a-zA-Z0-9_]*")
+USER_NAME = re.compile(r"[_a-zA-Z][a-zA-Z0-9:_.@-]*[$]?")
+GROUP_NAME = re.compile(r"[_a-zA-Z][a-zA-Z0-9:_.-]*")
+SPECIAL = re.compile(r"[\^$*+?()\[{}|]")
+FIXED = "fixed"
+
+
+def _filter_problem(flt: RawFilter) -> str | None:
+    if flt.type and flt.type.lower() not in ("allow", "deny"):
+        return f"invalid rule filter type {flt.type!r} (use '', allow or deny)"
+    for kind, names, pattern in (("user", flt.users, USER_NAME), ("group", flt.groups, GROUP_NAME)):
+        if names and len(names) == 1 and not pattern.fullmatch(names[0]):
+            try:
+                re.compile(names[0])
+                regexp_ok = SPECIAL.search(names[0]) is not None
+            except re.error:
+                regexp_ok = False
+            if not regexp_ok:
+                return f"invalid rule filter {kind} list, not a name list or a regexp: {names!r}"
+    return None
+
+
+def _rule_problem(rule: RawPlacementRule) -> str | None:
+    """YuniKorn ``checkPlacementRule``: name, then the parent rule, then the filter."""
+    if not RULE_NAME.fullmatch(rule.name):
+        return f"invalid rule name {rule.name!r}, a name must be a valid identifier"
+    if rule.parent is not None:
+        problem = _rule_problem(rule.parent)
+        if problem is not None:
+            return problem
+    return _filter_problem(rule.filter) if rule.filter is not None else None
+
+
+def _chain(rule: RawPlacementRule) -> list[RawPlacementRule]:
+    return [*(_chain(rule.parent) if rule.parent is not None else []), rule]
+
+
+def _static_path(rule: RawPlacementRule) -> tuple[str, str, bool]:
+    """YuniKorn ``getLongestStaticPath``: (static path, rule chain text, has a dynamic part)."""
+    path, dynamic = "", False
+    chain = _chain(rule)
+    for r in chain:
+        if dynamic:
+            continue
+        if r.name != FIXED:
+            path = path or "<dynamic>"
+            dynamic = True
+            continue
+        if r.value.startswith(ROOT):
+            if path:
+                raise ValueError(f"illegal fully qualified 'fixed' rule with value {r.value!r}")
+            path = r.value
+            continue
+        path = f"{path or ROOT}.{r.value}"
+    return path, "->".join(r.name for r in chain), dynamic
+
+
+def _path_problem(parts: list[str], create: bool, dynamic: bool, root: RawQueue) -> str | None:
+    """YuniKorn ``checkQueueHierarchyForPlacement`` (names compared as written, path lower-cased)."""
+    level, parent = [root], None
+    while True:
+        if not level:
+            assert parent is not None
+            if is_leaf(parent, parent is root):
+                return f"which cannot be created because the last queue ({parent.name}) in the hierarchy is a leaf"
+            return None if create else "and create is 'false'"
+        queue = next((q for q in level if q.name == parts[0]), None)
+        if queue is None:
+            return None if create else "and create is 'false'"
+        leaf = is_leaf(queue, queue is root)
+        if len(parts) == 1:
+            if dynamic:
+                return "which is not a parent" if leaf else None
+            return None if leaf else "which is not a leaf"
+        parts, parent, level = parts[1:], queue, children(queue)
+
+
+def rule_placement_rules(part: NormalPartition) -> list[str]:
+    """``placementrules`` are valid as YuniKorn ``checkPlacementRules`` checks them."""
+    rules = part.raw.placementrules or []
+    if not rules or part.root is None:
+        return []
+    key = "placementrules"
+    for rule in rules:
+        problem = _rule_problem(rule)
+        if problem is not None:
+            return [f"{where(part.name, key=key)}: {problem}"]
+    for number, rule in enumerate(rules):
+        try:
+            path, chain, dynamic = _static_path(rule)
+        except ValueError as exc:
+            return [f"{where(part.name, key=key)}: {exc}"]
+        if not path.startswith(ROOT):
+            continue
+        problem = _path_problem(path.lower().split("."), rule.create, dynamic, part.root)
+        if problem is not None:
+            return [f"{where(part.name, key=key)}: rule #{number} ({chain}) references queue {path!r} {problem}"]
+    return []

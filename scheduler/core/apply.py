@@ -87,6 +87,8 @@ def _app_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) 
     problem: Rejected | None = None
     if leaf is None:
         problem = Rejected("unknown-queue", f"queue {data.queue!r} does not exist")
+    elif part.is_draining(leaf.path):
+        problem = Rejected("unknown-queue", f"queue {data.queue!r} is draining: the config removed it")
     elif not leaf.is_leaf:
         problem = Rejected("not-a-leaf", f"queue {data.queue!r} is a parent queue; applications need a leaf")
     elif not may_submit(leaf, data.user, data.groups):
@@ -252,7 +254,7 @@ def _config_updated(state: SchedulerState, event: InputEvent, out: list[OutputDa
                 spec.name, spec.root, spec.node_sort_policy, spec.resource_weights
             )
         else:
-            part.reconfigure(spec.root, spec.node_sort_policy, spec.resource_weights)
+            part.reconfigure(spec.root, spec.node_sort_policy, spec.resource_weights, state.config.yaml)
     for name in [n for n in state.partitions if n not in new_names]:
         del state.partitions[name]
     state.config = config
@@ -262,9 +264,15 @@ def _config_updated(state: SchedulerState, event: InputEvent, out: list[OutputDa
 def _dry_run_reconfigure(part: PartitionState, spec: PartitionSpec) -> list[str]:
     problems = []
     for app in part.apps.values():
-        queue = find_queue(spec, app.queue.path)
-        if queue is None or not queue.is_leaf:
-            problems.append(f"queue {app.queue.path} still has application {app.app_id}")
+        # A dropped queue drains (keeps its place under its old ancestors); it cannot become,
+        # or end up under, a leaf of the new config.
+        path = app.queue.path
+        prefixes = [path[:i] for i, ch in enumerate(path) if ch == "."]
+        if any((q := find_queue(spec, p)) is not None and q.is_leaf for p in prefixes) or (
+            (queue := find_queue(spec, path)) is not None and not queue.is_leaf
+        ):
+            problems.append(f"queue {path} still has application {app.app_id} and would become a parent queue "
+                            "or sit under a leaf")
     return problems
 
 

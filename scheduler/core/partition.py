@@ -17,6 +17,7 @@ from events.resources import Resources, add_into, is_positive, sub_into
 from projections.node_index import NodeIndex, NodeSortPolicy
 from projections.queues import RUNNING_STATES, QueueNode
 from scheduler.config import QueueSpec
+from scheduler.core.draining import chain_of, effective_root
 from scheduler.core.form_cache import FormCache
 from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.sorting import AppSortPolicy, app_sort_key
@@ -59,6 +60,8 @@ class PartitionState:
 
     def __init__(self, name: str, root_spec: QueueSpec, node_policy: str, weights: Mapping[str, float]) -> None:
         self.name = name
+        self.config_root = root_spec  # the tree the config describes; draining leaves are grafted on
+        self.draining: dict[str, str] = {}  # draining leaf path → text of the config it was last in
         self.root = build_tree(root_spec)
         self.queues: dict[str, QueueNode] = {q.path: q for q in self.root.walk()}
         self.apps: dict[str, App] = {}
@@ -94,12 +97,19 @@ class PartitionState:
         self.detach(app)
 
     def detach(self, app: App) -> None:
-        """The app leaves its queue and the partition (YuniKorn ``moveTerminatedApp``); its id is free."""
+        """The app leaves its queue and the partition (YuniKorn ``moveTerminatedApp``); its id is free.
+
+        A draining queue left without apps disappears (and so do draining ancestors left empty).
+        """
         self._refresh(app)
-        app.queue.app_removed(app)
-        self.starting[app.queue.path].pop(app.app_id, None)
+        leaf = app.queue
+        leaf.app_removed(app)
+        self.starting[leaf.path].pop(app.app_id, None)
         del self.apps[app.app_id]
         self.form.app_changed(app.app_id)
+        if leaf.path in self.draining and not leaf.apps:
+            del self.draining[leaf.path]
+            self._rebuild(self.index.policy.value, self.index.weights)
 
     def transition(self, app: App, to: str, now_us: int, timers: Timers, out: list[OutputData]) -> None:
         """Move an app to a new state, keep running counts, arm timers, emit the change."""
@@ -295,13 +305,37 @@ class PartitionState:
 
     # -- reconfiguration ----------------------------------------------------------
 
-    def reconfigure(self, root_spec: QueueSpec, node_policy: str, weights: Mapping[str, float]) -> None:
+    def reconfigure(
+        self, root_spec: QueueSpec, node_policy: str, weights: Mapping[str, float], previous_yaml: str
+    ) -> None:
         """Rebuild queues (and the node index if its policy changed), re-attaching apps.
 
-        Precondition (checked by ``apply`` for every partition before any changes): every
-        app's queue is a leaf of the new tree.
+        A leaf the new config drops while it holds apps drains (``scheduler.core.draining``);
+        ``previous_yaml`` is the text of the config being replaced, where its settings are.
+        Precondition (checked by ``apply`` for every partition before any changes): no app's
+        queue becomes a parent queue.
         """
-        root = build_tree(root_spec)
+        self.config_root = root_spec
+        held = {app.queue.path for app in self.apps.values()}
+        draining = {}
+        for path in sorted(held):
+            chain = chain_of(root_spec, path)
+            if chain is None:  # dropped by the new config: drains with its last configured settings
+                draining[path] = self.draining.get(path, previous_yaml)
+        self.draining = draining
+        self._rebuild(node_policy, weights)
+
+    def restore_draining(self, draining: Mapping[str, str]) -> None:
+        """Re-graft the draining leaves a snapshot lists (before its apps are added back)."""
+        self.draining = dict(draining)
+        self._rebuild(self.index.policy.value, self.index.weights)
+
+    def is_draining(self, path: str) -> bool:
+        """True for a leaf the config dropped that still holds apps (no new app may enter it)."""
+        return path in self.draining
+
+    def _rebuild(self, node_policy: str, weights: Mapping[str, float]) -> None:
+        root = build_tree(effective_root(self.config_root, self.name, self.draining))
         queues = {q.path: q for q in root.walk()}
         self.root, self.queues = root, queues
         self.candidates = {p: SortedList() for p, q in queues.items() if q.is_leaf}

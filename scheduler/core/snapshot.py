@@ -60,6 +60,7 @@ def dump(engine: Engine) -> dict[str, Any]:
     for name, part in state.partitions.items():
         partitions[name] = {
             "allocation_seq": part.allocation_seq,
+            "draining": part.draining,
             "nodes": [
                 [n.node_id, n.capacity, n.occupied, n.schedulable, n.attributes, n.seq]
                 for n in sorted(part.nodes.values(), key=lambda n: n.seq)
@@ -102,6 +103,8 @@ def load(data: dict[str, Any]) -> Engine:
         state.priority_classes.classes[name] = PriorityClass(name, value, default, policy)
     for pname, pdata in data["partitions"].items():
         part = state.partitions[pname]
+        if pdata.get("draining"):
+            part.restore_draining(pdata["draining"])
         for node_id, capacity, occupied, schedulable, attributes, seq in pdata["nodes"]:
             part.add_node(Node(node_id, pname, capacity, occupied, schedulable, attributes, seq))
         for a in pdata["apps"]:

@@ -236,7 +236,8 @@ def test_config_update_applies_or_is_rejected_whole() -> None:
     outputs, state = run(lines)
     assert len(of_type(outputs, "config.applied")) == 1
     assert state["apps"]["b"]["queue"] == "root.extra"
-    dropping = good.replace("          - name: default\n", "")
-    outputs, state = run([app("a"), ask("a", "k", vcore=10**9), {"type": "config.updated", "data": {"yaml": dropping}}])
+    # A queue holding an app may not become a parent: the whole update is rejected.
+    retyping = good.replace("          - name: default\n", "          - name: default\n            parent: true\n")
+    outputs, state = run([app("a"), ask("a", "k", vcore=10**9), {"type": "config.updated", "data": {"yaml": retyping}}])
     assert [r["reason"] for r in of_type(outputs, "input.rejected")] == ["config-invalid"]
-    assert state["apps"]["a"]["queue"] == "root.default"
+    assert state["apps"]["a"]["queue"] == "root.default" and "root.extra" not in state["queues"]

@@ -234,3 +234,42 @@ def test_placement_rules_are_validated(rules: str, problem: str) -> None:
 def test_valid_placement_rules_are_accepted(rules: str) -> None:
     """YuniKorn ``checkPlacementRules`` accepts these (placement itself is not applied)."""
     assert load_config(_placement(rules))
+
+
+TWO = root_queues("""
+          - name: a
+            resources: {max: {vcore: 3}}
+          - name: b
+""")
+WITHOUT_A = TWO.replace("          - name: a\n            resources: {max: {vcore: 3}}\n", "")
+
+
+def test_dropped_queue_with_apps_drains() -> None:
+    """YuniKorn ``partition.go:updateQueues`` → ``MarkQueueForRemoval``: the config applies, the queue
+    keeps its apps (which keep scheduling, under its old max) but takes no new app, and it is
+    removed once empty (B3)."""
+    lines = [node("n1", vcore=10_000), app("x", "root.a"), ask("x", "k1"), SCHEDULE,
+             {"type": "config.updated", "data": {"yaml": WITHOUT_A}},
+             ask("x", "k2"), ask("x", "k3"), ask("x", "k4"), app("late", "root.a"), SCHEDULE]
+    outputs, state = run(lines, TWO)
+    assert len(of_type(outputs, "config.applied")) == 1
+    assert [d["ask_id"] for d in of_type(outputs, "allocation.decided")] == ["k1", "k2", "k3"]  # max 3 vcore
+    assert [r["reason"] for r in of_type(outputs, "input.rejected")] == ["unknown-queue"]
+    assert "root.a" in state["queues"] and state["apps"]["x"]["queue"] == "root.a"
+    outputs, state = run([*lines, {"type": "app.removed", "data": {"app_id": "x"}}, SCHEDULE], TWO)
+    assert "root.a" not in state["queues"]
+
+
+def test_draining_queue_survives_a_snapshot() -> None:
+    """Snapshots hold the draining queues (their settings come from the config they were last in)."""
+    import orjson
+
+    from scheduler.core.snapshot import dump, load
+    from scheduler.simulation.simulate import Simulation
+    sim = Simulation(load_config(TWO))
+    for line in [node("n1", vcore=10_000), app("x", "root.a"), ask("x", "k1"), SCHEDULE,
+                 {"type": "config.updated", "data": {"yaml": WITHOUT_A}}, SCHEDULE]:
+        sim.feed(orjson.dumps(line))
+    restored = load(orjson.loads(orjson.dumps(dump(sim.engine))))
+    assert restored.digest() == sim.engine.digest()
+    assert restored.state.partitions["default"].queues["root.a"].max == {"vcore": 3000}

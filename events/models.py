@@ -210,6 +210,25 @@ class AllocationRevoked(Frozen):
     reason: str
 
 
+class AskReserved(Frozen):
+    """A node is held for one ask (additive, see docs/events.md); ``reason``: ``no-fit``,
+    ``required-node`` (later also ``preemption``)."""
+
+    app_id: str
+    ask_id: str
+    node_id: str
+    reason: str
+
+
+class AskUnreserved(Frozen):
+    """A reservation ends; ``reason``: ``allocated``, ``removed``, ``node-removed``, ``required-node``."""
+
+    app_id: str
+    ask_id: str
+    node_id: str
+    reason: str
+
+
 AppState = Literal["New", "Accepted", "Starting", "Running", "Completing", "Completed", "Rejected", "Failed"]
 
 
@@ -253,6 +272,8 @@ class CycleCompleted(Frozen):
 OutputData = (
     AllocationDecided
     | AllocationRevoked
+    | AskReserved
+    | AskUnreserved
     | AppStateChanged
     | InputRejected
     | ConfigApplied
@@ -263,6 +284,8 @@ OutputData = (
 OUTPUT_DATA: dict[str, type[Frozen]] = {
     "allocation.decided": AllocationDecided,
     "allocation.revoked": AllocationRevoked,
+    "ask.reserved": AskReserved,
+    "ask.unreserved": AskUnreserved,
     "app.state_changed": AppStateChanged,
     "input.rejected": InputRejected,
     "config.applied": ConfigApplied,

@@ -4,9 +4,11 @@
 that cycle's batch (records, time, positions), applies the batch exactly as
 ``scheduler.core.logged_cycle.run_logged_cycle`` does, starts the cycle as ``run_cycle`` does
 (cycle number, timers) and commits the steps before the decision with the core's own
-``allocate_step``/``commit``. For the decision's step it re-walks the state read-only
-(``replay.explain.walk``), then checks that walk against ``allocate_step`` and against the
-recorded decision; any disagreement is put first in the summary as a WARNING.
+``next_step``/``commit`` (reservation steps included). For the decision's step it re-walks
+the state read-only (``replay.explain.walk``), then checks that walk against the core's
+``next_step`` and against the recorded decision; any disagreement is put first in the
+summary as a WARNING. A decision that allocated a reserved ask (reserved asks go first)
+is explained as such: which node it held and since which cycle.
 
 Pure: no I/O — the caller passes the engine and records (``replay.explain.from_log`` reads logs).
 The engine is consumed: afterwards it holds a half-run cycle.
@@ -21,15 +23,16 @@ from typing import Any
 from events.codec import format_time
 from events.log.port import LogRecord
 from events.models import AllocationDecided, InputRejected, OutputData
-from replay.explain.format import RULE_STEP
+from replay.explain.format import RULE_RESERVATION, RULE_STEP
 from replay.explain.pending import PendingExplanation, explain_pending
 from replay.explain.report import ask_section, leaf_of, leaf_section, node_section, queue_levels
 from replay.explain.summary import summary
 from replay.explain.walk import Choice, Walker
-from scheduler.core.cycle import CycleMemo, allocate_step, commit
+from scheduler.core.cycle import CycleMemo, commit, fits_queue_headroom, held_by_max_applications, next_step
 from scheduler.core.engine import Engine
 from scheduler.core.logged_cycle import decode_records, merge
 from scheduler.core.partition import PartitionState
+from scheduler.core.reservations import Step, reserved_step
 
 __all__ = ["CycleBatch", "ExplainError", "Explanation", "PendingExplanation", "explain_decision", "explain_pending"]
 
@@ -108,21 +111,27 @@ def _advance_to_step(engine: Engine, batch: CycleBatch, partition: str, step: in
         part = state.partitions[name]
         memo = CycleMemo()
         while True:
-            if name == partition and decisions == step - 1:
-                return part, memo
-            choice = allocate_step(part, memo)
-            if choice is None:
+            found = next_step(part, memo, batch.now_us)
+            if found is None:
                 break
-            decisions += 1
-            commit(state, part, choice, decisions, batch.now_us, out)
+            if name == partition and decisions == step - 1 and found.reserve is None:
+                return part, memo  # the memo only learnt failures that stay failures
+            if found.reserve is None:
+                decisions += 1
+            if commit(state, part, found, decisions, batch.now_us, out):
+                memo = CycleMemo()
     if partition not in state.partitions:
         raise ExplainError(f"partition {partition!r} does not exist in cycle {batch.cycle}")
     raise ExplainError(f"cycle {batch.cycle} re-derives only {decisions} decisions; there is no step {step}")
 
 
-def _ids(choice: Choice | None) -> dict[str, str] | None:
+def _ids(choice: Choice | Step | None) -> dict[str, str] | None:
     if choice is None:
         return None
+    if isinstance(choice, Step):
+        if choice.reserve is not None:
+            return None
+        choice = (choice.app, choice.ask, choice.node)
     app, ask, node = choice
     return {"app_id": app.app_id, "ask_id": ask.ask_id, "node_id": node.node_id, "queue": app.queue.path}
 
@@ -135,7 +144,7 @@ def _verify(
 ) -> list[str]:
     problems = []
     if mine != engine:
-        problems.append(f"the explaining walk chose {mine} but the scheduler core's allocate_step chooses {engine}")
+        problems.append(f"the explaining walk chose {mine} but the scheduler core's next_step chooses {engine}")
     if mine is not None and scan_node != mine["node_id"]:
         problems.append(f"the node scan found {scan_node} first but the node index's first fit is {mine['node_id']}")
     if recorded is not None:
@@ -157,8 +166,11 @@ def explain_decision(
         raise ExplainError(f"the engine is after cycle {engine.cycle_number}, not {cycle - 1}")
     apply_batch(engine, batch)
     part, memo = _advance_to_step(engine, batch, partition, step)
+    reserved = reserved_step(part, fits_queue_headroom, held_by_max_applications)
+    if reserved is not None:
+        return _reserved_explanation(decision_id, partition, cycle, step, batch, reserved, recorded)
     walk = Walker(part).try_queue(part.root)
-    engine_choice = _ids(allocate_step(part, memo))  # reads the state; only the throwaway memo changes
+    engine_choice = _ids(next_step(part, memo, batch.now_us))  # reads the state; only the throwaway memo changes
     mine = _ids(walk.choice)
     levels = queue_levels(walk)
     leaf_try = leaf_of(walk)
@@ -185,5 +197,31 @@ def explain_decision(
         asks=asks,
         nodes=nodes,
         summary=summary(mine, levels, leaf, asks, nodes, problems),
+        notes=[] if recorded is not None else ["no recorded decision was given: only checked against the core"],
+    )
+
+
+def _reserved_explanation(
+    decision_id: str, partition: str, cycle: int, step: int, batch: CycleBatch, found: Step,
+    recorded: AllocationDecided | None,
+) -> Explanation:
+    """A decision made by the reserved-asks pass (it runs before the walk from root)."""
+    chosen = _ids(found)
+    assert chosen is not None and found.ask.reserved_node is not None
+    problems = _verify(chosen, chosen, chosen["node_id"], recorded)
+    held = found.ask.reserved_node
+    where = "on the node it held" if held == found.node.node_id else f"on {found.node.node_id} (it held {held})"
+    text = (
+        f"Decision {decision_id}: ask {found.ask.ask_id} of app {found.app.app_id} (queue {found.app.queue.path}) "
+        f"was reserved on node {held} since cycle {found.ask.reserved_cycle}; reserved asks are tried before "
+        f"any other ask, and it now fits {where} [{RULE_RESERVATION}]."
+    )
+    if problems:
+        text = "WARNING: " + "; ".join(problems) + ". " + text
+    return Explanation(
+        decision_id=decision_id, partition=partition, cycle=cycle, step=step, time=format_time(batch.now_us),
+        chosen=chosen, engine_choice=chosen, recorded=recorded.model_dump() if recorded is not None else None,
+        verified=not problems and recorded is not None, problems=problems, queue_walk=[], leaf=None,
+        asks=None, nodes=None, summary=text, rule=RULE_RESERVATION,
         notes=[] if recorded is not None else ["no recorded decision was given: only checked against the core"],
     )

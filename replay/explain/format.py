@@ -25,6 +25,7 @@ RULE_QUEUE_MAX = "SEMANTICS Limits/resources.max"
 RULE_ROOT_MAX = "SEMANTICS Limits/resources.max (root: sum of node capacities)"
 RULE_MAX_APPS = "SEMANTICS Limits/maxapplications"
 RULE_STEP = "SEMANTICS One allocation step"
+RULE_RESERVATION = "SEMANTICS One allocation step (reservations)"
 
 # Explanations list at most this many nodes, apps and queues in order; the rest are counted.
 SHOW_NODES = 10

@@ -173,7 +173,7 @@ def _ask_removed(state: SchedulerState, event: InputEvent, out: list[OutputData]
     ask = app.asks.get(data.ask_id)
     if ask is None:
         raise Rejected("unknown-ask", f"ask {data.ask_id!r} is not pending in {app.app_id!r}")
-    part.remove_ask(app, ask)
+    part.remove_ask(app, ask, out)
     part.maybe_completing(app, event.time_us, state, out)
 
 

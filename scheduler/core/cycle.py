@@ -5,10 +5,14 @@ policy order; in an app, its asks in order; for each ask the first node in node 
 fits, provided the allocation also fits every queue's max on the way up. The first success
 is applied and the walk starts again from root (so everything is re-sorted).
 
-Within a cycle nothing is ever released, so failures are permanent until the cycle ends:
-an ask that fitted nowhere, an app none of whose asks fitted, and a queue none of whose
-children or apps could allocate are remembered and skipped. Skipping something that
-would fail again cannot change which ask wins, only how fast it is found.
+Reservations (``scheduler.core.reservations``): each step first tries the reserved asks;
+an ask that fits nowhere may reserve a node instead, which ends that step without a
+decision. Within a cycle nothing is released and a reservation only takes a node away, so
+failures are permanent until the cycle ends or a reservation ends: an ask that fitted
+nowhere, an app none of whose asks fitted, and a queue none of whose children or apps
+could allocate are remembered and skipped (and forgotten when a reserved node comes
+back). Skipping something that would fail again cannot change which ask wins, only how
+fast it is found.
 """
 
 from __future__ import annotations
@@ -16,10 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from events.models import AllocationDecided, OutputData, construct
-from events.resources import fits
 from projections.queues import QueueNode
-from scheduler.core.objects import App, Ask, Node
+from scheduler.core.objects import App, Ask
 from scheduler.core.partition import PartitionState
+from scheduler.core.reservations import Step, may_reserve, node_to_reserve, required_node_step, reserved_step
 from scheduler.core.sorting import AppSortPolicy, sort_queues, stateaware_allowed
 from scheduler.core.state import SchedulerState
 
@@ -65,43 +69,54 @@ def fits_queue_headroom(part: PartitionState, leaf: QueueNode, request: dict[str
     return True
 
 
-def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo) -> Node | None:
-    """The node this ask goes to now, or None."""
+def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, now_us: int) -> Step | None:
+    """Where this ask (without a required node) goes now — a node, or a node to reserve — or None."""
     request = ask.resources
     shape = tuple(request.items())
-    if ask.required_node is None and shape in memo.unplaceable:
+    unplaceable = shape in memo.unplaceable
+    if unplaceable and not may_reserve(ask, now_us):
         return None  # checked first: cheaper than the headroom walk, and the answer is the same None
     if not fits_queue_headroom(part, app.queue, request):
         return None
-    if ask.required_node is not None:
-        node = part.nodes.get(ask.required_node)
-        # schedulable or not (YuniKorn 1.5 tryAllocate: the required node skips IsSchedulable)
-        if node is not None and fits(request, node.available()):
-            return node
-        return None
-    node_id = part.index.first_fit(request)
-    if node_id is None:
+    if not unplaceable:
+        node_id = part.index.first_fit(request)  # schedulable, unreserved nodes
+        if node_id is not None:
+            return Step(app, ask, part.nodes[node_id])
         memo.unplaceable.add(shape)
-        return None
-    return part.nodes[node_id]
+    if may_reserve(ask, now_us):
+        node = node_to_reserve(part, ask)
+        if node is not None:
+            return Step(app, ask, node, "no-fit")
+    return None
 
 
-def _try_app(part: PartitionState, app: App, memo: CycleMemo) -> tuple[App, Ask, Node] | None:
+def _try_app(part: PartitionState, app: App, memo: CycleMemo, now_us: int) -> Step | None:
+    """The app's first ask that can be placed (or reserves), or None (also: its turn ended)."""
     asks = app.sorted_asks
     i = memo.failed_prefix.get(app.app_id, 0)
     n = len(asks)
     while i < n:
         ask = asks[i]
-        node = place(part, app, ask, memo)
-        if node is not None:
+        found: Step | None
+        if ask.required_node is None:
+            found = place(part, app, ask, memo, now_us)
+        elif not fits_queue_headroom(part, app.queue, ask.resources):
+            found = None
+        else:
+            outcome = required_node_step(part, app, ask)
+            if outcome is None:  # its node is held for a required-node ask: the app's turn ends
+                memo.failed_prefix[app.app_id] = i
+                return None
+            found = outcome or None
+        if found is not None:
             memo.failed_prefix[app.app_id] = i
-            return app, ask, node
+            return found
         i += 1
     memo.failed_prefix[app.app_id] = i
     return None
 
 
-def _try_leaf(part: PartitionState, leaf: QueueNode, memo: CycleMemo) -> tuple[App, Ask, Node] | None:
+def _try_leaf(part: PartitionState, leaf: QueueNode, memo: CycleMemo, now_us: int) -> Step | None:
     allowed: set[str] | None = None
     if leaf.app_sort_policy == AppSortPolicy.STATEAWARE.value:
         allowed = stateaware_allowed(part.ordered_apps(leaf), list(part.starting[leaf.path].values()))
@@ -112,42 +127,58 @@ def _try_leaf(part: PartitionState, leaf: QueueNode, memo: CycleMemo) -> tuple[A
         app = apps[app_id]
         if held_by_max_applications(app):
             continue
-        found = _try_app(part, app, memo)
+        found = _try_app(part, app, memo, now_us)
         if found is not None:
             return found
         memo.exhausted_apps.add(app_id)
     return None
 
 
-def _walk(part: PartitionState, queue: QueueNode, memo: CycleMemo) -> tuple[App, Ask, Node] | None:
+def _walk(part: PartitionState, queue: QueueNode, memo: CycleMemo, now_us: int) -> Step | None:
     if queue.is_leaf:
-        return _try_leaf(part, queue, memo)
+        return _try_leaf(part, queue, memo, now_us)
     for child in sort_queues(queue.children, queue.sort_priority):
         if child.path in memo.exhausted_queues:
             continue
-        found = _walk(part, child, memo)
+        found = _walk(part, child, memo, now_us)
         if found is not None:
             return found
         memo.exhausted_queues.add(child.path)
     return None
 
 
-def allocate_step(part: PartitionState, memo: CycleMemo) -> tuple[App, Ask, Node] | None:
-    """Find the next allocation of a partition (without applying it)."""
+def allocate_step(part: PartitionState, memo: CycleMemo, now_us: int) -> Step | None:
+    """The walk from root: the next allocation or reservation of a partition (without applying it)."""
     if part.root.path in memo.exhausted_queues:
         return None
-    found = _walk(part, part.root, memo)
+    found = _walk(part, part.root, memo, now_us)
     if found is None:
         memo.exhausted_queues.add(part.root.path)
     return found
 
 
+def next_step(part: PartitionState, memo: CycleMemo, now_us: int) -> Step | None:
+    """One step: a reserved ask that can be allocated now first, else the walk from root."""
+    if part.reservations:
+        found = reserved_step(part, fits_queue_headroom, held_by_max_applications)
+        if found is not None:
+            return found
+    return allocate_step(part, memo, now_us)
+
+
 def commit(
-    state: SchedulerState, part: PartitionState, choice: tuple[App, Ask, Node], step: int, now_us: int,
-    out: list[OutputData],
-) -> None:
-    """Apply a found allocation and emit its decision and any app state change."""
-    app, ask, node = choice
+    state: SchedulerState, part: PartitionState, found: Step, step: int, now_us: int, out: list[OutputData],
+) -> bool:
+    """Apply a found step: its reservation, or its allocation with the decision and any app state
+    change (``step`` numbers the decision). True when a reservation ended (a node came back)."""
+    app, ask, node = found.app, found.ask, found.node
+    for held_app, held in found.cancel:
+        part.unreserve(held_app, held, "required-node", out)
+    if found.reserve is not None:
+        part.reserve(app, ask, node, state.cycle, found.reserve, out)
+        return bool(found.cancel)
+    freed = bool(found.cancel) or ask.reserved_node is not None
+    part.unreserve(app, ask, "allocated", out)
     did = decision_id(part.name, state.cycle, step)
     part.allocate(app, ask, node, did)
     values = {"decision_id": did, "cycle": state.cycle, "ask_id": ask.ask_id, "app_id": app.app_id,
@@ -160,6 +191,7 @@ def commit(
             part.transition(app, "Running", now_us, state, out)
     elif app.state == "Starting":
         part.transition(app, "Running", now_us, state, out)
+    return freed
 
 
 def run_cycle(state: SchedulerState, now_us: int, max_allocations: int | None = None) -> tuple[list[OutputData], int]:
@@ -172,9 +204,11 @@ def run_cycle(state: SchedulerState, now_us: int, max_allocations: int | None = 
         part = state.partitions[name]
         memo = CycleMemo()
         while max_allocations is None or decisions < max_allocations:
-            choice = allocate_step(part, memo)
-            if choice is None:
+            found = next_step(part, memo, now_us)
+            if found is None:
                 break
-            decisions += 1
-            commit(state, part, choice, decisions, now_us, out)
+            if found.reserve is None:
+                decisions += 1
+            if commit(state, part, found, decisions, now_us, out):
+                memo = CycleMemo()  # a node came back: earlier failures may now succeed
     return out, decisions

@@ -28,6 +28,8 @@ class Ask:
     required_node: str | None = None
     priority_class: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
+    reserved_node: str | None = None  # the node held for this ask (scheduler.core.reservations)
+    reserved_cycle: int = 0  # the cycle that made the reservation
 
     def sort_key(self) -> tuple[int, int, int]:
         """Asks in an app: priority desc, then creation time asc, then arrival order.
@@ -96,6 +98,7 @@ class Node:
     seq: int
     allocated: Resources = field(default_factory=dict)
     allocations: dict[tuple[str, str], Allocation] = field(default_factory=dict)
+    reserved_for: tuple[str, str] | None = None  # (app, ask) this node is held for
 
     def available(self) -> Resources:
         """capacity − allocated − occupied, zero entries left out (may be negative)."""

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from sortedcontainers import SortedList
 
-from events.models import AllocationRevoked, AppStateChanged, OutputData
+from events.models import AllocationRevoked, AppStateChanged, AskReserved, AskUnreserved, OutputData
 from events.resources import Resources, add_into, is_positive, sub_into
 from projections.node_index import NodeIndex, NodeSortPolicy
 from projections.queues import RUNNING_STATES, QueueNode
@@ -71,6 +71,8 @@ class PartitionState:
         self.candidates: dict[str, SortedList] = {p: SortedList() for p, q in self.queues.items() if q.is_leaf}
         self.starting: dict[str, dict[str, App]] = {p: {} for p, q in self.queues.items() if q.is_leaf}
         self.allocation_seq = 0
+        # (app, ask) → node held for it, in the order the reservations were made
+        self.reservations: dict[tuple[str, str], str] = {}
         self.form = FormCache()  # every app/node change below is marked here for the digest
 
     # -- applications -------------------------------------------------------------
@@ -88,6 +90,7 @@ class PartitionState:
         completes (``→Completing`` is emitted; no timer, the app is gone), then leaves.
         """
         for ask in list(app.asks.values()):
+            self.unreserve(app, ask, "removed", out)
             self._drop_ask(app, ask)
         for alloc in list(app.allocations.values()):
             self._drop_allocation(app, alloc)
@@ -161,10 +164,40 @@ class PartitionState:
         app.queue.add_pending(resources)
         self._refresh(app)
 
-    def remove_ask(self, app: App, ask: Ask) -> None:
-        """Remove a pending ask."""
+    def remove_ask(self, app: App, ask: Ask, out: list[OutputData]) -> None:
+        """Remove a pending ask (and its reservation)."""
+        self.unreserve(app, ask, "removed", out)
         self._drop_ask(app, ask)
         self._refresh(app)
+
+    # -- reservations (scheduler.core.reservations decides them) ---------------------
+
+    def reserve(self, app: App, ask: Ask, node: Node, cycle: int, reason: str, out: list[OutputData] | None) -> None:
+        """Hold ``node`` for ``ask``: it leaves the node index, so no other ask is placed there."""
+        ask.reserved_node = node.node_id
+        ask.reserved_cycle = cycle
+        node.reserved_for = (app.app_id, ask.ask_id)
+        self.reservations[(app.app_id, ask.ask_id)] = node.node_id
+        self._reindex(node)
+        if out is not None:
+            out.append(AskReserved.model_construct(app_id=app.app_id, ask_id=ask.ask_id, node_id=node.node_id,
+                                                   reason=reason))
+
+    def unreserve(self, app: App, ask: Ask, reason: str, out: list[OutputData] | None) -> None:
+        """End the ask's reservation, if it has one; the node returns to the index."""
+        node_id = ask.reserved_node
+        if node_id is None:
+            return
+        ask.reserved_node = None
+        ask.reserved_cycle = 0
+        del self.reservations[(app.app_id, ask.ask_id)]
+        node = self.nodes.get(node_id)
+        if node is not None:
+            node.reserved_for = None
+            self._reindex(node)
+        if out is not None:
+            out.append(AskUnreserved.model_construct(app_id=app.app_id, ask_id=ask.ask_id, node_id=node_id,
+                                                     reason=reason))
 
     def _drop_ask(self, app: App, ask: Ask) -> None:
         del app.asks[ask.ask_id]
@@ -252,7 +285,10 @@ class PartitionState:
         self._reindex(node)
 
     def remove_node(self, node: Node, now_us: int, timers: Timers, out: list[OutputData]) -> None:
-        """Remove a node, revoking every allocation on it (oldest first)."""
+        """Remove a node, ending its reservation and revoking every allocation on it (oldest first)."""
+        if node.reserved_for is not None:
+            held_app = self.apps[node.reserved_for[0]]
+            self.unreserve(held_app, held_app.asks[node.reserved_for[1]], "node-removed", out)
         for alloc in sorted(node.allocations.values(), key=lambda a: a.seq):
             app = self.apps[alloc.app_id]
             self._drop_allocation(app, alloc)
@@ -270,7 +306,7 @@ class PartitionState:
 
     def _reindex(self, node: Node) -> None:
         self.form.node_changed(node.node_id)  # every node mutation re-indexes, so marks here
-        if node.schedulable:
+        if node.schedulable and node.reserved_for is None:
             self.index.upsert(node.node_id, node.capacity, node.available())
         else:
             self.index.remove(node.node_id)

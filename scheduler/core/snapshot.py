@@ -18,7 +18,7 @@ from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.priorityclass import PriorityClass
 from scheduler.core.state import _Timer
 
-SNAPSHOT_VERSION = 2  # 2: seen input ids grouped by source, in log order
+SNAPSHOT_VERSION = 3  # 2: seen input ids grouped by source, in log order; 3: reservations, draining queues
 
 
 def _ask(a: Ask) -> list[Any]:
@@ -61,6 +61,10 @@ def dump(engine: Engine) -> dict[str, Any]:
         partitions[name] = {
             "allocation_seq": part.allocation_seq,
             "draining": part.draining,
+            "reservations": [
+                [app_id, ask_id, node_id, part.apps[app_id].asks[ask_id].reserved_cycle]
+                for (app_id, ask_id), node_id in part.reservations.items()
+            ],
             "nodes": [
                 [n.node_id, n.capacity, n.occupied, n.schedulable, n.attributes, n.seq]
                 for n in sorted(part.nodes.values(), key=lambda n: n.seq)
@@ -121,6 +125,9 @@ def load(data: dict[str, Any]) -> Engine:
                 for ask_id, node_id, res, prio, decision_id, seq in a["allocations"]
             ]
             part.restore_allocations(app, allocations, a["state"])
+        for app_id, ask_id, node_id, cycle in pdata["reservations"]:
+            app = part.apps[app_id]
+            part.reserve(app, app.asks[ask_id], part.nodes[node_id], cycle, "", None)
         part.restore_done()
         part.allocation_seq = pdata["allocation_seq"]
     state._timers = [_Timer(*t) for t in data["timers"]]

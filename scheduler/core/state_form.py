@@ -13,7 +13,7 @@ import hashlib
 import heapq
 from typing import Any
 
-from events.resources import Resources, normalized
+from events.resources import normalized
 from projections.digest import canonical
 from projections.queues import QueueNode
 from scheduler.core.form_cache import EncodedEntries
@@ -47,14 +47,20 @@ def app_entry(app: App) -> dict[str, Any]:
     }
 
 
-def node_vectors(node: Node) -> dict[str, Resources]:
-    """A node's state-form fields as the node holds them (live dicts: read, never hand out)."""
-    return {"capacity": node.capacity, "allocated": node.allocated, "available": node.available()}
+def node_vectors(node: Node) -> dict[str, Any]:
+    """A node's state-form fields as the node holds them (live dicts: read, never hand out).
+
+    ``reserved_for`` (``"app/ask"``) appears only while the node is reserved (additive)."""
+    out: dict[str, Any] = {"capacity": node.capacity, "allocated": node.allocated, "available": node.available()}
+    if node.reserved_for is not None:
+        out["reserved_for"] = "/".join(node.reserved_for)
+    return out
 
 
 def node_entry(node: Node) -> dict[str, Any]:
     """A node in the state form."""
-    return {name: normalized(vector) for name, vector in node_vectors(node).items()}
+    return {name: normalized(value) if isinstance(value, dict) else value
+            for name, value in node_vectors(node).items()}
 
 
 def state_form(state: SchedulerState) -> dict[str, Any]:

@@ -87,8 +87,9 @@ def check_invariants(engine: Engine) -> None:
     for part in engine.state.partitions.values():
         assert cached(part.root) == recompute(part.root)
         part.index.check()
-        schedulable = {
-            n.node_id: (n.capacity, n.available()) for n in part.nodes.values() if n.schedulable
+        schedulable = {  # reserved nodes leave the index (scheduler.core.reservations)
+            n.node_id: (n.capacity, n.available()) for n in part.nodes.values()
+            if n.schedulable and n.reserved_for is None
         }
         assert list(part.index.ordered()) == sorted_node_ids(part.index.policy, part.index.weights, schedulable)
         for app in part.apps.values():

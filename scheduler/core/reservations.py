@@ -1,0 +1,164 @@
+"""Reservations (YuniKorn 1.5 ``reservation.go``, ``application.go:tryNodes``/``tryReservedAllocate``).
+
+* An ask that passed its queue's headroom but fits no node, and has waited longer than
+  the reservation delay (2 s of log time since its ``ask.added``), reserves the node it
+  fits best: among schedulable, unreserved nodes whose capacity could hold it, the lowest
+  ``fit_in_score`` (how much of the request the node's available resources lack), the
+  first in node order on ties. The step ends there (``ask.reserved``, reason ``no-fit``).
+* An ask with a ``required_node`` tries only that node, schedulable or not. A node held
+  for other, non-required asks is freed for it first (``ask.unreserved``, reason
+  ``required-node``); when it then does not fit, it reserves the node (reason
+  ``required-node``) and the step ends. While a required-node reservation holds the node,
+  the app's turn ends at that ask (``tryAllocate``'s ``cancelReservations`` refuses).
+* A reserved node leaves the node index: no other ask is placed there.
+* Reserved asks go first in every step (``reserved_step``): queues in sorted order, in a
+  leaf the apps with reservations in sort order (an Accepted app held by
+  maxapplications waits), an app's reserved asks in ask order; each that fits its queue's
+  headroom is tried on its own node, then — unless it needs that node — on every other
+  unreserved node in order. Allocated, the reservation ends (``ask.unreserved``, reason
+  ``allocated``); ``ask.removed``, ``app.removed`` and ``node.removed`` end it too.
+
+Deterministic where YuniKorn iterates maps: apps and asks in their sort orders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from events.resources import Resources, fits
+from projections.queues import QueueNode
+from scheduler.core.objects import App, Ask, Node
+from scheduler.core.partition import PartitionState
+from scheduler.core.sorting import sort_queues
+
+RESERVATION_DELAY_US = 2_000_000
+
+HeadroomCheck = Callable[[PartitionState, QueueNode, Resources], bool]
+HeldCheck = Callable[[App], bool]
+
+
+@dataclass
+class Step:
+    """What one step found: an allocation (``node``) or a reservation (``reserve``) for an ask.
+
+    ``cancel`` lists the asks whose reservations end first (a required-node ask takes their node).
+    """
+
+    app: App
+    ask: Ask
+    node: Node
+    reserve: str | None = None  # reservation reason; None for an allocation
+    cancel: list[tuple[App, Ask]] = field(default_factory=list)
+
+
+def fit_in_score(request: Mapping[str, int], available: Mapping[str, int]) -> float:
+    """YuniKorn ``FitInScore``: per requested type, the missing fraction (1 when none is available).
+
+    >>> fit_in_score({"vcore": 4000, "memory": 1000}, {"vcore": 1000, "memory": 2000})
+    0.75
+    """
+    score = 0.0
+    for name, want in request.items():
+        if want <= 0:
+            continue
+        have = available.get(name, 0)
+        if have <= 0:
+            score += 1
+        elif want > have:
+            score += (want - have) / want
+    return score
+
+
+def may_reserve(ask: Ask, now_us: int) -> bool:
+    """Not reserved yet, and older than the reservation delay (log time)."""
+    return ask.reserved_node is None and now_us - ask.created_us > RESERVATION_DELAY_US
+
+
+def node_to_reserve(part: PartitionState, ask: Ask) -> Node | None:
+    """The schedulable unreserved node whose capacity holds the ask with the lowest fit score."""
+    best: Node | None = None
+    best_score = float("inf")
+    request = ask.resources
+    for node_id in part.index.ordered():  # schedulable, unreserved, in node order
+        node = part.nodes[node_id]
+        if not fits(request, node.capacity):
+            continue
+        score = fit_in_score(request, node.available())
+        if score < best_score:
+            best, best_score = node, score
+    return best
+
+
+def required_node_step(part: PartitionState, app: App, ask: Ask) -> Step | Literal[False] | None:
+    """The required-node branch of ``tryAllocate``: a Step, None (app's turn ends) or False (next ask)."""
+    assert ask.required_node is not None
+    node = part.nodes.get(ask.required_node)
+    if node is None:
+        return False  # not registered: the next ask (YuniKorn HEAD; see docs/semantics.md)
+    if not fits(ask.resources, node.capacity):
+        return False  # could never fit, so cannot be reserved either: the next ask (docs/semantics.md)
+    cancel: list[tuple[App, Ask]] = []
+    if node.reserved_for is not None:
+        held_app = part.apps[node.reserved_for[0]]
+        held = held_app.asks[node.reserved_for[1]]
+        if held.required_node is not None:
+            return None  # a required-node ask holds it (maybe this one): the app's turn ends
+        cancel.append((held_app, held))
+    if fits(ask.resources, node.available()):
+        return Step(app, ask, node, None, cancel)
+    return Step(app, ask, node, "required-node", cancel)
+
+
+def _leaves_with_reservations(part: PartitionState) -> set[str]:
+    paths: set[str] = set()
+    for app_id, _ in part.reservations:
+        q: QueueNode | None = part.apps[app_id].queue
+        while q is not None and q.path not in paths:
+            paths.add(q.path)
+            q = q.parent
+    return paths
+
+
+def reserved_step(part: PartitionState, fits_headroom: HeadroomCheck, held: HeldCheck) -> Step | None:
+    """``tryReservedAllocate``: the first reserved ask that can be allocated now, or None."""
+    if not part.reservations:
+        return None
+    on_path = _leaves_with_reservations(part)
+    return _walk(part, part.root, on_path, fits_headroom, held)
+
+
+def _walk(part: PartitionState, queue: QueueNode, on_path: set[str], fits_headroom: HeadroomCheck,
+          held: HeldCheck) -> Step | None:
+    if queue.is_leaf:
+        return _try_leaf(part, queue, fits_headroom, held)
+    for child in sort_queues(queue.children, queue.sort_priority):
+        if child.path in on_path:
+            found = _walk(part, child, on_path, fits_headroom, held)
+            if found is not None:
+                return found
+    return None
+
+
+def _try_leaf(part: PartitionState, leaf: QueueNode, fits_headroom: HeadroomCheck, held: HeldCheck) -> Step | None:
+    for _, app_id in part.candidates[leaf.path]:
+        app = part.apps[app_id]
+        reserved = [a for a in app.sorted_asks if a.reserved_node is not None]
+        if not reserved or held(app):
+            continue
+        ok = [a for a in reserved if fits_headroom(part, leaf, a.resources)]
+        for ask in ok:
+            assert ask.reserved_node is not None
+            node = part.nodes[ask.reserved_node]
+            if ask.required_node is None and not node.schedulable:
+                continue  # a cordoned node is not used for an ordinary ask (docs/semantics.md)
+            if fits(ask.resources, node.available()):
+                return Step(app, ask, node)
+        for ask in ok:
+            if ask.required_node is not None:
+                continue
+            node_id = part.index.first_fit(ask.resources)  # unreserved nodes only
+            if node_id is not None:
+                return Step(app, ask, part.nodes[node_id])
+    return None

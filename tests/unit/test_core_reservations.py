@@ -1,0 +1,183 @@
+"""Reservations (YuniKorn 1.5 ``reservation.go``, ``application.go:tryNodes``/``tryReservedAllocate``,
+``partition.go:tryReservedAllocate``): when an ask reserves a node, what others do, when it ends."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scheduler.config import load_config
+from scheduler.core.snapshot import dump, load
+from scheduler.simulation.simulate import Simulation
+from tests.sim import SCHEDULE, app, ask, node, placements, run
+from tests.unit.test_core_properties import APPS, CONFIG, NODES, SETUP, check_invariants, line
+
+
+def at(seconds: float, obj: dict[str, Any]) -> dict[str, Any]:
+    """The line with an event time ``seconds`` after the epoch."""
+    whole, frac = divmod(round(seconds * 1_000_000), 1_000_000)
+    return {**obj, "time": f"1970-01-01T00:00:{whole:02d}.{frac:06d}Z"}
+
+
+def release(app_id: str, ask_id: str) -> dict[str, Any]:
+    return {"type": "allocation.released", "data": {"app_id": app_id, "ask_id": ask_id}}
+
+
+def reservations(outputs: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
+    return [(o["type"], o["data"]["ask_id"], o["data"]["node_id"], o["data"]["reason"])
+            for o in outputs if o["type"] in ("ask.reserved", "ask.unreserved")]
+
+
+# n1 keeps 2000 vcore free, n2 1000: a 3000-vcore ask fits neither and fits n1 best.
+BUSY = [at(0, node("n1", vcore=4000, memory=8000)), at(0, node("n2", vcore=4000, memory=8000)),
+        at(0, app("fill")), at(0, ask("fill", "f1", vcore=2000)), at(0, ask("fill", "f2", vcore=3000)),
+        at(0, SCHEDULE), at(0.5, app("big")), at(0.5, ask("big", "b", vcore=3000))]
+
+
+def test_an_ask_that_fits_nowhere_reserves_the_best_node_after_the_delay() -> None:
+    """YuniKorn ``tryNodes``: no node fits and ``askAge > reservationDelay`` (2 s) → reserve the node
+    with the lowest ``FitInScore``; younger asks do not reserve."""
+    outputs, state = run([*BUSY, at(2.5, SCHEDULE), at(2.6, SCHEDULE)])
+    assert reservations(outputs) == [("ask.reserved", "b", "n1", "no-fit")]
+    assert state["nodes"]["n1"]["reserved_for"] == "big/b" and "reserved_for" not in state["nodes"]["n2"]
+
+
+def test_other_asks_skip_a_reserved_node() -> None:
+    """YuniKorn ``node_collection.go`` (the unreserved iterator) and ``node.go:preAllocateCheck``:
+    a reserved node takes no other ask, though it has room."""
+    lines = [*BUSY, at(3, SCHEDULE), at(3, app("small")), at(3, ask("small", "s1")), at(3, ask("small", "s2")),
+             at(3.1, SCHEDULE)]
+    outputs, _ = run(lines)
+    assert placements(outputs)[-1:] == [("s1", "n2")]  # n1 has 2000 free but is held for b; s2 fits nowhere
+
+
+def test_reserved_asks_go_first_and_the_reservation_ends_when_allocated() -> None:
+    """YuniKorn ``partition.go:tryReservedAllocate`` runs before ``tryAllocate``: once n1 frees up,
+    the reserved ask takes it before a higher-priority newcomer; ``allocate`` unreserves."""
+    lines = [*BUSY, at(3, SCHEDULE), at(4, app("vip")), at(4, ask("vip", "v", vcore=3000, priority=100)),
+             at(4, release("fill", "f1")), at(4.1, SCHEDULE)]
+    outputs, state = run(lines)
+    assert placements(outputs)[-1] == ("b", "n1")
+    assert reservations(outputs)[-1] == ("ask.unreserved", "b", "n1", "allocated")
+    assert "reserved_for" not in state["nodes"]["n1"]
+
+
+def test_a_reserved_ask_may_be_allocated_on_another_node() -> None:
+    """YuniKorn ``tryReservedAllocate`` second loop (``tryNodesNoReserve``): a reserved ask that fits
+    another unreserved node goes there, and its reservation ends."""
+    lines = [*BUSY, at(3, SCHEDULE), at(4, release("fill", "f2")), at(4.1, SCHEDULE)]
+    outputs, _ = run(lines)
+    assert placements(outputs)[-1] == ("b", "n2")
+    assert reservations(outputs)[-1] == ("ask.unreserved", "b", "n1", "allocated")
+
+
+def test_removing_the_ask_or_the_node_ends_the_reservation() -> None:
+    """YuniKorn ``application.go:RemoveAllocationAsk`` (reservations of the ask are removed) and
+    ``partition.go:removeNode`` (its reservations are removed): a reservation never outlives either."""
+    removed_ask = {"type": "ask.removed", "data": {"app_id": "big", "ask_id": "b"}}
+    outputs, _ = run([*BUSY, at(3, SCHEDULE), at(4, removed_ask), at(4, app("small")),
+                          at(4, ask("small", "s", vcore=2000)), at(4.1, SCHEDULE)])
+    assert reservations(outputs)[-1] == ("ask.unreserved", "b", "n1", "removed")
+    assert placements(outputs)[-1] == ("s", "n1")  # the node is back
+    outputs, _ = run([*BUSY, at(3, SCHEDULE), at(4, {"type": "node.removed", "data": {"node_id": "n1"}})])
+    assert reservations(outputs)[-1] == ("ask.unreserved", "b", "n1", "node-removed")
+    outputs, _ = run([*BUSY, at(3, SCHEDULE), at(4, {"type": "app.removed", "data": {"app_id": "big"}})])
+    assert reservations(outputs)[-1] == ("ask.unreserved", "b", "n1", "removed")
+
+
+def test_required_node_that_does_not_fit_is_reserved_and_ends_the_apps_turn() -> None:
+    """YuniKorn 1.5 ``application.go:tryAllocate``: a required-node ask that does not fit returns
+    ``newReservedAllocation`` at once (no delay); while it holds the node, ``cancelReservations``
+    refuses and the app's turn ends, so its smaller ask does not take the space (audit s5)."""
+    lines = [node("n1", vcore=4000), node("n2", vcore=4000), app("fill"), ask("fill", "f", vcore=3000),
+             SCHEDULE, app("ds"), ask("ds", "pin", vcore=2000, required_node="n1", priority=10),
+             ask("ds", "small", vcore=1000), SCHEDULE]
+    outputs, _ = run(lines)
+    assert reservations(outputs) == [("ask.reserved", "pin", "n1", "required-node")]
+    assert ("small", "n1") not in placements(outputs)
+    assert ("small", "n2") not in placements(outputs)  # the app's turn ends at its reserved ask
+
+
+def test_required_node_ask_takes_a_node_held_for_an_ordinary_ask() -> None:
+    """YuniKorn ``tryAllocate`` → ``cancelReservations``: reservations of asks without a required node
+    on the required node are cancelled for it."""
+    lines = [*BUSY, at(3, SCHEDULE), at(4, app("ds")),
+             at(4, ask("ds", "pin", vcore=1000, required_node="n1", priority=10)), at(4.1, SCHEDULE)]
+    outputs, _ = run(lines)
+    assert reservations(outputs)[-1] == ("ask.unreserved", "b", "n1", "required-node")
+    assert placements(outputs)[-1] == ("pin", "n1")
+
+
+def test_snapshots_include_reservations() -> None:
+    """A restored engine holds the same reservations and decides the same afterwards."""
+    def feed(sim: Simulation, lines: list[dict[str, Any]]) -> list[bytes]:
+        outs = [o for line in lines for o in sim.feed(orjson.dumps(line))]
+        # cycle.completed's inputs_through counts the simulation's own lines: compare the rest
+        return [o.model_dump_json().encode() if o.type != "cycle.completed" else o.data.state_digest.encode()
+                for o in outs]
+
+    sim = Simulation()
+    feed(sim, [*BUSY, at(3, SCHEDULE)])
+    assert sim.engine.state.partitions["default"].reservations == {("big", "b"): "n1"}
+    restored = Simulation()
+    restored.engine = load(orjson.loads(orjson.dumps(dump(sim.engine))))
+    assert restored.engine.digest() == sim.engine.digest()
+    later = [{**line, "id": f"later-{i}"} for i, line in enumerate(
+        [at(4, app("small")), at(4, ask("small", "s", vcore=2000)), at(4, release("fill", "f1")), at(5, SCHEDULE)])]
+    assert feed(restored, later) == feed(sim, later)
+
+
+# -- property: a reserved node is never given to another ask; no reservation outlives its ask --
+
+ASKS = [f"r{i}" for i in range(8)]
+big_ask = st.builds(
+    lambda a, k, v, n: {"type": "ask.added", "data": {"app_id": a, "ask_id": k, "resources": {"vcore": v, "memory": 10},
+                                                      **({"required_node": n} if n else {})}},
+    st.sampled_from(APPS), st.sampled_from(ASKS), st.integers(1500, 4000), st.one_of(st.none(), st.sampled_from(NODES)))
+churn = st.one_of(
+    st.builds(lambda a, k: {"type": "allocation.released", "data": {"app_id": a, "ask_id": k}},
+              st.sampled_from(APPS), st.sampled_from(ASKS)),
+    st.builds(lambda a, k: {"type": "ask.removed", "data": {"app_id": a, "ask_id": k}},
+              st.sampled_from(APPS), st.sampled_from(ASKS)),
+)
+# Dense in asks and cycles (so nodes fill up and asks wait past the delay), plus the generic lines.
+reserving_line = st.one_of(big_ask, big_ask, big_ask, churn, st.just({"type": "schedule"}), line)
+
+
+def _times(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for i, obj in enumerate(lines):  # one second apart, so asks outlive the reservation delay
+        obj = {k: v for k, v in obj.items() if k != "time"}
+        out.append(at(min(i, 59), obj) if i < 60 else obj)
+    return out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(reserving_line, min_size=10, max_size=50))
+def test_reserved_nodes_are_never_given_to_other_asks(lines: list[dict[str, Any]]) -> None:
+    sim = Simulation(load_config(CONFIG))
+    held: dict[str, tuple[str, str]] = {}  # node → (app, ask), from the outputs as they come
+    fill = [{"type": "ask.added", "data": {"app_id": a, "ask_id": "fill", "resources": {"vcore": 2500, "memory": 10}}}
+            for a in APPS]  # more than the three nodes hold, so later asks wait and reserve
+    for obj in _times([*SETUP, *fill, *lines]):
+        for out in sim.feed(orjson.dumps(obj)):
+            d = out.data
+            if out.type == "ask.reserved":
+                assert d.node_id not in held, "a node reserved twice"
+                held[d.node_id] = (d.app_id, d.ask_id)
+            elif out.type == "ask.unreserved":
+                assert held.pop(d.node_id) == (d.app_id, d.ask_id)
+            elif out.type == "allocation.decided":
+                assert held.get(d.node_id, (d.app_id, d.ask_id)) == (d.app_id, d.ask_id), "reserved node taken"
+        check_invariants(sim.engine)
+        flushed = not sim.engine.pending_outputs  # outputs of applied inputs come out with the next cycle
+        for part in sim.engine.state.partitions.values():
+            for (app_id, ask_id), node_id in part.reservations.items():
+                pending = part.apps[app_id].asks[ask_id]  # the ask still exists and is pending
+                assert pending.reserved_node == node_id and part.nodes[node_id].reserved_for == (app_id, ask_id)
+                assert not flushed or held[node_id] == (app_id, ask_id)
+            assert not flushed or len(held) == len(part.reservations)
+            assert all(n.reserved_for is None or n.reserved_for in part.reservations for n in part.nodes.values())

@@ -14,7 +14,15 @@ import itertools
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from replay.explain.format import RULE_QUEUE_SORT, Blocker, fmt_res, ordinal, priority_formula, share_list
+from replay.explain.format import (
+    RULE_QUEUE_SORT,
+    RULE_RESERVATION,
+    Blocker,
+    fmt_res,
+    ordinal,
+    priority_formula,
+    share_list,
+)
 from replay.explain.report import ASK_ORDER, app_key_names, ask_dict
 from replay.explain.walk import Walker
 from scheduler.core.engine import Engine
@@ -108,6 +116,12 @@ def explain_pending(engine: Engine, app_id: str, ask_id: str, partition: str | N
         walker.headroom_block(leaf, ask.resources),
         node_block,
     ]
+    if ask.reserved_node is not None:
+        candidates.insert(0, Blocker(
+            RULE_RESERVATION,
+            f"reserved on node {ask.reserved_node} since cycle {ask.reserved_cycle}: reserved asks are tried first, "
+            "and it is allocated there (or on another node) as soon as it fits",
+        ))
     reasons = [b for b in candidates if b is not None]
     apps = part.ordered_apps(leaf)
     asks = list(app.sorted_asks)

@@ -16,6 +16,7 @@ from replay.explain.format import (
     RULE_MAX_APPS,
     RULE_NODE_FIT,
     RULE_QUEUE_MAX,
+    RULE_RESERVATION,
     RULE_ROOT_MAX,
     RULE_STATEAWARE,
     Blocker,
@@ -98,9 +99,17 @@ class Walker:
                 (n for n in self.part.nodes.values() if not n.schedulable), key=lambda n: n.node_id
             )
         idle = [n.node_id for n in self._unschedulable if not shortfall(request, n.available())]
+        held = sorted(n.node_id for n in self.part.nodes.values()
+                      if n.reserved_for is not None and n.schedulable and not shortfall(request, n.available()))
+        notes = []
         if idle:
-            names = ", ".join(idle[:3]) + (" …" if len(idle) > 3 else "")
-            return Blocker(block.rule, f"{block.message} (unschedulable node(s) {names} would fit)")
+            more = " …" if len(idle) > 3 else ""
+            notes.append("unschedulable node(s) " + ", ".join(idle[:3]) + more + " would fit")
+        if held:
+            notes.append("node(s) " + ", ".join(held[:3]) + (" …" if len(held) > 3 else "")
+                         + " would fit but are reserved for other asks")
+        if notes:
+            return Blocker(block.rule, f"{block.message} ({'; '.join(notes)})")
         return block
 
     def _no_node_fits(self, request: Resources) -> Blocker:
@@ -205,6 +214,10 @@ class Walker:
             node = self.part.nodes.get(ask.required_node)
             if node is None:
                 return None, Blocker(RULE_NODE_FIT, f"required node {ask.required_node} does not exist")
+            holder = self.required_holder(node)
+            if holder is not None:
+                return None, Blocker(RULE_RESERVATION, f"required node {node.node_id} is reserved for required-node "
+                                     f"ask {holder[1]} of app {holder[0]}, so app {ask.app_id}'s turn ends here")
             short = shortfall(request, node.available())
             if short:
                 why = f"required node {node.node_id} does not fit: {fmt_shortfall(short)}"
@@ -214,6 +227,13 @@ class Walker:
         if node_id is None:
             return None, self.no_node_fits(request)
         return self.part.nodes[node_id], None
+
+    def required_holder(self, node: Node) -> tuple[str, str] | None:
+        """(app, ask) of the required-node ask holding ``node``, if one does."""
+        held = node.reserved_for
+        if held is None or self.part.apps[held[0]].asks[held[1]].required_node is None:
+            return None
+        return held
 
     def try_app(self, app: App, allowed: set[str] | None) -> AppTry:
         """The gate, then maxapplications, then its asks in order (a failing ask does not block the next)."""
@@ -225,6 +245,9 @@ class Walker:
             attempt = self.try_ask(app, ask)
             out.asks.append(attempt)
             if attempt.node is not None:
+                return out
+            if attempt.why_not is not None and attempt.why_not.rule == RULE_RESERVATION:
+                out.why_not = attempt.why_not  # a required-node reservation ends the app's turn
                 return out
         out.why_not = _summarise(
             f"none of app {app.app_id}'s {len(out.asks)} pending asks fits",

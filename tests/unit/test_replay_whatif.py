@@ -74,5 +74,8 @@ def test_whatif_cli(driven: Path, tmp_path: Path, capsys: pytest.CaptureFixture[
 
 def test_config_the_state_refuses(driven: Path) -> None:
     with open_file_log(driven) as source, pytest.raises(WhatIfError) as exc:
-        whatif(source, load_config("partitions:\n  - name: default\n    queues:\n      - name: root\n"), from_cycle=2)
+        # a queue that holds apps may drain, but never become (or end up under) a leaf's place as a parent
+        leaf_depts = "partitions:\n  - name: default\n    queues:\n      - name: root\n        queues:\n" \
+                     "          - name: dept0\n          - name: dept1\n"
+        whatif(source, load_config(leaf_depts), from_cycle=2)
     assert "cannot be applied at cycle 2" in str(exc.value)

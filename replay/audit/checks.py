@@ -12,10 +12,16 @@ outputs say the scheduler refused) into ``replay.audit.state`` and checks every 
 - ``decision-id-duplicate``: a repeated ``decision_id`` must repeat the same content (a
   copy is then dropped); ``ask-not-pending``/``app-unknown``: every decision names an ask
   that is pending in an existing app (``decision-mismatch``: with that ask's resources and
-  the app's queue); ``node-unknown``/``node-unschedulable``;
+  the app's queue); ``node-unknown``/``node-unschedulable`` (a required-node ask may use
+  its unschedulable node);
+- ``node-reserved``: no decision places an ask on a node reserved for another ask;
+  ``reservation-unknown``: ``ask.reserved`` names a pending ask and a free node,
+  ``ask.unreserved`` an existing reservation; ``reservation-orphaned``: at the end of a
+  cycle every reservation's ask is still pending (a reservation never outlives its ask);
 - ``node-capacity``: allocated + occupied ≤ capacity on the decision's node, for each type it
   allocates, at the time of the decision; ``queue-max``: each queue's allocated ≤ its max
-  for the types the max names (root: the cluster's capacity; a missing type counts as 0).
+  for the types the max names — a ``0`` entry forbids its type — (root: the cluster's
+  capacity; a missing type counts as 0).
 
 A decision naming no pending ask is reported and not applied (nothing was really placed);
 any other violating decision is applied, as the scheduler did. A cycle re-run after a
@@ -35,6 +41,9 @@ from events.log.port import LogRecord
 from events.models import (
     AllocationDecided,
     AllocationRevoked,
+    AppStateChanged,
+    AskReserved,
+    AskUnreserved,
     CycleCompleted,
     CycleStarted,
     InputEvent,
@@ -153,6 +162,16 @@ class Auditor:
                 d = event.data
                 part = self.state.app_partition.get(d.app_id, "default")
                 self.state.release((part, d.app_id, d.ask_id))
+            elif isinstance(event.data, AskReserved | AskUnreserved):
+                self._reservation(event.data, k)
+            elif isinstance(event.data, AppStateChanged) and event.data.to == "Completed":
+                app_id = event.data.app_id
+                self.state.remove_app(self.state.app_partition.get(app_id, "default"), app_id)
+        for (part, node_id), key in sorted(self.state.reserved.items()):
+            if key not in self.state.pending:
+                self._flag("reservation-orphaned", k,
+                           f"node {node_id} is still reserved for {key[1]}/{key[2]}, which is no longer pending")
+                del self.state.reserved[(part, node_id)]
         if completed is not None and completed.decisions != decided:
             self._flag("decision-count", k, f"cycle {k} reports {completed.decisions} decisions but has {decided}")
         if completed is not None and completed.inputs_through != cycle.started.inputs_through:
@@ -182,6 +201,24 @@ class Auditor:
             self.state.apply(event)
         for ch, end in started.inputs_through.items():
             self.positions[ch] = max(self.positions.get(ch, 0), end)
+
+    # -- reservations -----------------------------------------------------------------
+
+    def _reservation(self, d: AskReserved | AskUnreserved, k: int) -> None:
+        st = self.state
+        part = st.app_partition.get(d.app_id, "default")
+        key = (part, d.app_id, d.ask_id)
+        where = (part, d.node_id)
+        if isinstance(d, AskReserved):
+            if key not in st.pending or where not in st.nodes or where in st.reserved:
+                self._flag("reservation-unknown", k, f"ask.reserved of {d.app_id}/{d.ask_id} on {d.node_id}: "
+                           "the ask is not pending, the node does not exist or is already reserved")
+            st.reserved[where] = key
+        elif st.reserved.get(where) != key:
+            self._flag("reservation-unknown", k,
+                       f"ask.unreserved of {d.app_id}/{d.ask_id} on {d.node_id}: no such reservation")
+        else:
+            del st.reserved[where]
 
     # -- decisions --------------------------------------------------------------------
 
@@ -225,8 +262,12 @@ class Auditor:
         node = st.nodes.get((d.partition, d.node_id))
         if node is None:
             self._flag("node-unknown", k, f"decision {did} uses node {d.node_id}, which does not exist", did)
-        elif not node.schedulable:
+        elif not node.schedulable and st.required.get(key) != d.node_id:
             self._flag("node-unschedulable", k, f"decision {did} uses node {d.node_id}, which is unschedulable", did)
+        holder = st.reserved.get((d.partition, d.node_id))
+        if holder is not None and holder != key:
+            self._flag("node-reserved", k, f"decision {did} uses node {d.node_id}, which is reserved for "
+                       f"{holder[1]}/{holder[2]}", did)
         st.allocate(key, d.node_id, pending, queue, did)
         if node is not None:
             for name in sorted(pending):

@@ -99,6 +99,8 @@ class AuditState:
         self.node_allocs: dict[tuple[str, str], set[AskKey]] = {}
         self.capacity: dict[str, Resources] = {}  # per partition: sum of node capacities
         self.app_partition: dict[str, str] = {}  # app id → partition (allocation.revoked names none)
+        self.required: dict[AskKey, str] = {}  # pending asks with a required node → that node
+        self.reserved: dict[tuple[str, str], AskKey] = {}  # (partition, node) → the ask it is held for
 
     # -- inputs -----------------------------------------------------------------------
 
@@ -121,6 +123,8 @@ class AuditState:
             k = (d.partition, d.app_id, d.ask_id)
             res = normalized(d.resources)
             if (d.partition, d.app_id) in self.apps and k not in self.allocs and any(v > 0 for v in res.values()):
+                if k not in self.pending and d.required_node is not None:
+                    self.required[k] = d.required_node
                 self.pending[k] = res
                 self.app_asks.setdefault((d.partition, d.app_id), set()).add(d.ask_id)
         elif isinstance(d, AskRemoved):
@@ -159,6 +163,10 @@ class AuditState:
         if d.schedulable is not None:
             node.schedulable = d.schedulable
 
+    def remove_app(self, partition: str, app_id: str) -> None:
+        """The app leaves (removed, or Completed: its id may be used again)."""
+        self._remove_app(partition, app_id)
+
     def _remove_app(self, partition: str, app_id: str) -> None:
         if self.apps.pop((partition, app_id), None) is None:
             return
@@ -181,6 +189,7 @@ class AuditState:
     def allocate(self, key: AskKey, node_id: str, resources: Resources, queue: str, decision_id: str) -> None:
         """Record a decision: the ask stops pending, node and queues take its resources."""
         self.pending.pop(key, None)
+        self.required.pop(key, None)
         self.allocs[key] = AllocView(node_id, dict(resources), queue, decision_id)
         self.app_asks.setdefault((key[0], key[1]), set()).add(key[2])
         self.node_allocs.setdefault((key[0], node_id), set()).add(key)

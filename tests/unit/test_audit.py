@@ -273,3 +273,74 @@ def test_audit_merges_channels_as_the_scheduler_does(spec: list[tuple[str, bool,
     order = ["a", "b", "c"]
     expected = [d.result.id for d in merge(decode_records(records), order) if isinstance(d.result, InputEvent)]
     assert [e.id for e in merged_inputs(records, order)] == expected
+
+
+def reservation_log(directory: Path) -> None:
+    """A required-node ask reserves n1 (YuniKorn 1.5 tryAllocate), others go elsewhere; the
+    reservation ends when its ask is removed; a gpu ask is held back by a zero max."""
+    config = CONFIG + "          - name: nogpu\n            resources: {max: {vcore: 8, nvidia.com/gpu: 0}}\n"
+    gpu = ask("g", "g1")
+    gpu["data"]["resources"]["nvidia.com/gpu"] = 1
+    gpu_node = node("n3", 4000, 4000)
+    gpu_node["data"]["capacity"]["nvidia.com/gpu"] = 2
+    with LogDriver(directory, config) as drv:
+        drv.submit(node("n1"), node("n2"), node("cordoned", schedulable=False), app("x", "root.open"),
+                   ask("x", "fill", vcore=3000, required_node="n1"), ask("x", "ds", required_node="cordoned"))
+        drv.cycle()
+        drv.submit(app("y", "root.open"), ask("y", "pin", vcore=2000, required_node="n1"),
+                   app("z", "root.open"), ask("z", "s1"), gpu_node, app("g", "root.nogpu"), gpu)
+        drv.cycle()
+        drv.submit({"type": "ask.removed", "data": {"app_id": "y", "ask_id": "pin"}}, ask("z", "s2"))
+        drv.cycle()
+
+
+def test_reservations_and_required_nodes_audit_clean(tmp_path: Path) -> None:
+    reservation_log(tmp_path / "log")
+    with FileLog(tmp_path / "log", readonly=True) as log:
+        kinds = [orjson.loads(r.value)["type"] for r in log.iter_outputs()]
+    assert "ask.reserved" in kinds and "ask.unreserved" in kinds
+    assert audit(tmp_path / "log").violations == []
+
+
+def test_allocation_on_a_node_reserved_for_another_ask(tmp_path: Path) -> None:
+    reservation_log(tmp_path / "orig")
+
+    def steal(batches: Batches) -> None:
+        for d in decisions(batches[1]):
+            if d["data"]["ask_id"] == "s1":
+                d["data"]["node_id"] = "n1"  # n1 has room for it but is held for y/pin
+
+    copy_log(tmp_path / "orig", tmp_path / "copy", steal)
+    auditor = audit(tmp_path / "copy")
+    assert rules(auditor) == ["node-reserved"]
+    assert "reserved for y/pin" in auditor.violations[0].message
+
+
+def test_a_reservation_that_outlives_its_ask(tmp_path: Path) -> None:
+    reservation_log(tmp_path / "orig")
+
+    def keep(batches: Batches) -> None:
+        batches[2][:] = [o for o in batches[2] if o["type"] != "ask.unreserved"]
+
+    copy_log(tmp_path / "orig", tmp_path / "copy", keep)
+    assert rules(audit(tmp_path / "copy")) == ["reservation-orphaned"]
+
+
+def test_allocation_beyond_a_zero_max(tmp_path: Path) -> None:
+    reservation_log(tmp_path / "orig")
+
+    def plant(batches: Batches) -> None:
+        batch = batches[1]
+        extra = dict(decisions(batch)[-1])
+        n = sum(1 for d in decisions(batch)) + 1
+        extra["id"] = "2-planted"
+        extra["data"] = {**extra["data"], "decision_id": f"default-2-{n}", "app_id": "g", "ask_id": "g1",
+                         "queue": "root.nogpu", "node_id": "n3",
+                         "resources": {"memory": 1000, "nvidia.com/gpu": 1, "vcore": 1000}}
+        batch.insert(len(batch) - 1, extra)
+        batch[-1]["data"]["decisions"] += 1
+
+    copy_log(tmp_path / "orig", tmp_path / "copy", plant)
+    auditor = audit(tmp_path / "copy")
+    assert rules(auditor) == ["queue-max"]
+    assert "root.nogpu over its max: nvidia.com/gpu allocated 1 > 0" in auditor.violations[0].message

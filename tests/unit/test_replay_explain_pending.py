@@ -143,7 +143,8 @@ def test_cli_ask(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def test_pending_ask_says_where_it_is_reserved(tmp_path: Path) -> None:
     """``explain --ask`` on a reserved ask: "reserved on node X since cycle N" (YuniKorn 1.5
     ``tryAllocate``: a required-node ask that does not fit reserves its node at once)."""
-    p = pending(tmp_path, node("n1"), node("n2"), app("x", "root.open"), ask("x", "fill", vcore=3000, required_node="n1"),
-                app("y", "root.open"), ask("y", "pin", vcore=2000, required_node="n1"), target=("y", "pin"))
+    p = pending(tmp_path, node("n1"), node("n2"), app("x", "root.open"),
+                ask("x", "fill", vcore=3000, required_node="n1"), app("y", "root.open"),
+                ask("y", "pin", vcore=2000, required_node="n1"), target=("y", "pin"))
     assert messages(p)[0].startswith("reserved on node n1 since cycle 1")
     assert p.reasons[0]["rule"] == "SEMANTICS One allocation step (reservations)"

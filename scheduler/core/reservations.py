@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from events.models import AskReserved, AskUnreserved
 from events.resources import Resources, fits
 from projections.queues import QueueNode
 from scheduler.core.objects import App, Ask, Node
@@ -162,3 +163,21 @@ def _try_leaf(part: PartitionState, leaf: QueueNode, fits_headroom: HeadroomChec
             if node_id is not None:
                 return Step(app, ask, part.nodes[node_id])
     return None
+
+
+def fold(partitions: Mapping[str, PartitionState], data: AskReserved | AskUnreserved, cycle: int) -> None:
+    """Apply a recorded ``ask.reserved``/``ask.unreserved`` (of cycle ``cycle``) to the state.
+
+    Folding a cycle's recorded outputs in order leaves the same reservations as running it.
+    Raises KeyError when the app, ask or node it names does not exist.
+    """
+    for part in partitions.values():
+        app = part.apps.get(data.app_id)
+        if app is not None and data.ask_id in app.asks:
+            ask = app.asks[data.ask_id]
+            if isinstance(data, AskReserved):
+                part.reserve(app, ask, part.nodes[data.node_id], cycle, data.reason, None)
+            else:
+                part.unreserve(app, ask, data.reason, None)
+            return
+    raise KeyError(f"no pending ask {data.app_id}/{data.ask_id}")

@@ -1,6 +1,6 @@
 """A deliberately simple reference scheduler, the benchmarks' comparison baseline.
 
-It follows SEMANTICS.md literally and keeps no derived state: at every allocation step it
+It follows docs/semantics.md literally and keeps no derived state: at every allocation step it
 recomputes every app's and queue's priority, pending and allocated sums from the raw asks
 and allocations, re-sorts the queues, apps and asks, scores and sorts every node, and scans
 the nodes linearly for the first fit. The real core (``scheduler.core``) caches and

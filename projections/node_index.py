@@ -6,7 +6,7 @@ and that column's maximum. A first-fit search walks the blocks in order and skip
 block whose maxima cannot hold the request, so nodes that cannot fit are rarely looked
 at; an update moves one node (O(log n) to find it, O(block) memmove in C).
 
-Policy keys (SEMANTICS "Nodes"): each node's weighted usage score is
+Policy keys (docs/semantics.md#nodes): each node's weighted usage score is
 ``Σ w·(1 − available/capacity) / Σ w`` over the resource types in its capacity with a
 non-zero weight. ``fair`` sorts by the score ascending (least used first), ``binpacking``
 by ``1 − score`` ascending (most used first); ties by node id.

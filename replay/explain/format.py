@@ -1,7 +1,7 @@
-"""Shared vocabulary of explanations: the SEMANTICS rule names they cite and value formatting.
+"""Shared vocabulary of explanations: the rules they cite (docs/semantics.md sections) and value formatting.
 
 Every reason an explanation gives carries one of the ``RULE_*`` names, so a reader can look
-the rule up in SEMANTICS.md (section, then sub-rule). Formatting helpers turn resources,
+the rule up in docs/semantics.md (the part after ``#`` is the section's anchor). Formatting helpers turn resources,
 priorities, fair shares and times into the short phrases the summaries use.
 """
 
@@ -14,18 +14,18 @@ from events.codec import format_time
 from projections.priority import MIN_PRIORITY
 from projections.queues import QueueNode
 
-RULE_QUEUE_SORT = "SEMANTICS Sorting/Queues"
-RULE_QUEUE_PRIORITY = "SEMANTICS Priorities/Queue priority (adjusted value: fence, offset)"
-RULE_APP_SORT = "SEMANTICS Sorting/Apps in a leaf"
-RULE_STATEAWARE = "SEMANTICS Sorting/Apps in a leaf (stateaware)"
-RULE_ASK_SORT = "SEMANTICS Sorting/Asks in an app"
-RULE_NODE_SORT = "SEMANTICS Sorting/Nodes"
-RULE_NODE_FIT = "SEMANTICS Sorting/Nodes (first schedulable node that fits wins)"
-RULE_QUEUE_MAX = "SEMANTICS Limits/resources.max"
-RULE_ROOT_MAX = "SEMANTICS Limits/resources.max (root: sum of node capacities)"
-RULE_MAX_APPS = "SEMANTICS Limits/maxapplications"
-RULE_STEP = "SEMANTICS One allocation step"
-RULE_RESERVATION = "SEMANTICS One allocation step (reservations)"
+RULE_QUEUE_SORT = "docs/semantics.md#queues"
+RULE_QUEUE_PRIORITY = "docs/semantics.md#queue-priority"
+RULE_APP_SORT = "docs/semantics.md#apps-in-a-leaf"
+RULE_STATEAWARE = "docs/semantics.md#stateaware"
+RULE_ASK_SORT = "docs/semantics.md#asks-in-an-app"
+RULE_NODE_SORT = "docs/semantics.md#nodes"
+RULE_NODE_FIT = "docs/semantics.md#choosing-a-node"
+RULE_QUEUE_MAX = "docs/semantics.md#queue-max"
+RULE_ROOT_MAX = "docs/semantics.md#queue-max (root: the sum of node capacities)"
+RULE_MAX_APPS = "docs/semantics.md#maxapplications"
+RULE_STEP = "docs/semantics.md#one-allocation-step"
+RULE_RESERVATION = "docs/semantics.md#reservations"
 
 # Explanations list at most this many nodes, apps and queues in order; the rest are counted.
 SHOW_NODES = 10
@@ -34,7 +34,7 @@ SHOW_ITEMS = 20
 
 @dataclass(frozen=True)
 class Blocker:
-    """Why something was passed over: the SEMANTICS rule and a sentence naming the culprit."""
+    """Why something was passed over: the rule (a docs/semantics.md section) and a sentence naming the culprit."""
 
     rule: str
     message: str
@@ -71,7 +71,7 @@ def share_list(share: Sequence[float]) -> list[float]:
 
 
 def priority_formula(q: QueueNode) -> str:
-    """How a queue's priority came about (SEMANTICS Priorities: adjusted value).
+    """How a queue's priority came about (docs/semantics.md#queue-priority: adjusted value).
 
     ``8 = offset 5 + 3``, ``100 = fenced at offset 100, raw 0 ignored``, ``3`` or
     ``none (nothing pending)``.

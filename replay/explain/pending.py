@@ -3,7 +3,7 @@
 At the end of a cycle a full walk allocates nothing, so a pending ask is held by at least
 one of: the stateaware gate of its leaf, its queue's (or an ancestor's) maxapplications,
 a queue max on the way up (root: the cluster's capacity), or no node that holds it. All
-that apply are listed, each naming its SEMANTICS rule, the queue, app, node or resource
+that apply are listed, each naming its rule (a docs/semantics.md section), the queue, app, node or resource
 at fault, with the ask's place in the queue, app and ask orders for context (the walk
 goes past anything that fails, so order alone never blocks an ask at a cycle's end).
 """

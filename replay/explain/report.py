@@ -93,7 +93,7 @@ def queue_entry(q: QueueNode, position: int, outcome: str, why_not: dict[str, st
 
 
 def deciding_queue(chosen: QueueNode, other: QueueNode, sort_priority: bool) -> str:
-    """Why ``chosen`` sorts before ``other`` under a parent (SEMANTICS Sorting/Queues)."""
+    """Why ``chosen`` sorts before ``other`` under a parent (docs/semantics.md#queues)."""
     cs, os_ = chosen.fair_share(), other.fair_share()
     prio = f"{fmt_priority(chosen.priority)} vs {fmt_priority(other.priority)}"
     share = f"{fmt_share(cs)} vs {fmt_share(os_)}"

@@ -1,6 +1,6 @@
 """The explaining walk: one allocation step re-walked, recording why each queue, app, ask and node won or lost.
 
-It mirrors ``scheduler.core.cycle``'s walk (SEMANTICS "One allocation step") over the
+It mirrors ``scheduler.core.cycle``'s walk (docs/semantics.md#one-allocation-step) over the
 same state but without a ``CycleMemo``: the memo only skips work known to fail again, so
 this walk reaches the same (app, ask, node) — ``replay.explain.decision`` checks that it does. It
 only reads the state; every failure is kept as a ``Blocker`` naming its rule and culprit.

@@ -1,4 +1,4 @@
-"""Queue and app priority rules (SEMANTICS "Priorities"), with YuniKorn's own cases."""
+"""Queue and app priority rules (docs/semantics.md#priorities), with YuniKorn's own cases."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sorting rules (SEMANTICS "Sorting"): apps, queues, asks and nodes, through the core."""
+"""Sorting rules (docs/semantics.md#sorting): apps, queues, asks and nodes, through the core."""
 
 from __future__ import annotations
 

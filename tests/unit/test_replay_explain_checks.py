@@ -89,7 +89,7 @@ def test_app_held_by_max_applications_is_skipped(tmp_path: Path) -> None:
     second = app_entry(e, "second")
     assert second["outcome"] == "skipped" and second["position"] == 1
     assert second["why_not"] == {
-        "rule": "SEMANTICS Limits/maxapplications",
+        "rule": "docs/semantics.md#maxapplications",
         "message": "app second is Accepted and queue root.limited already runs 1 of its maxapplications 1",
     }
     assert "second sorted earlier but could not allocate: app second is Accepted" in e.summary
@@ -106,7 +106,7 @@ def test_stateaware_gate_is_explained(tmp_path: Path) -> None:
     assert e.verified and e.chosen is not None and e.chosen["ask_id"] == "o1"
     assert e.leaf is not None and e.leaf["stateaware_allowed"] == ["old"]
     new = app_entry(e, "new")
-    assert new["why_not"]["rule"] == "SEMANTICS Sorting/Apps in a leaf (stateaware)"
+    assert new["why_not"]["rule"] == "docs/semantics.md#stateaware"
     assert "only the oldest Accepted app may start" in new["why_not"]["message"]
     # Step 2: old is Starting now and holds back new.
     e = explain(tmp_path / "log", "default-1-2")

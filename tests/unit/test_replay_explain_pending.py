@@ -46,7 +46,7 @@ def test_pending_because_of_queue_max(tmp_path: Path) -> None:
                 target=("x", "k2"))
     assert p.status == "pending" and not p.allocatable_now
     assert messages(p) == ["queue root.capped max vcore 2000: 1500 allocated + 1000 asked exceeds it"]
-    assert p.reasons[0]["rule"] == "SEMANTICS Limits/resources.max"
+    assert p.reasons[0]["rule"] == "docs/semantics.md#queue-max"
     assert "is still pending after cycle 1 because queue root.capped max vcore 2000" in p.summary
 
 
@@ -61,13 +61,13 @@ def test_pending_because_no_node_fits(tmp_path: Path) -> None:
     p = pending(tmp_path / "2", node("n1"), node("n2"), app("x", "root.open"), ask("x", "big", vcore=5000),
                 target=("x", "big"))
     assert messages(p) == ["no schedulable node has 5000 vcore available (the most on any node is 4000)"]
-    assert p.reasons[0]["rule"].startswith("SEMANTICS Sorting/Nodes")
+    assert p.reasons[0]["rule"]== "docs/semantics.md#choosing-a-node"
 
 
 def test_pending_because_of_stateaware(tmp_path: Path) -> None:
     p = pending(tmp_path, node("n1"), app("first", "root.gated"), app("second", "root.gated"),
                 ask("first", "f1"), ask("second", "s1"), target=("second", "s1"))
-    assert len(p.reasons) == 1 and p.reasons[0]["rule"] == "SEMANTICS Sorting/Apps in a leaf (stateaware)"
+    assert len(p.reasons) == 1 and p.reasons[0]["rule"] == "docs/semantics.md#stateaware"
     assert "app first is Starting, which holds back app second (Accepted)" in p.reasons[0]["message"]
     assert p.app_position is not None and p.app_position["sort_policy"] == "stateaware"
 
@@ -131,7 +131,7 @@ def test_cli_ask(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = cli("--ask", "x/k2")
     assert code == 0 and "Held back by:" in out and "root.capped max vcore 2000" in out
     code, out, _ = cli("--ask", "x/k2", "--json")
-    assert code == 0 and json.loads(out)["reasons"][0]["rule"] == "SEMANTICS Limits/resources.max"
+    assert code == 0 and json.loads(out)["reasons"][0]["rule"] == "docs/semantics.md#queue-max"
     code, _, err = cli("--ask", "x/zzz")
     assert code == 1 and "unknown ask x/zzz" in err
     code, _, err = cli("--ask", "nonsense")
@@ -147,4 +147,4 @@ def test_pending_ask_says_where_it_is_reserved(tmp_path: Path) -> None:
                 ask("x", "fill", vcore=3000, required_node="n1"), app("y", "root.open"),
                 ask("y", "pin", vcore=2000, required_node="n1"), target=("y", "pin"))
     assert messages(p)[0].startswith("reserved on node n1 since cycle 1")
-    assert p.reasons[0]["rule"] == "SEMANTICS One allocation step (reservations)"
+    assert p.reasons[0]["rule"] == "docs/semantics.md#reservations"

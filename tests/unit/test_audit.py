@@ -344,3 +344,4 @@ def test_allocation_beyond_a_zero_max(tmp_path: Path) -> None:
     auditor = audit(tmp_path / "copy")
     assert rules(auditor) == ["queue-max"]
     assert "root.nogpu over its max: nvidia.com/gpu allocated 1 > 0" in auditor.violations[0].message
+

@@ -9,7 +9,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from events.models import AskReserved, AskUnreserved
+from events.models import AllocationDecided, AskReserved, AskUnreserved, CycleCompleted
 from scheduler.config import load_config
 from scheduler.core.reservations import fold
 from scheduler.core.snapshot import dump, load
@@ -118,7 +118,7 @@ def test_snapshots_include_reservations() -> None:
     def feed(sim: Simulation, lines: list[dict[str, Any]]) -> list[bytes]:
         outs = [o for line in lines for o in sim.feed(orjson.dumps(line))]
         # cycle.completed's inputs_through counts the simulation's own lines: compare the rest
-        return [o.model_dump_json().encode() if o.type != "cycle.completed" else o.data.state_digest.encode()
+        return [o.data.state_digest.encode() if isinstance(o.data, CycleCompleted) else o.model_dump_json().encode()
                 for o in outs]
 
     sim = Simulation()
@@ -167,12 +167,12 @@ def test_reserved_nodes_are_never_given_to_other_asks(lines: list[dict[str, Any]
     for obj in _times([*SETUP, *fill, *lines]):
         for out in sim.feed(orjson.dumps(obj)):
             d = out.data
-            if out.type == "ask.reserved":
+            if isinstance(d, AskReserved):
                 assert d.node_id not in held, "a node reserved twice"
                 held[d.node_id] = (d.app_id, d.ask_id)
-            elif out.type == "ask.unreserved":
+            elif isinstance(d, AskUnreserved):
                 assert held.pop(d.node_id) == (d.app_id, d.ask_id)
-            elif out.type == "allocation.decided":
+            elif isinstance(d, AllocationDecided):
                 assert held.get(d.node_id, (d.app_id, d.ask_id)) == (d.app_id, d.ask_id), "reserved node taken"
         check_invariants(sim.engine)
         flushed = not sim.engine.pending_outputs  # outputs of applied inputs come out with the next cycle

@@ -9,8 +9,10 @@ indexes all of this; on the generated workloads both give the same decisions, wh
 
 Scope: what ``scheduler.simulation.workload`` generates — priority classes, nodes, apps and asks in
 one partition; fifo and fair leaves; fences and offsets; queue ``max``; fair and
-binpacking nodes. Anything else (stateaware, maxapplications, required nodes, removals)
-raises ``Unsupported`` rather than deciding differently.
+binpacking nodes; reservations of asks that fit nowhere (when ``now_us`` is given: the
+cycle's time, against which the 2 s reservation delay is measured). Anything else
+(stateaware, maxapplications, required nodes, removals) raises ``Unsupported`` rather than
+deciding differently.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ from typing import Any
 from events.codec import parse_time
 from scheduler.config import QueueSpec, load_config
 
+RESERVATION_DELAY_US = 2_000_000
 MIN_PRIORITY = -(2**31)
 MAX_PRIORITY = 2**31 - 1
-BUILTIN_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_000_100}
+BUILTIN_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
 
 Decision = tuple[str, str, str]  # (app_id, ask_id, node_id)
 
@@ -40,6 +43,7 @@ class RefAsk:
     priority: int
     created_us: int
     seq: int
+    reserved: str | None = None  # node held for this ask
 
 
 @dataclass
@@ -58,6 +62,7 @@ class RefNode:
     capacity: dict[str, int]
     occupied: dict[str, int]
     allocated: dict[str, int] = field(default_factory=dict)
+    reserved_for: str | None = None  # ask id it is held for
 
     def available(self, name: str) -> int:
         return self.capacity.get(name, 0) - self.allocated.get(name, 0) - self.occupied.get(name, 0)
@@ -95,7 +100,8 @@ def _adjusted(raw: int, spec: QueueSpec, is_root: bool) -> int:
 class ReferenceScheduler:
     """Apply workload events, then ``step()`` one allocation at a time (no caches)."""
 
-    def __init__(self, config_yaml: str) -> None:
+    def __init__(self, config_yaml: str, now_us: int | None = None) -> None:
+        self.now_us = now_us  # the cycle's time (None: no reservations)
         config = load_config(config_yaml)
         if len(config.partitions) != 1:
             raise Unsupported("one partition only")
@@ -155,7 +161,24 @@ class ReferenceScheduler:
     # -- one step, everything from scratch ------------------------------------------
 
     def step(self) -> Decision | None:
-        """The next allocation (applied), or None when nothing fits."""
+        """The next allocation (applied), or None when nothing fits; reservations on the way are applied."""
+        while True:
+            found = self._one_step()
+            if found is None:
+                return None
+            app, ask, node, reserve = found
+            if reserve:
+                ask.reserved, node.reserved_for = node.node_id, ask.ask_id
+                continue
+            if ask.reserved is not None:
+                self.nodes[ask.reserved].reserved_for = None
+                ask.reserved = None
+            app.asks.remove(ask)
+            _add(app.allocated, ask.resources)
+            _add(node.allocated, ask.resources)
+            return app.app_id, ask.ask_id, node.node_id
+
+    def _one_step(self) -> tuple[RefApp, RefAsk, RefNode, bool] | None:
         pending: dict[str, dict[str, int]] = {path: {} for path in self.queues}
         allocated: dict[str, dict[str, int]] = {path: {} for path in self.queues}
         app_priority: dict[str, int] = {}
@@ -170,14 +193,11 @@ class ReferenceScheduler:
         cluster: dict[str, int] = {}
         for node in self.nodes.values():
             _add(cluster, node.capacity)
-        found = self._walk(self.root, pending, allocated, priority, app_priority, cluster)
-        if found is None:
-            return None
-        app, ask, node = found
-        app.asks.remove(ask)
-        _add(app.allocated, ask.resources)
-        _add(node.allocated, ask.resources)
-        return app.app_id, ask.ask_id, node.node_id
+        if any(n.reserved_for is not None for n in self.nodes.values()):
+            found = self._walk(self.root, pending, allocated, priority, app_priority, cluster, reserved=True)
+            if found is not None:
+                return found
+        return self._walk(self.root, pending, allocated, priority, app_priority, cluster, reserved=False)
 
     def run(self, max_steps: int | None = None) -> list[Decision]:
         """Steps until nothing fits (or ``max_steps``)."""
@@ -203,9 +223,11 @@ class ReferenceScheduler:
 
     def _walk(
         self, spec: QueueSpec, pending: Mapping[str, dict[str, int]], allocated: Mapping[str, dict[str, int]],
-        priority: Mapping[str, int], app_priority: Mapping[str, int], cluster: Mapping[str, int],
-    ) -> tuple[RefApp, RefAsk, RefNode] | None:
+        priority: Mapping[str, int], app_priority: Mapping[str, int], cluster: Mapping[str, int], reserved: bool,
+    ) -> tuple[RefApp, RefAsk, RefNode, bool] | None:
         if spec.is_leaf:
+            if reserved:
+                return self._try_reserved(spec, allocated, app_priority, cluster)
             return self._try_leaf(spec, allocated, app_priority, cluster)
         children = [c for c in spec.children if _positive(pending[c.path])]
 
@@ -222,32 +244,66 @@ class ReferenceScheduler:
                 i -= 1
             ordered.insert(i, child)
         for child in ordered:
-            found = self._walk(child, pending, allocated, priority, app_priority, cluster)
+            found = self._walk(child, pending, allocated, priority, app_priority, cluster, reserved)
             if found is not None:
                 return found
         return None
 
-    def _try_leaf(
-        self, leaf: QueueSpec, allocated: Mapping[str, dict[str, int]], app_priority: Mapping[str, int],
-        cluster: Mapping[str, int],
-    ) -> tuple[RefApp, RefAsk, RefNode] | None:
+    def _apps_in_order(self, leaf: QueueSpec, app_priority: Mapping[str, int]) -> list[RefApp]:
         apps = [a for a in self.apps.values() if a.leaf == leaf.path and a.asks]
 
         def key(a: RefApp) -> tuple[Any, ...]:
             prio = -app_priority[a.app_id]
             if leaf.app_sort_policy == "fair":
                 share = _share(a.allocated, leaf.guaranteed)
-                return (prio, share, a.submit_us, a.seq) if leaf.sort_priority else (share, a.submit_us, prio, a.seq)
+                return (prio, share, a.submit_us, a.seq) if leaf.sort_priority else (share, prio, a.submit_us, a.seq)
             return (prio, a.submit_us, a.seq) if leaf.sort_priority else (a.submit_us, prio, a.seq)
 
-        nodes = self._sorted_nodes()
-        for app in sorted(apps, key=key):
+        return sorted(apps, key=key)
+
+    def _try_leaf(
+        self, leaf: QueueSpec, allocated: Mapping[str, dict[str, int]], app_priority: Mapping[str, int],
+        cluster: Mapping[str, int],
+    ) -> tuple[RefApp, RefAsk, RefNode, bool] | None:
+        nodes = [n for n in self._sorted_nodes() if n.reserved_for is None]
+        for app in self._apps_in_order(leaf, app_priority):
             for ask in sorted(app.asks, key=lambda k: (-k.priority, k.created_us, k.seq)):
                 if not self._headroom(leaf.path, ask.resources, allocated, cluster):
                     continue
                 for node in nodes:  # linear scan
                     if all(q <= node.available(k) for k, q in ask.resources.items()):
-                        return app, ask, node
+                        return app, ask, node, False
+                waited = self.now_us is not None and self.now_us - ask.created_us > RESERVATION_DELAY_US
+                if waited and ask.reserved is None:
+                    best, best_score = None, float("inf")
+                    for node in nodes:  # the node whose capacity holds it and that lacks least of it
+                        if all(q <= node.capacity.get(k, 0) for k, q in ask.resources.items()):
+                            score = sum(1.0 if node.available(k) <= 0 else (q - node.available(k)) / q
+                                        for k, q in ask.resources.items() if q > node.available(k))
+                            if score < best_score:
+                                best, best_score = node, score
+                    if best is not None:
+                        return app, ask, best, True
+        return None
+
+    def _try_reserved(
+        self, leaf: QueueSpec, allocated: Mapping[str, dict[str, int]], app_priority: Mapping[str, int],
+        cluster: Mapping[str, int],
+    ) -> tuple[RefApp, RefAsk, RefNode, bool] | None:
+        """Reserved asks first: on their own node, else on the first other unreserved node that fits."""
+        nodes = [n for n in self._sorted_nodes() if n.reserved_for is None]
+        for app in self._apps_in_order(leaf, app_priority):
+            held = [k for k in sorted(app.asks, key=lambda k: (-k.priority, k.created_us, k.seq))
+                    if k.reserved is not None and self._headroom(leaf.path, k.resources, allocated, cluster)]
+            for ask in held:
+                assert ask.reserved is not None
+                own = self.nodes[ask.reserved]
+                if all(q <= own.available(k) for k, q in ask.resources.items()):
+                    return app, ask, own, False
+            for ask in held:
+                for node in nodes:
+                    if all(q <= node.available(k) for k, q in ask.resources.items()):
+                        return app, ask, node, False
         return None
 
     def _headroom(
@@ -278,10 +334,10 @@ class ReferenceScheduler:
         return sorted(self.nodes.values(), key=lambda n: (score(n), n.node_id))
 
 
-def reference_decisions(config_yaml: str, inputs: Iterable[Mapping[str, Any]], max_steps: int | None = None
-                        ) -> list[Decision]:
-    """Decisions of the reference on a workload: apply every input, then allocate."""
-    ref = ReferenceScheduler(config_yaml)
+def reference_decisions(config_yaml: str, inputs: Iterable[Mapping[str, Any]], max_steps: int | None = None,
+                        now_us: int | None = None) -> list[Decision]:
+    """Decisions of the reference on a workload: apply every input, then allocate (at ``now_us``)."""
+    ref = ReferenceScheduler(config_yaml, now_us)
     for event in inputs:
         ref.apply(event)
     return ref.run(max_steps)

@@ -47,7 +47,7 @@ def core_run(spec: WorkloadSpec, evts: list[InputEvent] | None, steps: int, defa
 
 def reference_run(spec: WorkloadSpec, steps: int) -> tuple[float, list[tuple[str, str, str]]]:
     """CPU seconds per step of the reference over its first ``steps`` decisions, and those decisions."""
-    ref = ReferenceScheduler(config_yaml(spec))
+    ref = ReferenceScheduler(config_yaml(spec), NOW_US)
     for event in numbered(events(spec)):
         ref.apply(event)
     with timed() as t:

@@ -89,7 +89,8 @@ def test_sigkill_at_random_points_loses_and_changes_nothing(tmp_path: Path) -> N
     submit(reference, lines, tmp_path)
     evsched("run", "--log", str(reference), "--once", *fixed_batch(60))
     expected = decisions(outputs(reference))
-    assert len(expected) > spec.asks // 2
+    # about half the asks fit the cluster; waiting asks reserve nodes (docs/semantics.md#reservations)
+    assert len(expected) > spec.asks * 4 // 10
 
     crashed = tmp_path / "crashed"
     submit(crashed, lines, tmp_path)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -57,10 +58,16 @@ func (h *harness) printState() {
 			}
 		}
 		for _, n := range p.GetNodes() {
-			nodes[n.NodeID] = map[string]interface{}{
+			entry := map[string]interface{}{
 				"capacity": norm(n.GetCapacity()), "allocated": norm(n.GetAllocatedResource()),
 				"available": norm(n.GetAvailableResource()),
 			}
+			// a node reservation's key is "appID|allocationKey"; evsched's state shows "app/ask"
+			if keys := n.GetReservationKeys(); len(keys) > 0 {
+				sort.Strings(keys)
+				entry["reserved_for"] = strings.Replace(keys[0], "|", "/", 1)
+			}
+			nodes[n.NodeID] = entry
 		}
 	}
 	b, err := json.Marshal(map[string]interface{}{"type": "state", "queues": queues, "apps": apps, "nodes": nodes})

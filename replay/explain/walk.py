@@ -20,6 +20,7 @@ from replay.explain.format import (
     RULE_ROOT_MAX,
     RULE_STATEAWARE,
     Blocker,
+    fmt_res,
     fmt_shortfall,
     shortfall,
 )
@@ -212,12 +213,16 @@ class Walker:
         request = ask.resources
         if ask.required_node is not None:
             node = self.part.nodes.get(ask.required_node)
+            turn_ends = f", so app {ask.app_id}'s turn ends here"
             if node is None:
-                return None, Blocker(RULE_NODE_FIT, f"required node {ask.required_node} does not exist")
+                return None, Blocker(RULE_RESERVATION, f"required node {ask.required_node} does not exist{turn_ends}")
+            if shortfall(request, node.capacity):
+                why = f"required node {node.node_id} could never hold it (capacity {fmt_res(node.capacity)}){turn_ends}"
+                return None, Blocker(RULE_RESERVATION, why)
             holder = self.required_holder(node)
             if holder is not None:
                 return None, Blocker(RULE_RESERVATION, f"required node {node.node_id} is reserved for required-node "
-                                     f"ask {holder[1]} of app {holder[0]}, so app {ask.app_id}'s turn ends here")
+                                     f"ask {holder[1]} of app {holder[0]}{turn_ends}")
             short = shortfall(request, node.available())
             if short:
                 why = f"required node {node.node_id} does not fit: {fmt_shortfall(short)}"

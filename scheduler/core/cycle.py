@@ -38,6 +38,9 @@ class CycleMemo:
     exhausted_apps: set[str] = field(default_factory=set)
     failed_prefix: dict[str, int] = field(default_factory=dict)  # app → leading asks known to fail
     unplaceable: set[tuple[tuple[str, int], ...]] = field(default_factory=set)  # shapes no node holds
+    # Turns ended at a required-node ask: not permanent (once that ask fails its headroom the
+    # app's later asks are tried), so an app, leaf or queue that saw one is not exhausted.
+    turn_ends: int = 0
 
 
 def decision_id(partition: str, cycle: int, step: int) -> str:
@@ -103,11 +106,11 @@ def _try_app(part: PartitionState, app: App, memo: CycleMemo, now_us: int) -> St
         elif not fits_queue_headroom(part, app.queue, ask.resources):
             found = None
         else:
-            outcome = required_node_step(part, app, ask)
-            if outcome is None:  # its node is held for a required-node ask: the app's turn ends
+            found = required_node_step(part, app, ask)
+            if found is None:  # unknown node, or held for a required-node ask: the app's turn ends
                 memo.failed_prefix[app.app_id] = i
+                memo.turn_ends += 1
                 return None
-            found = outcome or None
         if found is not None:
             memo.failed_prefix[app.app_id] = i
             return found
@@ -127,10 +130,12 @@ def _try_leaf(part: PartitionState, leaf: QueueNode, memo: CycleMemo, now_us: in
         app = apps[app_id]
         if held_by_max_applications(app):
             continue
+        ends = memo.turn_ends
         found = _try_app(part, app, memo, now_us)
         if found is not None:
             return found
-        memo.exhausted_apps.add(app_id)
+        if memo.turn_ends == ends:
+            memo.exhausted_apps.add(app_id)
     return None
 
 
@@ -140,10 +145,12 @@ def _walk(part: PartitionState, queue: QueueNode, memo: CycleMemo, now_us: int) 
     for child in sort_queues(queue.children, queue.sort_priority):
         if child.path in memo.exhausted_queues:
             continue
+        ends = memo.turn_ends
         found = _walk(part, child, memo, now_us)
         if found is not None:
             return found
-        memo.exhausted_queues.add(child.path)
+        if memo.turn_ends == ends:
+            memo.exhausted_queues.add(child.path)
     return None
 
 
@@ -151,8 +158,9 @@ def allocate_step(part: PartitionState, memo: CycleMemo, now_us: int) -> Step | 
     """The walk from root: the next allocation or reservation of a partition (without applying it)."""
     if part.root.path in memo.exhausted_queues:
         return None
+    ends = memo.turn_ends
     found = _walk(part, part.root, memo, now_us)
-    if found is None:
+    if found is None and memo.turn_ends == ends:
         memo.exhausted_queues.add(part.root.path)
     return found
 

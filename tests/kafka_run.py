@@ -24,6 +24,7 @@ from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, num
 from tests.cli import evsched, evsched_argv
 from tests.contracts.log_contract import run
 from tests.kafka_broker import KafkaTopics
+from tests.progress import HANG_S
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -76,7 +77,7 @@ def read_all(bootstrap: str, topics: KafkaTopics) -> tuple[list[LogRecord], list
             end = await log.input_end()
             positions = dict.fromkeys(end, 0)
             inputs: list[LogRecord] = []
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + HANG_S
             while any(positions[ch] < stop for ch, stop in end.items()):
                 assert time.monotonic() < deadline, f"inputs stuck at {positions} of {end}"
                 for rec in await log.read_inputs(positions, 10_000):
@@ -166,15 +167,3 @@ def spawn_run(args: list[str], stderr_path: Path) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
             evsched_argv("run", *args), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err
         )
-
-
-def wait_for_line(proc: subprocess.Popen[bytes], path: Path, marker: bytes, timeout: float = 20) -> bool:
-    """Wait until the process wrote ``marker`` to its stderr file (False: it exited first)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if marker in path.read_bytes():
-            return True
-        if proc.poll() is not None:
-            return False
-        time.sleep(0.01)
-    raise AssertionError(f"no {marker!r} within {timeout}s:\n{path.read_text(errors='replace')[-2000:]}")

@@ -1,9 +1,17 @@
 """MQTT brokers for tests: the session fixture ``mqtt_url``, ``PrivateBroker`` (a mosquitto a
-test may stop and restart) and ``MqttReader`` / ``read_retained`` (plain subscribers to assert with).
+test may stop and restart), ``AmqttBroker`` (the same with the pure-Python amqtt broker),
+``private_broker`` (whichever of the two this machine has) and ``MqttReader`` /
+``read_retained`` (plain subscribers to assert with).
 
-``mqtt_url`` picks, in order: ``$MQTT_URL``; a broker already listening on 127.0.0.1:1883;
-a ``mosquitto`` started on a free port; the pure-Python ``amqtt`` broker; else skip with the
-reason. Brokers are shared, so tests use ``unique_name`` for partitions and topic prefixes.
+``mqtt_url`` is ``$MQTT_URL`` when set (an explicit choice); otherwise a broker this session
+starts itself on a free loopback port, as a child process: mosquitto when installed (``make
+test`` installs it from Debian's packages where it may), else amqtt (in the test extras). A
+broker that happens to listen on 127.0.0.1:1883 is never used. When neither can start, the
+tests skip with the reason, or fail with it under ``CI=true`` (``broker_unavailable``).
+Brokers are shared, so tests use ``unique_name`` for partitions and topic prefixes.
+
+Reads end on observed progress, not on a quiet spell: ``MqttReader.until_marker`` publishes a
+marker behind what it waits for and reads until the marker arrives.
 """
 
 from __future__ import annotations
@@ -15,8 +23,8 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -27,9 +35,11 @@ from typing import Any
 import pytest
 
 from scheduler.bridge.address import parse_broker_url
-from tests.procs import free_port, stop_group
+from tests.procs import broker_unavailable, free_port, stop_group
 
 _MOSQUITTO_FALLBACKS = ("/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto", "/opt/homebrew/sbin/mosquitto")
+START_TIMEOUT_S = 60.0  # a hang guard: mosquitto listens in milliseconds, amqtt in about a second
+WAIT_S = 60.0  # how long a reader waits for what it was told to expect before calling it a hang
 
 
 def unique_name(prefix: str = "t") -> str:
@@ -64,34 +74,59 @@ def mosquitto_binary() -> str | None:
     return next((p for p in _MOSQUITTO_FALLBACKS if os.access(p, os.X_OK)), None)
 
 
+def has_amqtt() -> bool:
+    """Whether the amqtt broker (test extras) can run here."""
+    return importlib.util.find_spec("amqtt") is not None
+
+
 class PrivateBroker:
     """A mosquitto on a loopback port of its own, in its own process group, stopped by pid.
 
     ``stop`` then ``start`` restarts it on the same port. No persistence: a restart loses
-    retained messages, as a crashed broker without a persistence file would.
+    retained messages, as a crashed broker without a persistence file would. ``users``
+    (name → password) makes it refuse anonymous and wrong logins.
     """
 
-    def __init__(self, binary: str, port: int | None = None) -> None:
+    name = "mosquitto"
+
+    def __init__(self, binary: str, port: int | None = None, *, users: dict[str, str] | None = None) -> None:
         self.binary = binary
         self.port = port if port is not None else free_port()
-        self._dir = Path(tempfile.mkdtemp(prefix="evsched-mosquitto-"))
-        self._conf = self._dir / "mosquitto.conf"
-        self._conf.write_text(
-            f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stderr\n"
-        )
+        self._dir = Path(tempfile.mkdtemp(prefix=f"evsched-{self.name}-"))
+        self._conf = self._dir / f"{self.name}.conf"
+        self._configure(users or {})
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: Any = None
+
+    def _configure(self, users: dict[str, str]) -> None:
+        lines = [f"listener {self.port} 127.0.0.1", "persistence false", "log_dest stderr"]
+        if users:
+            passwd = self._dir / "passwd"
+            tool = Path(self.binary).with_name("mosquitto_passwd")
+            tool_path = str(tool) if tool.exists() else shutil.which("mosquitto_passwd") or "mosquitto_passwd"
+            for i, (user, password) in enumerate(users.items()):
+                create = ["-c"] if i == 0 else []
+                subprocess.run([tool_path, "-b", *create, str(passwd), user, password], check=True, capture_output=True)
+            lines += ["allow_anonymous false", f"password_file {passwd}"]
+            if os.geteuid() == 0:  # as root mosquitto would drop to a user that cannot read our temp dir
+                lines.append("user root")
+        else:
+            lines.append("allow_anonymous true")
+        self._conf.write_text("\n".join(lines) + "\n")
+
+    def _command(self) -> list[str]:
+        return [self.binary, "-c", str(self._conf)]
 
     @property
     def url(self) -> str:
         return f"mqtt://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 5.0) -> None:
+    def start(self, timeout: float = START_TIMEOUT_S) -> None:
         if self._proc is not None:
             return
-        self._log = (self._dir / "mosquitto.log").open("ab")
+        self._log = (self._dir / "broker.log").open("ab")
         self._proc = subprocess.Popen(
-            [self.binary, "-c", str(self._conf)],
+            self._command(),
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,
@@ -100,9 +135,9 @@ class PrivateBroker:
         proc = self._proc
         try:
             _wait_listening(self.port, timeout, alive=lambda: proc.poll() is None)
-        except RuntimeError:
+        except RuntimeError as exc:
             self.stop()
-            raise
+            raise RuntimeError(f"{self.name}: {exc}; its log:\n{self.log_text()[-3000:]}") from None
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None
@@ -113,7 +148,7 @@ class PrivateBroker:
             self._log = None
 
     def log_text(self) -> str:
-        path = self._dir / "mosquitto.log"
+        path = self._dir / "broker.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
     def cleanup(self) -> None:
@@ -128,23 +163,81 @@ class PrivateBroker:
         self.cleanup()
 
 
-@contextlib.contextmanager
-def private_mosquitto() -> Iterator[PrivateBroker]:
-    """A broker the test controls (for stop/restart); skips when no mosquitto binary exists."""
+class AmqttBroker(PrivateBroker):
+    """The pure-Python amqtt broker as a child process, with the same life cycle as mosquitto's."""
+
+    name = "amqtt"
+
+    def __init__(self, port: int | None = None, *, users: dict[str, str] | None = None) -> None:
+        super().__init__(sys.executable, port, users=users)
+
+    def _configure(self, users: dict[str, str]) -> None:
+        lines = ["listeners:", "  default:", "    type: tcp", f"    bind: 127.0.0.1:{self.port}", "plugins:"]
+        if users:
+            from pwdlib import PasswordHash  # amqtt's own dependency, for its password file
+            from pwdlib.hashers.argon2 import Argon2Hasher
+
+            hasher = PasswordHash((Argon2Hasher(),))
+            passwd = self._dir / "passwd"
+            passwd.write_text("".join(f"{user}:{hasher.hash(pw)}\n" for user, pw in users.items()))
+            lines += ["  amqtt.plugins.authentication.FileAuthPlugin:", f"    password_file: {passwd}"]
+        else:
+            lines += ["  amqtt.plugins.authentication.AnonymousAuthPlugin:", "    allow_anonymous: true"]
+        self._conf.write_text("\n".join(lines) + "\n")
+
+    def _command(self) -> list[str]:
+        return [self.binary, "-m", "amqtt.scripts.broker_script", "-c", str(self._conf)]
+
+
+def new_private_broker(users: dict[str, str] | None = None) -> PrivateBroker:
+    """A private broker (not started): mosquitto when installed, else amqtt; else skip, or
+    fail under CI, naming what is missing."""
     binary = mosquitto_binary()
-    if binary is None:
-        pytest.skip("no mosquitto binary (PATH, /usr/sbin): cannot run a broker this test may stop")
-    with PrivateBroker(binary) as broker:
+    if binary is not None:
+        return PrivateBroker(binary, users=users)
+    if has_amqtt():
+        return AmqttBroker(users=users)
+    broker_unavailable(
+        "MQTT test broker: no mosquitto (PATH, /usr/sbin; `make test` installs it from Debian's packages "
+        "when run as root) and no amqtt (pip install -e '.[test]')"
+    )
+
+
+def describe_mqtt_broker() -> str:
+    """What ``mqtt_url`` will use, in words (for the run's header)."""
+    if os.environ.get("MQTT_URL"):
+        return "$MQTT_URL (given)"
+    binary = mosquitto_binary()
+    if binary is not None:
+        return f"mosquitto ({binary}), started by the tests on a free loopback port"
+    if has_amqtt():
+        return "amqtt (no mosquitto installed), started by the tests on a free loopback port"
+    return "none available (no mosquitto, no amqtt)"
+
+
+@contextlib.contextmanager
+def private_broker(users: dict[str, str] | None = None) -> Iterator[PrivateBroker]:
+    """A started broker the test controls (stop/restart), removed afterwards."""
+    with new_private_broker(users) as broker:
         yield broker
 
 
-async def eventually(predicate: Callable[[], bool], timeout: float = 5.0, what: str = "condition") -> None:
-    """Poll ``predicate`` on the running loop until true; fail the test after ``timeout`` s."""
+async def eventually(predicate: Callable[[], bool], timeout: float = WAIT_S, what: str = "condition") -> None:
+    """Poll ``predicate`` on the running loop until true; ``timeout`` s only catches a hang."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} not reached within {timeout} s")
         await asyncio.sleep(0.01)
+
+
+def marker_topic(topic_filter: str) -> str:
+    """A topic of its own that ``topic_filter`` matches (for ``MqttReader.until_marker``)."""
+    tag = f"_marker-{uuid.uuid4().hex[:12]}"
+    if topic_filter.endswith("/#"):
+        return f"{topic_filter[:-2]}/{tag}"
+    assert "+" not in topic_filter and "#" not in topic_filter, f"no marker topic for {topic_filter!r}"
+    return topic_filter
 
 
 class MqttReader:
@@ -168,8 +261,8 @@ class MqttReader:
     ) -> None:
         await self._client.__aexit__(exc_type, exc, tb)
 
-    async def get_full(self, count: int, timeout: float = 5.0) -> list[tuple[str, bytes, bool]]:
-        """Up to ``count`` messages as (topic, payload, retain), waiting at most ``timeout`` s."""
+    async def get_full(self, count: int, timeout: float = WAIT_S) -> list[tuple[str, bytes, bool]]:
+        """``count`` messages as (topic, payload, retain); fewer only if ``timeout`` s pass (a hang)."""
         out: list[tuple[str, bytes, bool]] = []
         deadline = time.monotonic() + timeout
         while len(out) < count and (left := deadline - time.monotonic()) > 0:
@@ -181,79 +274,56 @@ class MqttReader:
             out.append((message.topic.value, payload, message.retain))
         return out
 
-    async def get(self, count: int, timeout: float = 5.0) -> list[tuple[str, bytes]]:
+    async def get(self, count: int, timeout: float = WAIT_S) -> list[tuple[str, bytes]]:
         return [(topic, payload) for topic, payload, _ in await self.get_full(count, timeout)]
 
+    async def until_marker(self, topic: str | None = None) -> list[tuple[str, bytes, bool]]:
+        """Every message that reaches this reader before a marker it publishes now (QoS 1, not
+        retained) to ``topic`` (default: a topic of its own under the filter): what the broker
+        had sent or queued for it so far, the retained messages of the subscription included,
+        with no quiet spell assumed. Messages from one broker to one subscriber keep their order."""
+        topic = topic or marker_topic(self._filter)
+        marker = f"marker-{uuid.uuid4().hex}".encode()
+        await self._client.publish(topic, marker, qos=1)
+        out: list[tuple[str, bytes, bool]] = []
+        deadline = time.monotonic() + WAIT_S
+        while (left := deadline - time.monotonic()) > 0:
+            message = await asyncio.wait_for(self._messages.__anext__(), left)
+            payload = message.payload if isinstance(message.payload, bytes) else b""
+            if message.topic.value == topic and payload == marker:
+                return out
+            out.append((message.topic.value, payload, message.retain))
+        raise AssertionError(f"the marker on {topic} never came back within {WAIT_S} s")
 
-async def read_retained(url: str, topic_filter: str, settle: float = 0.3) -> dict[str, bytes]:
+
+async def read_retained(url: str, topic_filter: str) -> dict[str, bytes]:
     """What a subscriber arriving now finds retained under ``topic_filter`` (the broker sends
-    retained messages right after SUBACK; ``settle`` s of silence ends the read)."""
-    found: dict[str, bytes] = {}
+    retained messages right after SUBACK, ahead of the reader's marker)."""
     async with MqttReader(url, topic_filter) as reader:
-        while batch := await reader.get_full(1, timeout=settle):
-            found.update((topic, payload) for topic, payload, retain in batch if retain)
-    return found
+        return {topic: payload for topic, payload, retain in await reader.until_marker() if retain}
 
 
-class _AmqttBroker:
-    """The pure-Python amqtt broker on its own event loop in a daemon thread."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self._loop = asyncio.new_event_loop()
-        self._broker: Any = None
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-
-    def start(self) -> None:
-        from amqtt.broker import Broker  # type: ignore[import-not-found,unused-ignore]  # optional fallback
-
-        config = {
-            "listeners": {"default": {"type": "tcp", "bind": f"127.0.0.1:{self.port}"}},
-            "auth": {"allow-anonymous": True},
-            "topic-check": {"enabled": False},
-        }
-        self._thread.start()
-
-        async def boot() -> None:
-            self._broker = Broker(config)
-            await self._broker.start()
-
-        asyncio.run_coroutine_threadsafe(boot(), self._loop).result(timeout=10)
-        _wait_listening(self.port, 5.0)
-
-    def stop(self) -> None:
-        if self._broker is not None:
-            asyncio.run_coroutine_threadsafe(self._broker.shutdown(), self._loop).result(timeout=10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=5)
-        self._loop.close()
-
-
-@pytest.fixture(scope="session")
-def mqtt_url() -> Iterator[str]:
-    """URL of a running MQTT broker for the whole session (see the module docstring)."""
+@contextlib.contextmanager
+def session_broker_url() -> Iterator[str]:
+    """``$MQTT_URL``, else the URL of a broker started here and stopped on exit (the module doc)."""
     env = os.environ.get("MQTT_URL")
     if env:
         yield env
         return
-    if is_listening("127.0.0.1", 1883):
-        yield "mqtt://127.0.0.1:1883"
-        return
-    binary = mosquitto_binary()
-    if binary is not None:
-        broker = PrivateBroker(binary)
-        try:
-            broker.start()
-            yield broker.url
-        finally:
-            broker.cleanup()
-        return
-    if importlib.util.find_spec("amqtt") is not None:
-        amqtt_broker = _AmqttBroker()
-        try:
-            amqtt_broker.start()
-            yield f"mqtt://127.0.0.1:{amqtt_broker.port}"
-        finally:
-            amqtt_broker.stop()
-        return
-    pytest.skip("no MQTT broker: MQTT_URL unset, nothing on 127.0.0.1:1883, no mosquitto, no amqtt")
+    broker = new_private_broker()
+    try:
+        broker.start()
+    except (RuntimeError, OSError) as exc:
+        broker.cleanup()
+        broker_unavailable(f"MQTT test broker: {broker.name} did not start: {exc}")
+    try:
+        yield broker.url
+    finally:
+        broker.cleanup()
+
+
+@pytest.fixture(scope="session")
+def mqtt_url() -> Iterator[str]:
+    """URL of an MQTT broker for the whole session (see the module docstring)."""
+    with session_broker_url() as url:
+        yield url

@@ -1,5 +1,6 @@
-"""Process helpers shared by the test brokers (Tansu, mosquitto) and the benchmarks: a free
-loopback port, and stopping a child that runs in its own process group."""
+"""Process helpers shared by the test brokers (Tansu, mosquitto, amqtt) and the benchmarks: a free
+loopback port, stopping a child that runs in its own process group, and what a broker fixture
+does when its broker cannot start (``broker_unavailable``: fail under CI, else skip)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import signal
 import socket
 import subprocess
+from typing import NoReturn
 
 
 def free_port() -> int:
@@ -36,3 +38,18 @@ def fixed_batch(batch: int) -> list[str]:
     """``evsched run`` flags for cycles of exactly ``batch`` inputs, even on a backlog (batches
     otherwise grow up to ``--max-batch``): for tests that need many cycles to act in."""
     return ["--batch", str(batch), "--max-batch", str(batch)]
+
+
+def in_ci() -> bool:
+    """True when ``$CI`` is set to anything but empty, 0, false or no (CI systems set CI=true)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def broker_unavailable(reason: str) -> NoReturn:
+    """A test broker cannot be started: under CI that fails the test, naming what is missing
+    (a CI run must not pass its integration tests as skips); elsewhere the test is skipped."""
+    import pytest  # here, not at the top: the benchmarks use this module without pytest
+
+    if in_ci():
+        pytest.fail(f"CI=true and {reason}", pytrace=False)
+    pytest.skip(reason)

@@ -3,6 +3,7 @@
 Batch mode reads the whole log and exits 0 when clean, 1 on any violation (or an
 unreadable log). ``--follow`` keeps tailing the log, polling every 0.5 s, and prints each
 violation as it is found until SIGINT; it then prints the summary and exits as batch does.
+Once the log as it was is read, it says so on stderr (``… outputs read; following the log``).
 Text output by default; ``--json`` prints one JSON object per line (violations, then the
 summary).
 """
@@ -118,6 +119,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
             auditor = Auditor(source_inputs(source), channel_order=order)
             try:
                 offset = _drain(auditor, source, 0, args.json)
+                if args.follow:  # on stderr, so --json's stdout stays JSON lines
+                    print(f"{PROG}: {offset} outputs read; following the log (Ctrl-C ends)",
+                          file=sys.stderr, flush=True)
                 while args.follow:
                     time.sleep(POLL_SECONDS)
                     offset = _drain(auditor, source, offset, args.json)

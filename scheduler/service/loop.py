@@ -173,6 +173,9 @@ class Service:
         self.output_offset += len(outputs)
         self.positions = through
         self.last_cycle_s = time.perf_counter() - began
+        if self._log.isEnabledFor(logging.DEBUG):  # `run -v`: tests pace themselves by these lines
+            self._log.debug("cycle %d written: %d inputs, %d outputs; %d inputs consumed",
+                            self.engine.cycle_number, len(records), len(outputs), sum(through.values()))
         await self._commit_positions(force=False)
         if self.snapshots is not None and self.engine.cycle_number - self._snapshot_cycle >= self.snapshot_every:
             self._snapshot()

@@ -60,7 +60,7 @@ class LogContract:
     persistent: ClassVar[bool] = True  # records survive close and reopen
     injectable_clock: ClassVar[bool] = True  # make_log honours now_us
     dense_offsets: ClassVar[bool] = True  # offsets are exactly 0, 1, 2, … per channel
-    poll_timeout_s: ClassVar[float] = 10.0  # how long reads may take to see new records
+    poll_timeout_s: ClassVar[float] = 60.0  # a hang guard: how long reads may take to see new records
 
     def make_log(
         self, tmp_path: Path, now_us: Callable[[], int] | None = None

@@ -1,12 +1,13 @@
 """Fault-injection harness: a seeded SIGKILL campaign against ``evsched run``, and the checks on its log.
 
 ``kill_campaign`` starts the service again and again on one log and SIGKILLs it at random
-(seeded) moments: a share of the kills land during start-up and recovery (where a cycle
-cut short is being completed), the rest while cycles are being written. How long a life
-runs is planned from the progress the service reports when it is ready (``N inputs
-waiting``) and the rate measured so far, so the kills spread over the whole workload on a
-fast machine as on a slow one, and the campaign reaches its kill count before the work
-runs out.
+(seeded) points of the work: a share of the kills land during start-up and recovery (where a
+cycle cut short is being completed), the rest while cycles are being written. Each life is
+paced by the progress the service itself reports (``run -v``, ``tests.progress``): when it
+is ready it says how many inputs wait, the campaign plans a random share of them for the
+life and kills it once the life's cycle lines show that share consumed. So the kills spread
+over the whole workload on a fast machine as on a slow or busy one, and the campaign reaches
+its kill count before the work runs out, whatever the speed.
 
 ``judge`` checks what CONTRACT §3 promises of the outputs however often the writer died:
 cycles completed as 1, 2, 3 … (a copy only if identical), every input consumed, and a
@@ -16,9 +17,9 @@ copies dropped.
 
 from __future__ import annotations
 
+import functools
 import os
 import random
-import re
 import signal
 import subprocess
 import time
@@ -34,9 +35,10 @@ from scheduler.simulation.workload import WorkloadSpec
 from tests.cli import evsched_argv
 from tests.contracts.log_contract import run
 from tests.kafka_broker import KafkaTopics
-from tests.kafka_run import decisions, open_log, read_all, spawn_run, unique, wait_for_line
+from tests.kafka_run import decisions, open_log, read_all, spawn_run, unique
 from tests.logdrive import workload_records
 from tests.procs import fixed_batch
+from tests.progress import READY, Seen, ServiceWatch
 
 ROOT = Path(__file__).resolve().parents[2]
 # 1 config + 4 priority classes + 5,000 nodes + 200 apps + 94,795 asks = 100,000 inputs, and
@@ -52,11 +54,7 @@ def run_args(batch: int) -> list[str]:
     return ["--once", *fixed_batch(batch), "--snapshot-every", "10"]
 
 
-
-STARTUP_SHARE = 0.2  # of the lives, killed at a random moment of start-up / recovery
-READY = b"inputs waiting"  # Service.start's last line: recovery is done, cycles come next
-_WAITING = re.compile(rb"(\d+) inputs waiting")
-READY_TIMEOUT_S = 180.0
+STARTUP_SHARE = 0.2  # of the lives after the first, killed at a random moment of start-up / recovery
 
 
 def fault_workload(spec: WorkloadSpec = FULL_SPEC) -> list[dict[str, Any]]:
@@ -104,52 +102,51 @@ class Campaign:
 
 
 class _Planner:
-    """How long the next life runs: the remaining work spread over the kills still planned."""
+    """How much of the work the next life does: the inputs still waiting spread over the lives
+    still planned, so the kills cover the whole workload and the work outlasts the campaign."""
 
-    def __init__(self, kills: int, first_life_s: float) -> None:
-        self.goal = kills + 10  # plan for more kills than needed, so the work outlasts the campaign
-        self.first_life_s = first_life_s
-        self.rate: float | None = None  # inputs consumed per second of a life after it is ready
-        self._measured: tuple[int, float] | None = None  # the previous life: (inputs waiting, seconds run)
+    def __init__(self, kills: int) -> None:
+        self.goal = kills + 10  # plan for more lives than kills: the work must outlast the campaign
 
-    def life_s(self, waiting: int, kills_done: int, rng: random.Random) -> float:
-        """A random run time for a life that is ready with ``waiting`` inputs left."""
-        if self._measured is not None and self._measured[1] > 0.05:
-            sample = max(self._measured[0] - waiting, 1) / self._measured[1]
-            self.rate = sample if self.rate is None else 0.7 * self.rate + 0.3 * sample
-        if self.rate is None:
-            mean = self.first_life_s
-        else:
-            lives_left = (1 - STARTUP_SHARE) * max(1, self.goal - kills_done)
-            mean = max(0.05, waiting / self.rate / lives_left)
-        live = rng.uniform(0.0, 2 * mean)
-        self._measured = (waiting, live)
-        return live
-
-    def unmeasured(self) -> None:
-        """The last life's progress is unknown (killed in start-up, or it may have run on)."""
-        self._measured = None
+    def inputs(self, waiting: int, kills_done: int, rng: random.Random) -> int:
+        """A random number of inputs for a life that is ready with ``waiting`` inputs left."""
+        lives_left = (1 - STARTUP_SHARE) * max(1, self.goal - kills_done)
+        mean = max(1.0, waiting / lives_left)
+        return rng.randint(1, max(1, round(2 * mean)))
 
 
-def kill_campaign(args: list[str], workdir: Path, *, kills: int, seed: int, first_life_s: float = 0.3) -> Campaign:
+def _consumed(share: int, seen: Seen) -> bool:
+    return seen.inputs >= share
+
+
+def kill_campaign(args: list[str], workdir: Path, *, kills: int, seed: int) -> Campaign:
     """SIGKILL ``evsched run *args`` ``kills`` times, restarting it each time (see the module doc).
 
-    Stops early only if a life finishes the whole workload by itself (``finished``).
+    Paced by what each life says it did (``-v``: ``tests.progress``), never by a fixed time:
+    a mid-stream kill lands once the life has consumed its planned share of the inputs, a
+    random part of a cycle later (a fraction of the cycle time seen so far); a start-up kill
+    lands at a random fraction of the longest start-up seen so far. Stops early only if a life
+    finishes the whole workload by itself (``finished``).
     """
     rng = random.Random(seed)
-    plan = _Planner(kills, first_life_s)
+    plan = _Planner(kills)
     done = Campaign()
+    startups: list[float] = []  # how long start-up (to READY) took in the lives so far
     began = time.monotonic()
     while done.kills < kills:
         err = workdir / f"life-{done.lives:03d}.err"
-        proc = spawn_run(args, err)
+        spawned = time.monotonic()
+        proc = spawn_run([*args, "-v"], err)
+        watch = ServiceWatch(proc, err)
         done.lives += 1
-        if rng.random() < STARTUP_SHARE:
-            time.sleep(rng.uniform(0.0, 1.0))  # interpreter start, log open, snapshot load, re-derive
-            plan.unmeasured()
-        elif wait_for_line(proc, err, READY, timeout=READY_TIMEOUT_S):
-            found = _WAITING.search(err.read_bytes())
-            time.sleep(plan.life_s(int(found.group(1)) if found else 0, done.kills, rng))
+        if startups and rng.random() < STARTUP_SHARE:
+            # Interpreter start, log open, snapshot load, re-derive, a cut-short cycle completed.
+            time.sleep(rng.uniform(0.0, max(startups)))
+        elif watch.wait_ready():
+            startups.append(time.monotonic() - spawned)
+            share = plan.inputs(watch.seen.waiting, done.kills, rng)
+            if watch.wait(functools.partial(_consumed, share), f"{share} inputs consumed"):
+                time.sleep(rng.uniform(0.0, watch.seen.mean_cycle_s()))  # somewhere in the next cycle
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()

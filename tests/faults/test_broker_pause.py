@@ -28,7 +28,8 @@ from scheduler.simulation.workload import WorkloadSpec
 from tests.faults.harness import Judged, fault_workload, judge, verify_log, wait_consumed
 from tests.kafka_broker import KafkaTopics, _start_tansu, fresh_topics, tansu_binary
 from tests.kafka_run import kafka_args, read_all, simulate_with_recorded_boundaries, spawn_run, submit_file
-from tests.procs import fixed_batch, stop_group
+from tests.procs import broker_unavailable, fixed_batch, stop_group
+from tests.progress import ServiceWatch
 
 pytestmark = [pytest.mark.faults, pytest.mark.kafka, pytest.mark.slow, pytest.mark.timeout(300)]
 SPEC = WorkloadSpec(nodes=100, apps=20, asks=4000, leaves=4, seed=13)
@@ -44,7 +45,7 @@ def private_tansu(log_dir: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]
     try:
         binary = tansu_binary()
     except Exception as exc:
-        pytest.skip(f"Kafka test broker: no Tansu binary ({type(exc).__name__}: {exc})")
+        broker_unavailable(f"Kafka test broker: no Tansu binary ({type(exc).__name__}: {exc})")
     proc, bootstrap, _ = _start_tansu(binary, log_dir)
     try:
         yield bootstrap, proc
@@ -59,6 +60,14 @@ def freeze(broker: subprocess.Popen[bytes], seconds: float) -> None:
     os.killpg(broker.pid, signal.SIGSTOP)
     time.sleep(seconds)
     os.killpg(broker.pid, signal.SIGCONT)
+
+
+def busy_with(service: subprocess.Popen[bytes], err: Path, after: int) -> int:
+    """Wait until the service's cycle lines (``-v``) show an input past ``after`` consumed: it is
+    mid-stream, seen within milliseconds rather than after a fixed time; the inputs consumed."""
+    watch = ServiceWatch(service, err)
+    assert watch.wait_consumed(after + 1), "the service exited"
+    return watch.seen.consumed
 
 
 def check_the_log(
@@ -88,11 +97,11 @@ def test_broker_paused_past_the_session_timeout_the_service_carries_on(
         log_args = kafka_args(bootstrap, topics)
         submit_file(bootstrap, topics, first, tmp_path)
         err = tmp_path / "service.err"
-        service = spawn_run([*log_args, *mode_args, *fixed_batch(5)], err)  # no --once: it runs until stopped
+        service = spawn_run([*log_args, *mode_args, *fixed_batch(5), "-v"], err)  # no --once: runs until stopped
         try:
             wait_consumed(bootstrap, topics, len(first), service)
             submit_file(bootstrap, topics, second, tmp_path)
-            at_pause = wait_consumed(bootstrap, topics, len(first) + 1, service)  # busy with the second part
+            at_pause = busy_with(service, err, len(first))  # the second part's first cycle is written
             freeze(broker, pause_s)
             wait_consumed(bootstrap, topics, len(first) + len(second), service)
             submit_file(bootstrap, topics, third, tmp_path)
@@ -127,11 +136,11 @@ def test_broker_silent_past_the_request_timeout_the_service_restarts_itself(tmp_
         submit_file(bootstrap, topics, first, tmp_path)
         err = tmp_path / "service.err"
         service = spawn_run([*log_args, *fixed_batch(5), "--request-timeout-ms", "3000",
-                             "--session-timeout-ms", "6000", "--kafka-outage-s", "120"], err)
+                             "--session-timeout-ms", "6000", "--kafka-outage-s", "120", "-v"], err)
         try:
             wait_consumed(bootstrap, topics, len(first), service)
             submit_file(bootstrap, topics, second, tmp_path)
-            at_pause = wait_consumed(bootstrap, topics, len(first) + 1, service)  # busy: appends in flight
+            at_pause = busy_with(service, err, len(first))  # busy: appends in flight
             freeze(broker, pause_s)
             wait_consumed(bootstrap, topics, len(records), service)
         finally:

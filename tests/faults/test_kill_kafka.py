@@ -45,7 +45,7 @@ def test_sigkills_on_kafka_lose_and_change_nothing(
     submit_file(kafka_bootstrap, kafka_topics, records, tmp_path)
     log_args = kafka_args(kafka_bootstrap, kafka_topics)
     args = [*log_args, *run_args(case.batch), "--snapshot-dir", str(tmp_path / "snapshots")]
-    campaign = kill_campaign(args, tmp_path, kills=case.kills, seed=2025, first_life_s=0.5)
+    campaign = kill_campaign(args, tmp_path, kills=case.kills, seed=2025)
     assert campaign.kills >= case.kills and not campaign.finished, campaign.line()
     finish_run(args, tmp_path / "final.err")
 

@@ -36,8 +36,8 @@ from scheduler.simulation.workload import WorkloadSpec
 from tests.faults.harness import fault_workload, judge, output_values, wait_consumed
 from tests.kafka_broker import KafkaTopics
 from tests.kafka_run import kafka_args, read_all, simulate_with_recorded_boundaries, spawn_run, submit_file
-from tests.mqtt_broker import PrivateBroker, mosquitto_binary
-from tests.procs import fixed_batch
+from tests.mqtt_broker import WAIT_S, PrivateBroker, mosquitto_binary
+from tests.procs import broker_unavailable, fixed_batch
 
 pytestmark = [pytest.mark.faults, pytest.mark.kafka, pytest.mark.mqtt, pytest.mark.slow]
 SPEC = WorkloadSpec(nodes=60, apps=12, asks=2400, leaves=4, seed=21)
@@ -61,7 +61,8 @@ class PersistentBroker(PrivateBroker):
 def persistent_mosquitto() -> Iterator[PersistentBroker]:
     binary = mosquitto_binary()
     if binary is None:
-        pytest.skip("no mosquitto binary (PATH, /usr/sbin): cannot run a broker this test may stop")
+        broker_unavailable("MQTT test broker: no mosquitto (PATH, /usr/sbin) for a broker that keeps sessions over a "
+                           "restart; `make test` installs it from Debian's packages when run as root")
     broker = PersistentBroker(binary)
     broker.start()
     try:
@@ -101,7 +102,7 @@ class Subscriber:
 
     def __enter__(self) -> Subscriber:
         self._thread.start()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + WAIT_S
         while not self.connects:
             assert time.monotonic() < deadline, "the subscriber could not connect"
             time.sleep(0.02)

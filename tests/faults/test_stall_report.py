@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 
 import pytest
 
@@ -25,12 +26,27 @@ def test_a_prompt_answer_logs_nothing(caplog: pytest.LogCaptureFixture) -> None:
 
 
 def test_a_stall_is_reported_when_it_starts_and_when_it_ends(caplog: pytest.LogCaptureFixture) -> None:
+    # The call answers only once the stall was reported (observed, not a fixed sleep), so the
+    # order is certain on any machine and the reported duration is whatever it took.
+    async def scenario() -> int:
+        released = asyncio.Event()
+
+        async def answer_once_reported() -> int:
+            await released.wait()
+            return 7
+
+        task = asyncio.create_task(watched("writing", answer_once_reported(), LOG, warn_after_s=0.05))
+        while not caplog.records:
+            await asyncio.sleep(0.01)
+        released.set()
+        return await task
+
     with caplog.at_level(logging.WARNING, logger=LOG.name):
-        assert asyncio.run(watched("writing", _answer(0.3), LOG, warn_after_s=0.05)) == 7
+        assert asyncio.run(scenario()) == 7
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 2, lines
     assert lines[0].startswith("writing: no answer from the log for 0 s; waiting")
-    assert lines[1].startswith("writing: the log answered again after 0.") and lines[1].endswith("resuming")
+    assert re.fullmatch(r"writing: the log answered again after \d+\.\d s; resuming", lines[1]), lines[1]
 
 
 def test_an_error_after_a_stall_passes_through_and_is_said(caplog: pytest.LogCaptureFixture) -> None:

@@ -16,6 +16,7 @@ from events.log.kafka import KafkaLog, parse_channel
 from events.log.port import EventLog, LogError, LogRecord
 from tests.contracts.log_contract import LogContract, run
 from tests.kafka_broker import KafkaTopics
+from tests.progress import HANG_S
 
 pytestmark = pytest.mark.kafka
 
@@ -69,10 +70,10 @@ class TestKafkaLogOnePartition(TestKafkaLog):
 
 
 async def read_all(log: KafkaLog, want: int, positions: dict[str, int] | None = None) -> list[LogRecord]:
-    """The next ``want`` input records from ``positions`` (default: the beginning), within 10 s."""
+    """The next ``want`` input records from ``positions`` (default: the beginning); a hang fails."""
     got: list[LogRecord] = []
     pos = dict(positions or {})
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + HANG_S
     while len(got) < want:
         assert time.monotonic() < deadline, f"only {len(got)} of {want} records arrived"
         for rec in await log.read_inputs(pos, 1000):
@@ -115,12 +116,12 @@ def test_read_outputs_stops_at_the_end(kafka_bootstrap: str, kafka_topics: Kafka
             # One call = one batch: Tansu's ListOffsets would say 1 here, not 7.
             await log.append_outputs([f"d{i}".encode() for i in range(7)])
             assert await log.output_end() == 7
-            started = time.monotonic()
+            # Each read returns at the end as of the call with nobody appending: a read that
+            # waited for news would never return (pytest-timeout), whatever the machine's speed.
             assert [r.offset for r in await log.read_outputs(0)] == list(range(7))
             assert [r.value for r in await log.read_outputs(5, 100)] == [b"d5", b"d6"]
             assert await log.read_outputs(7) == []
             assert await log.read_outputs(50) == []
-            assert time.monotonic() - started < 5
             with pytest.raises(LogError):
                 await log.read_outputs(-1)
 
@@ -191,7 +192,7 @@ def test_group_subscription_revokes_through_the_callback(
             assert len(everything) == 4
             first.set_revoke_callback(drain)
             await second.start()
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + HANG_S
             while len(await first.input_channels()) == 4:
                 assert time.monotonic() < deadline, "the group never rebalanced"
                 await asyncio.sleep(0.05)
@@ -252,7 +253,7 @@ def test_a_batch_spanning_several_fetches_is_read_whole(kafka_bootstrap: str, ka
                 await log.append_inputs([(None, b"x" * 200 + str(chunk * 5_000 + i).encode()) for i in range(5_000)])
             positions: dict[str, int] = {}
             sizes: list[int] = []
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + HANG_S
             while sum(sizes) < 30_000:
                 assert time.monotonic() < deadline, sizes
                 got = await log.read_inputs(positions, 5_000 if sizes else 20_000)

@@ -7,8 +7,6 @@ topics and consumer group (``kafka_topics``), passed to the CLI as flags.
 
 from __future__ import annotations
 
-import os
-import random
 import signal
 import time
 from pathlib import Path
@@ -20,6 +18,7 @@ import pytest
 from scheduler.simulation.workload import WorkloadSpec
 from tests.cli import evsched
 from tests.contracts.log_contract import run
+from tests.faults.harness import kill_campaign
 from tests.kafka_broker import KafkaTopics
 from tests.kafka_run import (
     create_topics,
@@ -32,10 +31,10 @@ from tests.kafka_run import (
     spawn_run,
     submit_file,
     unique,
-    wait_for_line,
     workload,
 )
 from tests.procs import fixed_batch
+from tests.progress import HANG_S, ServiceWatch
 
 pytestmark = pytest.mark.kafka
 
@@ -89,24 +88,10 @@ def test_sigkill_mid_stream_loses_and_changes_nothing(
     spec = WorkloadSpec(nodes=300, apps=40, asks=4000, leaves=8, seed=5)
     submit_file(kafka_bootstrap, kafka_topics, workload(spec), tmp_path)
     args = [*kafka_args(kafka_bootstrap, kafka_topics), "--once", *fixed_batch(40)]
-    rng = random.Random(2024)
-    kills = in_recovery = 0
-    started = time.monotonic()
-    for attempt in range(40):
-        err = tmp_path / f"run-{attempt}.err"
-        proc = spawn_run(args, err)
-        if rng.random() < 0.25:
-            time.sleep(rng.uniform(0.0, 0.6))  # sometimes during start-up and recovery (torn-cycle repair)
-            in_recovery += b"inputs waiting" not in err.read_bytes()
-        elif wait_for_line(proc, err, b"inputs waiting"):
-            time.sleep(rng.uniform(0.0, 0.15))  # mid-stream: cycles are being appended
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-            kills += 1
-        proc.wait()
-        if kills >= 12 or time.monotonic() - started > 40:
-            break
-    assert kills >= 10, f"only {kills} kills landed while the service was running"
+    # Paced by the service's own cycle lines (tests.progress), never by a fixed time; a share
+    # of the kills land in start-up and recovery (torn-cycle repair).
+    campaign = kill_campaign(args, tmp_path, kills=12, seed=2024)
+    assert campaign.kills == 12 and not campaign.finished, campaign.line()
     final = evsched("run", *args)
     assert b"stopped after cycle" in final.stderr
 
@@ -118,9 +103,8 @@ def test_sigkill_mid_stream_loses_and_changes_nothing(
     expected = simulate_with_recorded_boundaries(inputs, outs)
     assert len(expected) > spec.asks // 2
     assert got == expected, "a decision was lost or changed"
-    repaired = sum(b"was cut short" in p.read_bytes() for p in tmp_path.glob("run-*.err"))
     cycles, mismatches, _ = recover_check(kafka_bootstrap, kafka_topics)
-    assert (cycles, mismatches) == (len(completed), []), f"{kills} kills, {repaired} torn-cycle repairs"
+    assert (cycles, mismatches) == (len(completed), []), campaign.line()
 
 
 # ---------------------------------------------------------------------------- (c) poison records
@@ -144,8 +128,8 @@ def append_raw(bootstrap: str, topics: KafkaTopics, values: list[bytes], *, max_
     run(body())
 
 
-def dead_letters(bootstrap: str, topic: str, want: int) -> list[Any]:
-    """The dead-letter topic's records (waits briefly for ``want``, then reads a little more)."""
+def dead_letters(bootstrap: str, topic: str) -> list[Any]:
+    """Every record of the dead-letter topic, read up to its end offset (the run has exited)."""
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
     async def body() -> list[Any]:
@@ -154,13 +138,13 @@ def dead_letters(bootstrap: str, topic: str, want: int) -> list[Any]:
         try:
             tp = TopicPartition(topic, 0)
             consumer.assign([tp])
+            end = (await consumer.end_offsets([tp]))[tp]
             got: list[Any] = []
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
+            deadline = time.monotonic() + HANG_S
+            while await consumer.position(tp) < end:
+                assert time.monotonic() < deadline, f"dead letters stuck before offset {end}"
                 batch = await consumer.getmany(tp, timeout_ms=300)
                 got.extend(batch.get(tp, ()))
-                if len(got) >= want and not batch:
-                    break
             return got
         finally:
             await consumer.stop()
@@ -191,7 +175,7 @@ def test_poison_records_are_dead_lettered_and_rejected_once(
     assert sorted((r["input_type"] or "", r["reason"]) for r in rejected) == [
         ("", "invalid"), ("", "invalid"), ("", "invalid"), ("pod.created", "unknown-type")]
     assert [d["ask_id"] for d in decisions(outs)] == ["k"]  # the valid records around them
-    parked = dead_letters(kafka_bootstrap, kafka_topics.deadletter, len(unreadable))
+    parked = dead_letters(kafka_bootstrap, kafka_topics.deadletter)
     assert [r.value for r in parked] == unreadable  # once each, raw bytes, in input order
     offsets = [values.index(v) for v in unreadable]
     for record, offset in zip(parked, offsets, strict=True):
@@ -214,7 +198,7 @@ def test_oversize_record_is_dead_lettered_without_its_bytes(
     _, outs = read_all(kafka_bootstrap, kafka_topics)
     rejected = [o["data"] for o in outs if o["type"] == "input.rejected"]
     assert [(r["input_type"], r["reason"]) for r in rejected] == [(None, "too-large")]
-    (parked,) = dead_letters(kafka_bootstrap, kafka_topics.deadletter, 1)
+    (parked,) = dead_letters(kafka_bootstrap, kafka_topics.deadletter)
     headers = dict(parked.headers)
     # Over the producer's 1 MiB request limit: the origin is parked, the bytes stay at their offset.
     assert (parked.value, headers["evsched.source.offset"]) == (b"", b"0")
@@ -237,23 +221,23 @@ def test_standby_takes_over_from_a_stopped_active_instance(
     # reads every input partition, because the decisions log has one writer.)
     spec = WorkloadSpec(nodes=300, apps=40, asks=4000, leaves=8, seed=7)
     submit_file(kafka_bootstrap, kafka_topics, workload(spec), tmp_path)
-    args = [*kafka_args(kafka_bootstrap, kafka_topics), "--standby", "--once", *fixed_batch(10)]
+    args = [*kafka_args(kafka_bootstrap, kafka_topics), "--standby", "--once", "-v", *fixed_batch(10)]
     errs = [tmp_path / "one.err", tmp_path / "two.err"]
     procs = [spawn_run(args, errs[0]), spawn_run(args, errs[1])]
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + HANG_S
         while not any(b"holding the active lease" in e.read_bytes() for e in errs):
             assert time.monotonic() < deadline, "nobody got the lease"
             assert all(p.poll() is None for p in procs), [e.read_text() for e in errs]
             time.sleep(0.02)
         active = next(i for i, e in enumerate(errs) if b"holding the active lease" in e.read_bytes())
         standby = 1 - active
-        assert wait_for_line(procs[active], errs[active], b"inputs waiting")
-        time.sleep(0.3)
-        assert procs[active].poll() is None, "the active instance finished before it could be stopped"
+        # Stopped mid-run: after a few cycles the active instance wrote (tests.progress), not
+        # after a fixed time; the rest of the ~430 cycles are left for the standby.
+        assert ServiceWatch(procs[active], errs[active]).wait_cycles(3), "the active instance exited"
         procs[active].send_signal(signal.SIGTERM)
-        assert procs[active].wait(timeout=20) == 0
-        assert procs[standby].wait(timeout=40) == 0
+        assert procs[active].wait(timeout=HANG_S) == 0
+        assert procs[standby].wait(timeout=HANG_S) == 0
     finally:
         for p in procs:
             if p.poll() is None:

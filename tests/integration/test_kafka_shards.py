@@ -34,14 +34,15 @@ from tests.kafka_run import (
     simulate_with_recorded_boundaries,
     spawn_run,
     unique,
-    wait_for_line,
 )
 from tests.procs import fixed_batch
+from tests.progress import HANG_S, ServiceWatch
 
 pytestmark = pytest.mark.kafka
 SHARDS = ("default", "beta")
 SPEC = WorkloadSpec(nodes=200, apps=30, asks=6000, leaves=6, seed=13)  # long enough to act mid-run
 FAST_GROUP = ["--session-timeout-ms", "6000"]  # a dead member's shards move after ~6 s
+VERBOSE = ["-v"]  # a line per cycle, for tests.progress
 
 
 def two_partition_workload() -> list[dict[str, Any]]:
@@ -64,15 +65,23 @@ def two_partition_workload() -> list[dict[str, Any]]:
     return list(numbered(evs()))
 
 
-def submit_to_shards(bootstrap: str, topics: KafkaTopics, tmp: Path) -> dict[str, int]:
-    """``evsched submit --partition default,beta``; returns each shard's number of inputs."""
+def submit_to_shards(bootstrap: str, topics: KafkaTopics, tmp: Path, part: int | None = None) -> dict[str, int]:
+    """``evsched submit --partition default,beta`` of the workload, or of ``part`` 0 (the broadcast
+    config and the first quarter of each shard's events) or 1 (the rest); returns each shard's
+    number of inputs in the whole workload."""
     evts = two_partition_workload()
-    path = tmp / "in.jsonl"
+    if part is not None:
+        split = {s: [e for e in evts if e["data"].get("partition") == s] for s in SHARDS}
+        cut = {s: len(split[s]) // 4 for s in SHARDS}
+        evts = ([e for e in evts if "partition" not in e["data"]] + [e for s in SHARDS for e in split[s][:cut[s]]]
+                if part == 0 else [e for s in SHARDS for e in split[s][cut[s]:]])
+    path = tmp / f"in-{part}.jsonl"
     path.write_bytes(b"\n".join(orjson.dumps(e) for e in evts) + b"\n")
     evsched("submit", *kafka_args(bootstrap, topics), "--partition", ",".join(SHARDS), str(path))
-    broadcast = sum(e["type"] in ("config.updated", "priorityclass.upserted") for e in evts)
-    per_shard = {s: broadcast + sum(e["data"].get("partition") == s for e in evts) for s in SHARDS}
-    assert sum(per_shard.values()) == len(evts) + broadcast * (len(SHARDS) - 1)
+    every = two_partition_workload()
+    broadcast = sum(e["type"] in ("config.updated", "priorityclass.upserted") for e in every)
+    per_shard = {s: broadcast + sum(e["data"].get("partition") == s for e in every) for s in SHARDS}
+    assert sum(per_shard.values()) == len(every) + broadcast * (len(SHARDS) - 1)
     return per_shard
 
 
@@ -85,7 +94,7 @@ def runs(path: Path) -> list[str] | None:
 
 
 def wait_for(condition: Any, what: str, procs: list[subprocess.Popen[bytes]], errs: list[Path],
-             timeout: float = 40) -> None:
+             timeout: float = HANG_S) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
@@ -101,6 +110,14 @@ def shard_done(bootstrap: str, topics: KafkaTopics, shard: str, inputs: int) -> 
     _, outs = read_all(bootstrap, shard_topics_of(topics, shard))
     completed = [o["data"] for o in outs if o["type"] == "cycle.completed"]
     return bool(completed) and sum(completed[-1]["inputs_through"].values()) == inputs
+
+
+def caught_up(proc: subprocess.Popen[bytes], err: Path, inputs: dict[str, int]) -> None:
+    """Wait until the instance's cycle lines (``-v``) show every input of both shards consumed
+    (cheap to watch; ``check_shard`` then checks the logs themselves)."""
+    for shard in SHARDS:
+        assert ServiceWatch(proc, err, shard).wait_consumed(inputs[shard]), (
+            f"{err.name} exited {proc.returncode}:\n{err.read_text(errors='replace')[-3000:]}")
 
 
 def check_shard(bootstrap: str, topics: KafkaTopics, shard: str, inputs: int) -> int:
@@ -158,7 +175,7 @@ def test_two_instances_split_the_shards_and_the_survivor_takes_over_a_killed_one
 ) -> None:
     inputs = submit_to_shards(kafka_bootstrap, kafka_topics, tmp_path)
     args = [*kafka_args(kafka_bootstrap, kafka_topics), "--partition", "default", "--partition", "beta",
-            *fixed_batch(8), *FAST_GROUP]
+            *fixed_batch(8), *FAST_GROUP, *VERBOSE]
     errs = [tmp_path / "one.err", tmp_path / "two.err"]
     procs = [spawn_run(args, errs[0]), spawn_run(args, errs[1])]
     try:
@@ -168,18 +185,18 @@ def test_two_instances_split_the_shards_and_the_survivor_takes_over_a_killed_one
         assert sorted(s for m in mine for s in m or []) == sorted(SHARDS), mine
         victim = 0
         victim_shard = (mine[victim] or [""])[0]
-        assert wait_for_line(procs[victim], errs[victim], b"inputs waiting")
-        time.sleep(0.5)  # mid-run: cycles of the victim's shard are being appended
-        assert not shard_done(kafka_bootstrap, kafka_topics, victim_shard, inputs[victim_shard]), "finished too soon"
+        # Killed mid-run: after a few of its shard's cycles are written (tests.progress), not
+        # after a fixed time; ~780 cycles of 8 inputs are left for the survivor.
+        assert ServiceWatch(procs[victim], errs[victim], victim_shard).wait_cycles(3), "the victim exited"
         procs[victim].send_signal(signal.SIGKILL)
         procs[victim].wait()
+        assert not shard_done(kafka_bootstrap, kafka_topics, victim_shard, inputs[victim_shard]), "finished too soon"
         survivor = 1 - victim
         wait_for(lambda: runs(errs[survivor]) == sorted(SHARDS), "the survivor runs both shards",
                  procs[survivor:], errs[survivor:])
-        wait_for(lambda: all(shard_done(kafka_bootstrap, kafka_topics, s, inputs[s]) for s in SHARDS),
-                 "every input of both shards consumed", procs[survivor:], errs[survivor:], timeout=90)
+        caught_up(procs[survivor], errs[survivor], inputs)
         procs[survivor].send_signal(signal.SIGTERM)
-        assert procs[survivor].wait(timeout=30) == 0
+        assert procs[survivor].wait(timeout=HANG_S) == 0
     finally:
         stop_all(procs)
     log = errs[survivor].read_text()
@@ -192,14 +209,17 @@ def test_two_instances_split_the_shards_and_the_survivor_takes_over_a_killed_one
 def test_a_joining_instance_gets_a_shard_handed_over_and_a_stopping_one_hands_over_the_rest(
     kafka_bootstrap: str, kafka_topics: KafkaTopics, tmp_path: Path
 ) -> None:
-    inputs = submit_to_shards(kafka_bootstrap, kafka_topics, tmp_path)
-    args = [*kafka_args(kafka_bootstrap, kafka_topics), "--partition", "default,beta", *fixed_batch(2), *FAST_GROUP]
+    # The rest of the events is submitted only once a shard was handed over: whatever the
+    # machine's speed, the moved shard still has work when its new owner restores it.
+    inputs = submit_to_shards(kafka_bootstrap, kafka_topics, tmp_path, part=0)
+    args = [*kafka_args(kafka_bootstrap, kafka_topics), "--partition", "default,beta", *fixed_batch(2), *FAST_GROUP,
+            *VERBOSE]
     errs = [tmp_path / "first.err", tmp_path / "second.err"]
     procs = [spawn_run(args, errs[0])]
     try:
         wait_for(lambda: runs(errs[0]) == sorted(SHARDS), "the first instance runs both shards", procs, errs[:1])
-        assert wait_for_line(procs[0], errs[0], b"inputs waiting")
-        time.sleep(0.3)
+        for shard in SHARDS:  # mid-run: both shards have written cycles (tests.progress), no fixed wait
+            assert ServiceWatch(procs[0], errs[0], shard).wait_cycles(3), "the first instance exited"
         procs.append(spawn_run(args, errs[1]))
         # The sticky assignor moves exactly one shard; the first instance finishes the cycle
         # in hand of the shard it gives up, and the second restores it from the log.
@@ -207,14 +227,13 @@ def test_a_joining_instance_gets_a_shard_handed_over_and_a_stopping_one_hands_ov
                  procs, errs)
         moved = (runs(errs[1]) or [""])[0]
         assert runs(errs[0]) == [s for s in SHARDS if s != moved]
-        assert not shard_done(kafka_bootstrap, kafka_topics, moved, inputs[moved]), "the moved shard was finished"
+        submit_to_shards(kafka_bootstrap, kafka_topics, tmp_path, part=1)
         procs[0].send_signal(signal.SIGTERM)  # leaves the group: its shard moves at once
-        assert procs[0].wait(timeout=30) == 0
+        assert procs[0].wait(timeout=HANG_S) == 0
         wait_for(lambda: runs(errs[1]) == sorted(SHARDS), "the second instance runs both", procs[1:], errs[1:])
-        wait_for(lambda: all(shard_done(kafka_bootstrap, kafka_topics, s, inputs[s]) for s in SHARDS),
-                 "every input of both shards consumed", procs[1:], errs[1:], timeout=90)
+        caught_up(procs[1], errs[1], inputs)
         procs[1].send_signal(signal.SIGTERM)
-        assert procs[1].wait(timeout=30) == 0
+        assert procs[1].wait(timeout=HANG_S) == 0
     finally:
         stop_all(procs)
     first, second = errs[0].read_text(), errs[1].read_text()
@@ -230,13 +249,13 @@ def test_once_runs_every_assigned_shard_until_it_is_caught_up(
 ) -> None:
     inputs = submit_to_shards(kafka_bootstrap, kafka_topics, tmp_path)
     proc = evsched("run", *kafka_args(kafka_bootstrap, kafka_topics), "--partition", "default,beta", "--once",
-                   "--batch", "500", "--snapshot-dir", str(tmp_path / "snap"), timeout=120)
+                   "--batch", "500", "--snapshot-dir", str(tmp_path / "snap"), timeout=HANG_S)
     assert b"every assigned shard is caught up" in proc.stderr
     assert all(shard_done(kafka_bootstrap, kafka_topics, s, inputs[s]) for s in SHARDS)
     assert sorted(p.name for p in (tmp_path / "snap").iterdir()) == sorted(SHARDS)  # one snapshot dir per shard
     # Run again: each shard is restored from its own snapshot and finds nothing to do.
     again = evsched("run", *kafka_args(kafka_bootstrap, kafka_topics), "--partition", "default,beta", "--once",
-                    "--snapshot-dir", str(tmp_path / "snap"), timeout=120)
+                    "--snapshot-dir", str(tmp_path / "snap"), timeout=HANG_S)
     for shard in SHARDS:
         assert re.search(rf"evsched\.service\.{shard}: snapshot of cycle \d+ \+ recovered 0 cycles".encode(),
                          again.stderr), again.stderr.decode()[-2000:]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from typing import Any
 
 import orjson
@@ -25,7 +24,7 @@ from scheduler.bridge.topics import (
     route_cycle,
     route_status,
 )
-from tests.mqtt_broker import MqttReader, eventually, private_mosquitto, read_retained, unique_name
+from tests.mqtt_broker import WAIT_S, MqttReader, eventually, private_broker, read_retained, unique_name
 
 pytestmark = pytest.mark.mqtt
 
@@ -76,7 +75,7 @@ def test_node_subscriber_receives_exactly_its_decisions_in_order(mqtt_url: str) 
             for first in range(0, len(outputs), 10):  # four cycles
                 publish_cycle(pub, p, outputs[first : first + 10], None, tracker)
             assert ids(await n1.get(len(mine))) == mine
-            assert await n1.get(1, timeout=0.3) == []  # and nothing of n2's
+            assert await n1.until_marker() == []  # and nothing of n2's: nothing came before the marker
             assert ids(await every.get(len(outputs))) == [e.id for e in outputs]
             await pub.close()
 
@@ -108,7 +107,7 @@ def test_late_subscriber_receives_retained_queue_status(mqtt_url: str) -> None:
 
 
 def test_publisher_survives_a_broker_restart_and_resyncs_status(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="scheduler.bridge")
+    caplog.set_level(logging.DEBUG, logger="scheduler.bridge")
     p = unique_name("p")
 
     async def scenario(broker_url: str, stop: Any, start: Any) -> None:
@@ -123,25 +122,26 @@ def test_publisher_survives_a_broker_restart_and_resyncs_status(caplog: pytest.L
 
         pub.set_on_reconnect(resync)
         await pub.start()
-        assert await pub.wait_connected(5)
+        assert await pub.wait_connected(WAIT_S)
         sent = publish_cycle(pub, p, [decided(i, "n1", p) for i in range(10)], queues, tracker)
         await eventually(lambda: pub.stats().published == sent, what="first cycle delivered")
 
         await asyncio.to_thread(stop)
         await eventually(lambda: not pub.stats().connected, what="loss noticed")
         queues = {"root.a": status(priority=7, running=1), "root.b": status()}  # root.b unchanged
-        slowest = 0.0
+        published = pub.stats().published
         for cycle in range(1, 6):
-            began = time.perf_counter()
             outputs = [decided(cycle * 10 + i, "n1", p) for i in range(10)]
             sent += publish_cycle(pub, p, outputs, queues, tracker)
-            slowest = max(slowest, time.perf_counter() - began)
-        assert slowest < 0.05, f"a cycle's publish took {slowest:.3f} s with the broker down"
-        await asyncio.sleep(0.4)  # a few refused reconnects
-        assert pub.stats().published < sent
+        # publish() returned for every message with the broker down: it only enqueues (a cycle
+        # never waits on the broker); nothing was delivered meanwhile.
+        assert pub.stats().published == published
+        # A few refused reconnects, seen in the log (not assumed after a fixed time).
+        await eventually(lambda: any("still down" in r.getMessage() for r in caplog.records), what="a retry refused")
+        assert pub.stats().published == published < sent
 
         await asyncio.to_thread(start)
-        await eventually(lambda: pub.stats().reconnects >= 1 and pub.stats().connected, 10, "reconnect")
+        await eventually(lambda: pub.stats().reconnects >= 1 and pub.stats().connected, what="reconnect")
         sent += len(queues)  # the resync
         await eventually(lambda: pub.stats().published >= sent, what="backlog and resync delivered")
         # The restarted broker lost every retained message; root.b is back only through resync.
@@ -150,7 +150,7 @@ def test_publisher_survives_a_broker_restart_and_resyncs_status(caplog: pytest.L
         await pub.close()
         assert pub.stats().dropped == 0
 
-    with private_mosquitto() as broker:
+    with private_broker() as broker:
         asyncio.run(scenario(broker.url, broker.stop, broker.start))
 
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
@@ -198,7 +198,7 @@ def test_ingest_accepts_heartbeats_and_rejects_forgeries(mqtt_url: str) -> None:
         got = Collector()
         ingest = MqttIngest(mqtt_url, p, got.on_accept, got.on_reject)
         await ingest.start()
-        assert await ingest.wait_connected(5)
+        assert await ingest.wait_connected(WAIT_S)
         sender = MqttPublisher(mqtt_url)
         await sender.start()
         for payload in [good, *bad]:
@@ -227,10 +227,10 @@ def test_ingest_resubscribes_after_a_broker_restart() -> None:
         got = Collector()
         ingest = MqttIngest(broker_url, p, got.on_accept, got.on_reject)
         await ingest.start()
-        assert await ingest.wait_connected(5)
+        assert await ingest.wait_connected(WAIT_S)
         await asyncio.to_thread(stop)
         await asyncio.to_thread(start)
-        await eventually(lambda: ingest.stats().reconnects >= 1 and ingest.stats().connected, 10, "resubscribed")
+        await eventually(lambda: ingest.stats().reconnects >= 1 and ingest.stats().connected, what="resubscribed")
         sender = MqttPublisher(broker_url)
         await sender.start()
         sender.publish(topic, orjson.dumps(heartbeat(p, "n1")))
@@ -239,5 +239,5 @@ def test_ingest_resubscribes_after_a_broker_restart() -> None:
         await ingest.close()
         assert not ingest.stats().connected
 
-    with private_mosquitto() as broker:
+    with private_broker() as broker:
         asyncio.run(scenario(broker.url, broker.stop, broker.start))

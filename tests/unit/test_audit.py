@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from events.models import InputEvent
 from replay.audit.checks import Auditor
 from scheduler.cli.audit import add_audit, source_inputs
 from tests.explain_logdrive import LogDriver, copy_log
+from tests.progress import HANG_S
 from tests.sim import app, ask, node, root_queues
 
 REPO = Path(__file__).resolve().parents[2]
@@ -222,24 +222,34 @@ def test_cli_follow_reports_new_violations_until_sigint(tmp_path: Path) -> None:
         with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
                               env=env) as proc:
             assert proc.stdout is not None and proc.stderr is not None
-            stdout = proc.stdout
-            def read() -> None:
-                for line in stdout:
-                    lines.put(line)
+            stdout, stderr = proc.stdout, proc.stderr
+            errors: queue.Queue[str] = queue.Queue()
 
-            reader = threading.Thread(target=read, daemon=True)
-            reader.start()
+            def read(stream: Any, into: queue.Queue[str]) -> None:
+                for line in stream:
+                    into.put(line)
+
+            readers = [threading.Thread(target=read, args=(s, q), daemon=True)
+                       for s, q in ((stdout, lines), (stderr, errors))]
+            for reader in readers:
+                reader.start()
+            err = ""
             try:
-                time.sleep(1.5)  # let it audit the clean first cycle and start polling
+                # Cycle 2 comes once the follower says it has read the log as it was (its first,
+                # clean cycle) and follows it: observed, not assumed after a fixed time.
+                while "following the log" not in err:
+                    err += errors.get(timeout=HANG_S)
                 drv.log.append_outputs_sync(_cycle_two({"inputs": drv.position}))
-                violation = json.loads(lines.get(timeout=20))
+                violation = json.loads(lines.get(timeout=HANG_S))
                 assert violation["data"]["rule"] == "ask-not-pending" and violation["data"]["cycle"] == 2
             finally:
                 proc.send_signal(signal.SIGINT)
-                code = proc.wait(timeout=20)
-                reader.join(timeout=5)
-                err = proc.stderr.read()
-    summary = json.loads(lines.get(timeout=5))
+                code = proc.wait(timeout=HANG_S)
+                for reader in readers:
+                    reader.join(timeout=5)
+                while not errors.empty():
+                    err += errors.get()
+    summary = json.loads(lines.get(timeout=HANG_S))
     assert code == 1 and summary["type"] == "audit.summary" and summary["data"]["cycles"] == 2, err
 
 

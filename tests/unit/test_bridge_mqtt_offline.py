@@ -1,15 +1,16 @@
 """MqttPublisher with no broker reachable: it must never block, bound its memory, and log
-one redacted WARNING per outage. (A closed loopback port refuses at once: no broker needed.)"""
+one redacted WARNING per outage. (A closed loopback port refuses at once: no broker needed.)
+Nothing here is timed: the checks are what was delivered, dropped and logged."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 
 import pytest
 
 from scheduler.bridge.mqtt import MqttPublisher
+from tests.mqtt_broker import WAIT_S, eventually
 from tests.procs import free_port
 
 
@@ -22,16 +23,15 @@ def test_unreachable_broker_never_blocks_and_bounds_the_queue(
     async def scenario() -> None:
         pub = MqttPublisher(url, max_queue=5)
         await pub.start()
-        started = time.perf_counter()
-        for i in range(30):
+        for i in range(30):  # returns for every message with no broker: publish only enqueues
             pub.publish("evsched/t/decisions", b"%d" % i, retain=i % 10 == 0)
-        assert time.perf_counter() - started < 0.05
-        await asyncio.sleep(0.5)  # a few refused attempts: 0.1, 0.2 s backoff
+        assert pub.stats().published == 0
+        # A few refused attempts (0.1, 0.2 s backoff), seen in the log rather than assumed after a fixed time.
+        await eventually(lambda: any("still down" in r.getMessage() for r in caplog.records), what="a retry refused")
         stats = pub.stats()
         assert (stats.published, stats.dropped, stats.connected) == (0, 25, False)
-        closing = time.perf_counter()
-        await pub.close(drain_timeout=0.2)
-        assert time.perf_counter() - closing < 1.0
+        # close() gives up after its drain timeout (were it to wait for the broker, it would hang here).
+        await asyncio.wait_for(pub.close(drain_timeout=0.2), WAIT_S)
         assert pub.stats().dropped == 30  # the 5 still queued when close gave up
 
     asyncio.run(scenario())

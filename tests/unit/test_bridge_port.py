@@ -31,6 +31,8 @@ class _MemoryReader:
 
 
 class TestMemoryPublisher(PublisherContract):
+    delivers_in_memory = True
+
     def make_publisher(self) -> Publisher:
         return MemoryPublisher()
 

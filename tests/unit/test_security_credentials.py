@@ -185,18 +185,9 @@ def test_kafka_credentials_never_reach_the_output(tmp_path: Path) -> None:
 
 @pytest.mark.mqtt
 def test_a_password_file_logs_in_to_a_broker_that_requires_it(tmp_path: Path) -> None:
-    from tests.mqtt_broker import MqttReader, PrivateBroker, mosquitto_binary
+    from tests.mqtt_broker import MqttReader, new_private_broker
 
-    binary = mosquitto_binary()
-    if binary is None:
-        pytest.skip("no mosquitto binary: cannot run a broker that requires a password")
-    passwd = tmp_path / "passwd"
-    subprocess.run(["mosquitto_passwd", "-b", "-c", str(passwd), "evsched", SECRET], check=True, capture_output=True)
-    broker = PrivateBroker(binary)
-    broker._conf.write_text(  # the same private broker, but with logins required
-        f"listener {broker.port} 127.0.0.1\nallow_anonymous false\npassword_file {passwd}\npersistence false\n"
-        "user root\n"  # started as root, mosquitto would drop to a user that cannot read tmp_path
-    )
+    broker = new_private_broker(users={"evsched": SECRET})  # mosquitto, else amqtt: logins required
     log = tmp_path / "log"
     lines = [{"id": "n", "source": "t", "type": "node.added", "data": {"node_id": "n1", "capacity": {"vcore": 8}}},
              {"id": "a", "source": "t", "type": "app.added", "data": {"app_id": "a1", "queue": "root.default",
@@ -213,7 +204,7 @@ def test_a_password_file_logs_in_to_a_broker_that_requires_it(tmp_path: Path) ->
         async with MqttReader(reader_url, "evsched/default/#") as reader:
             done = await asyncio.to_thread(lambda: evsched("run", "--once", "-v", "--log", str(log), "--mqtt", url,
                                                            *password_args, env=env, check=False, text=True))
-            return done, await reader.get(50, timeout=2)
+            return done, [(t, p) for t, p, _ in await reader.until_marker()]  # all the run published
 
     with broker:
         good, seen = asyncio.run(run_and_read(["--mqtt-password-file", secret_file(tmp_path)], {}))

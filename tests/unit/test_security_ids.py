@@ -154,7 +154,7 @@ def test_a_hostile_node_id_does_not_cut_the_bridge_off(mqtt_url: str) -> None:
     # were; mosquitto drops a client that publishes such a topic, the publisher reconnects
     # and re-sends the same message: every later decision, for every node, was lost.
     from scheduler.bridge.mqtt import MqttPublisher
-    from tests.mqtt_broker import MqttReader, eventually, unique_name
+    from tests.mqtt_broker import WAIT_S, MqttReader, eventually, unique_name
 
     partition = unique_name("p")
     nodes = ["n\x85", "n\ufffe", "n\U0010ffff", "n\x9f", "n1"]
@@ -163,11 +163,11 @@ def test_a_hostile_node_id_does_not_cut_the_bridge_off(mqtt_url: str) -> None:
         async with MqttReader(mqtt_url, f"evsched/{partition}/nodes/+/allocations") as reader:
             publisher = MqttPublisher(mqtt_url)
             await publisher.start()
-            assert await publisher.wait_connected(5)
+            assert await publisher.wait_connected(WAIT_S)
             for msg in route_outputs(partition, [decision(node, i) for i, node in enumerate(nodes)]):
                 publisher.publish(msg.topic, msg.payload, retain=msg.retain)
-            got = await reader.get(len(nodes), timeout=10)
-            await eventually(lambda: publisher.stats().published == 2 * len(nodes), 10, "all acknowledged")
+            got = await reader.get(len(nodes))
+            await eventually(lambda: publisher.stats().published == 2 * len(nodes), what="all acknowledged")
             await publisher.close()
         assert [unescape_level(topic.split("/")[3]) for topic, _ in got] == nodes
         assert publisher.stats().reconnects == 0
@@ -179,7 +179,7 @@ def test_a_hostile_node_id_does_not_cut_the_bridge_off(mqtt_url: str) -> None:
 def test_an_agent_with_a_hostile_node_id_can_heartbeat(mqtt_url: str) -> None:
     from scheduler.bridge.ingest import Rejection
     from scheduler.bridge.mqtt import MqttIngest, MqttPublisher
-    from tests.mqtt_broker import eventually, unique_name
+    from tests.mqtt_broker import WAIT_S, eventually, unique_name
 
     partition = unique_name("p")
     node_id = "n\x85\ufffe"
@@ -197,11 +197,11 @@ def test_an_agent_with_a_hostile_node_id_can_heartbeat(mqtt_url: str) -> None:
     async def scenario() -> None:
         ingest = MqttIngest(mqtt_url, partition, on_accept, on_reject)
         await ingest.start()
-        assert await ingest.wait_connected(5)
+        assert await ingest.wait_connected(WAIT_S)
         agent = MqttPublisher(mqtt_url)
         await agent.start()
         agent.publish(f"evsched/{partition}/ingest/nodes/{escape_level(node_id)}", payload)
-        await eventually(lambda: len(accepted) + len(refused) == 1, 10, "the heartbeat handled")
+        await eventually(lambda: len(accepted) + len(refused) == 1, what="the heartbeat handled")
         await agent.close()
         await ingest.close()
 

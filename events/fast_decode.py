@@ -118,7 +118,7 @@ FieldSpec = tuple[str, Checker, Any]  # name, checker, default factory or _REQUI
 _FIELDS: dict[type[Frozen], tuple[FieldSpec, ...]] = {
     AppAdded: (
         ("app_id", _identifier, _REQUIRED),
-        ("queue", _text(1024, 1), _REQUIRED),
+        ("queue", _text(1024), lambda: ""),
         ("user", _text(253), _REQUIRED),
         ("groups", _groups, list),
         ("tags", _tags, dict),

@@ -59,7 +59,7 @@ def construct(cls: type[Model], values: dict[str, Any], fields_set: set[str]) ->
 
 class AppAdded(Frozen):
     app_id: Identifier
-    queue: Annotated[str, StringConstraints(strict=True, min_length=1, max_length=1024)]
+    queue: Annotated[str, StringConstraints(strict=True, max_length=1024)] = ""  # "": placement rules choose
     user: Annotated[str, StringConstraints(strict=True, max_length=253)]
     groups: list[Annotated[str, StringConstraints(strict=True, max_length=253)]] = []
     tags: Tags = {}
@@ -240,6 +240,16 @@ class AppStateChanged(Frozen):
     to: AppState
 
 
+class AppPlaced(Frozen):
+    """Where placement rules put a new app (additive, docs/events.md): the leaf and
+    whether it was created dynamically for it."""
+
+    app_id: str
+    partition: str
+    queue: str
+    created: bool
+
+
 class InputRejected(Frozen):
     input_id: str | None
     input_type: str | None
@@ -275,6 +285,7 @@ OutputData = (
     | AskReserved
     | AskUnreserved
     | AppStateChanged
+    | AppPlaced
     | InputRejected
     | ConfigApplied
     | CycleStarted
@@ -287,6 +298,7 @@ OUTPUT_DATA: dict[str, type[Frozen]] = {
     "ask.reserved": AskReserved,
     "ask.unreserved": AskUnreserved,
     "app.state_changed": AppStateChanged,
+    "app.placed": AppPlaced,
     "input.rejected": InputRejected,
     "config.applied": ConfigApplied,
     "cycle.started": CycleStarted,

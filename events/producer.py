@@ -138,7 +138,7 @@ class EventBuilder:
         self,
         *,
         app_id: str,
-        queue: str,
+        queue: str = "",
         user: str,
         groups: Sequence[str] = (),
         tags: Mapping[str, str] | None = None,

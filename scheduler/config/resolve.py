@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from scheduler.config.admission import resolve_limits, resolve_rules, resolve_template
 from scheduler.config.frozenmap import FrozenMap
 from scheduler.config.model import RawQueue
 from scheduler.config.quantities import parse_resources
-from scheduler.config.specs import PartitionSpec, QueueSpec
+from scheduler.config.specs import PartitionSpec, QueueSpec, TemplateSpec
 from scheduler.config.structure import ROOT, NormalPartition, child_path, children, is_leaf
 
 PRIORITY_POLICY = "priority.policy"
@@ -83,14 +84,17 @@ def max_map(values: Mapping[str, str] | None) -> FrozenMap[str, int]:
     return FrozenMap({name: parsed[name] for name in sorted(parsed)})
 
 
-def resolve_queue(queue: RawQueue, path: str, parent_properties: Mapping[str, str] | None) -> QueueSpec:
+def resolve_queue(
+    queue: RawQueue, path: str, parent_properties: Mapping[str, str] | None, template: TemplateSpec | None = None
+) -> QueueSpec:
     """Resolve one validated queue and its subtree; ``parent_properties`` is None at root."""
     is_root = parent_properties is None
     merged = inherited_properties(parent_properties or {})
     merged.update(queue.properties or {})
     properties = FrozenMap({key: merged[key] for key in sorted(merged)})
     resources = queue.resources
-    kids = tuple(resolve_queue(kid, child_path(path, kid), properties) for kid in children(queue))
+    own_template = resolve_template(queue.childtemplate, template)
+    kids = tuple(resolve_queue(kid, child_path(path, kid), properties, own_template) for kid in children(queue))
     return QueueSpec(
         name=path.rsplit(".", 1)[-1],
         path=path,
@@ -106,6 +110,8 @@ def resolve_queue(queue: RawQueue, path: str, parent_properties: Mapping[str, st
         sort_priority=sort_priority(properties.get(APP_SORT_PRIORITY)),
         app_sort_policy=app_sort_policy(properties.get(APP_SORT_POLICY)),
         children=kids,
+        child_template=own_template,
+        limits=resolve_limits(queue.limits),
     )
 
 
@@ -122,4 +128,5 @@ def resolve_partition(part: NormalPartition) -> PartitionSpec:
         resource_weights=(
             FrozenMap({name: weights[name] for name in sorted(weights)}) if weights else DEFAULT_RESOURCE_WEIGHTS
         ),
+        placement_rules=resolve_rules(part.raw.placementrules),
     )

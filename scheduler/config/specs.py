@@ -7,6 +7,49 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class LimitSpec:
+    """One ``limits`` entry: who it covers and its caps (``{}``/0 = not set).
+
+    ``users``/``groups`` keep config order; ``"*"`` is the wildcard (YuniKorn ``ugm``).
+    """
+
+    users: tuple[str, ...]
+    groups: tuple[str, ...]
+    max_resources: Mapping[str, int]
+    max_applications: int
+
+
+@dataclass(frozen=True)
+class TemplateSpec:
+    """A ``childtemplate``: what a dynamically created leaf below the queue gets."""
+
+    max_applications: int
+    properties: Mapping[str, str]
+    guaranteed: Mapping[str, int]
+    max: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class FilterSpec:
+    """A placement rule's ``filter``: allow (or deny) listed users/groups; empty = all."""
+
+    allow: bool
+    users: tuple[str, ...]
+    groups: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    """One placement rule (YuniKorn ``placement.rule``): provided, user, tag or fixed."""
+
+    name: str
+    create: bool
+    value: str
+    filter: FilterSpec
+    parent: RuleSpec | None
+
+
+@dataclass(frozen=True)
 class QueueSpec:
     """One configured queue, with inherited properties and parsed settings resolved.
 
@@ -30,6 +73,8 @@ class QueueSpec:
     sort_priority: bool
     app_sort_policy: str
     children: tuple[QueueSpec, ...]
+    child_template: TemplateSpec | None = None  # own or nearest ancestor's (YuniKorn inherits)
+    limits: tuple[LimitSpec, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -40,6 +85,7 @@ class PartitionSpec:
     root: QueueSpec
     node_sort_policy: str
     resource_weights: Mapping[str, float]
+    placement_rules: tuple[RuleSpec, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from events.codec import reject
 from events.models import (
     AllocationReleased,
     AppAdded,
+    AppPlaced,
     AppRemoved,
     AppStateChanged,
     AskAdded,
@@ -31,6 +32,7 @@ from scheduler.config import ConfigError, PartitionSpec, find_queue, load_config
 from scheduler.core.acl import may_submit
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import STATEAWARE_DISABLE_TAG, PartitionState
+from scheduler.core.placement import PlacementError, Submission, place
 from scheduler.core.priorityclass import PriorityClass, PriorityError
 from scheduler.core.state import SchedulerState
 
@@ -82,10 +84,23 @@ def _app_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) 
     part = _partition(state, data.partition)
     if data.app_id in part.apps:
         raise Rejected("app-exists", f"application {data.app_id!r} already exists")
-    path = data.queue.lower()
-    leaf = part.queues.get(path)
+    spec = next(p for p in state.config.partitions if p.name == part.name)
     problem: Rejected | None = None
-    if leaf is None:
+    leaf = None
+    if spec.placement_rules or not data.queue:
+        try:
+            placement = place(
+                spec.placement_rules, Submission(data.queue, data.user, tuple(data.groups), dict(data.tags)), part.queues
+            )
+        except PlacementError as exc:
+            problem = Rejected("no-placement", str(exc))
+        else:
+            if part.is_draining(placement.path):
+                problem = Rejected("no-placement", f"queue {placement.path!r} is draining: the config removed it")
+            else:
+                leaf, created = part.ensure_queue(placement.path)
+                out.append(AppPlaced.model_construct(app_id=data.app_id, partition=part.name, queue=leaf.path, created=created))
+    elif (leaf := part.queues.get(data.queue.lower())) is None:
         problem = Rejected("unknown-queue", f"queue {data.queue!r} does not exist")
     elif part.is_draining(leaf.path):
         problem = Rejected("unknown-queue", f"queue {data.queue!r} is draining: the config removed it")

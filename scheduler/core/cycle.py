@@ -81,6 +81,8 @@ def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, now_us: int
         return None  # checked first: cheaper than the headroom walk, and the answer is the same None
     if not fits_queue_headroom(part, app.queue, request):
         return None
+    if part.limits is not None and not part.limits.fits(app, request):
+        return None  # the user's or group's maxresources (YuniKorn tryAllocate's ugm headroom)
     if not unplaceable:
         node_id = part.index.first_fit(request)  # schedulable, unreserved nodes
         if node_id is not None:
@@ -103,7 +105,9 @@ def _try_app(part: PartitionState, app: App, memo: CycleMemo, now_us: int) -> St
         found: Step | None
         if ask.required_node is None:
             found = place(part, app, ask, memo, now_us)
-        elif not fits_queue_headroom(part, app.queue, ask.resources):
+        elif not fits_queue_headroom(part, app.queue, ask.resources) or (
+            part.limits is not None and not part.limits.fits(app, ask.resources)
+        ):
             found = None
         else:
             found = required_node_step(part, app, ask)
@@ -130,6 +134,8 @@ def _try_leaf(part: PartitionState, leaf: QueueNode, memo: CycleMemo, now_us: in
         app = apps[app_id]
         if held_by_max_applications(app):
             continue
+        if app.state == "Accepted" and part.limits is not None and part.limits.blocking_apps(app) is not None:
+            continue  # the user's or group's maxapplications (YuniKorn ugm CanRunApp)
         ends = memo.turn_ends
         found = _try_app(part, app, memo, now_us)
         if found is not None:

@@ -79,6 +79,7 @@ class App:
     share: tuple[float, ...] | None = None  # cached usage share vs the leaf's guarantee
     sort_key: tuple[object, ...] | None = None  # key under which the leaf's app list holds it
     stateaware_disabled: bool = False
+    limit_group: str = ""  # the group its user/group limits track it under ('' = none)
 
     def head_priority(self) -> int:
         """Priority of the first pending ask: the app's priority (MinPriority with none)."""

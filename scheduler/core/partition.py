@@ -18,9 +18,11 @@ from projections.node_index import NodeIndex, NodeSortPolicy
 from projections.queues import RUNNING_STATES, QueueNode
 from scheduler.config import QueueSpec
 from scheduler.core.draining import chain_of, effective_root
+from scheduler.core.dynamic_queues import QueueSettings, attach, new_dynamic, renumber, settings_from_spec
 from scheduler.core.form_cache import FormCache
 from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.sorting import AppSortPolicy, app_sort_key
+from scheduler.core.user_limits import LimitIndex, UserLimits
 
 STARTING_TIMEOUT_US = 5 * 60 * 1_000_000
 COMPLETING_TIMEOUT_US = 30 * 1_000_000
@@ -74,6 +76,49 @@ class PartitionState:
         # (app, ask) → node held for it, in the order the reservations were made
         self.reservations: dict[tuple[str, str], str] = {}
         self.form = FormCache()  # every app/node change below is marked here for the digest
+        self.settings: dict[str, QueueSettings] = settings_from_spec(root_spec)
+        index = LimitIndex.from_spec(root_spec)
+        self.limits: UserLimits | None = UserLimits(index) if index is not None else None
+
+    # -- dynamic queues -------------------------------------------------------------
+
+    def ensure_queue(self, path: str) -> tuple[QueueNode, bool]:
+        """The queue at ``path``, creating it (a leaf) and missing parents dynamically.
+
+        The caller checked that the nearest existing ancestor is a parent queue and that
+        every new name is valid. Returns the queue and whether it was created.
+        """
+        existing = self.queues.get(path)
+        if existing is not None:
+            return existing, False
+        names = path.split(".")
+        depth = len(names) - 1
+        while ".".join(names[:depth]) not in self.queues:
+            depth -= 1
+        parent = self.queues[".".join(names[:depth])]
+        for i in range(depth, len(names)):
+            is_leaf = i == len(names) - 1
+            node, settings = new_dynamic(parent, self.settings[parent.path], names[i], is_leaf)
+            self.settings[node.path] = settings
+            attach(parent, node, self.settings)
+            self.queues[node.path] = node
+            if is_leaf:
+                self.candidates[node.path] = SortedList()
+                self.starting[node.path] = {}
+            parent = node
+        return parent, True
+
+    def _prune(self, queue: QueueNode) -> None:
+        """Remove a dynamic queue left without apps, then its emptied dynamic parents."""
+        q = queue
+        while q.parent is not None and self.settings[q.path].dynamic and not q.apps and not q.children:
+            parent = q.parent
+            parent.children.remove(q)
+            renumber(parent, self.settings)
+            del self.queues[q.path], self.settings[q.path]
+            self.candidates.pop(q.path, None)
+            self.starting.pop(q.path, None)
+            q = parent
 
     # -- applications -------------------------------------------------------------
 
@@ -81,6 +126,8 @@ class PartitionState:
         """Attach a new (New-state, empty) app to its leaf."""
         self.apps[app.app_id] = app
         app.queue.app_added(app)
+        if self.limits is not None:
+            app.limit_group = self.limits.index.resolve_group(app.queue, app.groups)
         self.form.app_changed(app.app_id)
 
     def remove_app(self, app: App, out: list[OutputData]) -> None:
@@ -113,6 +160,8 @@ class PartitionState:
         if leaf.path in self.draining and not leaf.apps:
             del self.draining[leaf.path]
             self._rebuild(self.index.policy.value, self.index.weights)
+        else:
+            self._prune(leaf)
 
     def transition(self, app: App, to: str, now_us: int, timers: Timers, out: list[OutputData]) -> None:
         """Move an app to a new state, keep running counts, arm timers, emit the change."""
@@ -132,6 +181,8 @@ class PartitionState:
         is_running = to in RUNNING_STATES
         if was_running != is_running:
             app.queue.add_running(1 if is_running else -1)
+            if self.limits is not None:
+                self.limits.set_running(app, is_running)
         starting = self.starting[app.queue.path]
         if to == "Starting":
             starting[app.app_id] = app
@@ -218,6 +269,8 @@ class PartitionState:
         add_into(app.allocated, ask.resources)
         app.share = None
         app.queue.add_allocated(ask.resources)
+        if self.limits is not None:
+            self.limits.add_resources(app, ask.resources)
         add_into(node.allocated, ask.resources)
         node.allocations[(app.app_id, ask.ask_id)] = alloc
         self._reindex(node)
@@ -238,6 +291,8 @@ class PartitionState:
             node.allocations[(app.app_id, alloc.ask_id)] = alloc
         app.share = None
         app.queue.add_allocated(app.allocated)
+        if self.limits is not None:
+            self.limits.add_resources(app, app.allocated)
         self._set_state_quiet(app, state)
         self._refresh(app)
 
@@ -256,6 +311,8 @@ class PartitionState:
         sub_into(app.allocated, alloc.resources)
         app.share = None
         app.queue.sub_allocated(alloc.resources)
+        if self.limits is not None:
+            self.limits.sub_resources(app, alloc.resources)
         node = self.nodes.get(alloc.node_id)
         if node is not None:
             sub_into(node.allocated, alloc.resources)
@@ -356,7 +413,7 @@ class PartitionState:
         draining = {}
         for path in sorted(held):
             chain = chain_of(root_spec, path)
-            if chain is None:  # dropped by the new config: drains with its last configured settings
+            if chain is None and not self.settings[path].dynamic:  # dropped: drains with its last settings
                 draining[path] = self.draining.get(path, previous_yaml)
         self.draining = draining
         self._rebuild(node_policy, weights)
@@ -371,14 +428,25 @@ class PartitionState:
         return path in self.draining
 
     def _rebuild(self, node_policy: str, weights: Mapping[str, float]) -> None:
-        root = build_tree(effective_root(self.config_root, self.name, self.draining))
+        effective = effective_root(self.config_root, self.name, self.draining)
+        root = build_tree(effective)
         queues = {q.path: q for q in root.walk()}
         self.root, self.queues = root, queues
         self.candidates = {p: SortedList() for p, q in queues.items() if q.is_leaf}
         self.starting = {p: {} for p, q in queues.items() if q.is_leaf}
+        self.settings = settings_from_spec(effective)
+        index = LimitIndex.from_spec(self.config_root)
+        self.limits = UserLimits(index) if index is not None else None
         for app in sorted(self.apps.values(), key=lambda a: a.seq):
-            leaf = queues[app.queue.path]
+            leaf, _ = self.ensure_queue(app.queue.path)  # dynamic queues live on (YuniKorn)
             app.queue = leaf
+            if self.limits is not None:
+                app.limit_group = self.limits.index.resolve_group(leaf, app.groups)
+                if app.state in RUNNING_STATES:
+                    self.limits.set_running(app, True)
+                self.limits.add_resources(app, app.allocated)
+            else:
+                app.limit_group = ""
             app.sort_key = None
             app.share = None
             leaf.app_added(app)

@@ -150,7 +150,13 @@ def _try_leaf(part: PartitionState, leaf: QueueNode, fits_headroom: HeadroomChec
         reserved = [a for a in app.sorted_asks if a.reserved_node is not None]
         if not reserved or held(app):
             continue
-        ok = [a for a in reserved if fits_headroom(part, leaf, a.resources)]
+        limits = part.limits  # the user's/group's headroom and maxapplications too (ugm)
+        if limits is not None and app.state == "Accepted" and limits.blocking_apps(app) is not None:
+            continue
+        ok = [
+            a for a in reserved
+            if fits_headroom(part, leaf, a.resources) and (limits is None or limits.fits(app, a.resources))
+        ]
         for ask in ok:
             assert ask.reserved_node is not None
             node = part.nodes[ask.reserved_node]

@@ -113,7 +113,7 @@ def load(data: dict[str, Any]) -> Engine:
             part.add_node(Node(node_id, pname, capacity, occupied, schedulable, attributes, seq))
         for a in pdata["apps"]:
             app = App(
-                app_id=a["id"], partition=pname, queue=part.queues[a["queue"]], user=a["user"], groups=a["groups"],
+                app_id=a["id"], partition=pname, queue=part.ensure_queue(a["queue"])[0], user=a["user"], groups=a["groups"],
                 tags=a["tags"], submit_us=a["submit_us"], seq=a["seq"], state_since_us=a["since_us"],
                 stateaware_disabled=a["stateaware_disabled"],
             )

@@ -1,0 +1,91 @@
+"""Queues created by placement rules (YuniKorn ``NewDynamicQueue``) and their removal.
+
+A dynamic leaf takes its settings from the nearest ``childtemplate`` above it
+(``applyTemplate``: maxapplications, properties, guaranteed and max); without one it
+inherits its parent's properties as a configured child would. A dynamic parent only
+inherits properties. Siblings are ordered configured queues first (config order), then
+dynamic queues by name, so the order depends only on which queues exist, never on the
+order they were created in (a snapshot restore rebuilds the same order).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from projections.queues import QueueNode
+from scheduler.config.resolve import (
+    APP_SORT_POLICY,
+    APP_SORT_PRIORITY,
+    PRIORITY_OFFSET,
+    PRIORITY_POLICY,
+    app_sort_policy,
+    inherited_properties,
+    priority_fence,
+    priority_offset,
+    sort_priority,
+)
+from scheduler.config.specs import QueueSpec, TemplateSpec
+
+QUEUE_NAME = re.compile(r"[a-zA-Z0-9_:#/@-]{1,64}")  # YuniKorn configs.QueueNameRegExp
+DYNAMIC_ORDER_BASE = 1 << 20  # dynamic siblings sort after every configured sibling
+
+
+class QueueSettings:
+    """What the core keeps per queue path beyond the tree: properties and child template."""
+
+    __slots__ = ("dynamic", "properties", "template")
+
+    def __init__(self, properties: Mapping[str, str], template: TemplateSpec | None, dynamic: bool) -> None:
+        self.properties = properties
+        self.template = template
+        self.dynamic = dynamic
+
+
+def settings_from_spec(root: QueueSpec) -> dict[str, QueueSettings]:
+    """Per configured queue path: its effective properties and inherited template."""
+    out: dict[str, QueueSettings] = {}
+    stack = [root]
+    while stack:
+        spec = stack.pop()
+        out[spec.path] = QueueSettings(spec.properties, spec.child_template, False)
+        stack.extend(spec.children)
+    return out
+
+
+def new_dynamic(parent: QueueNode, parent_settings: QueueSettings, name: str, is_leaf: bool) -> tuple[QueueNode, QueueSettings]:
+    """A new dynamic child of ``parent`` (not yet attached), with its settings."""
+    template = parent_settings.template if is_leaf else None
+    props = inherited_properties(parent_settings.properties)
+    if template is not None:
+        props = dict(template.properties)
+    node = QueueNode(
+        name=name,
+        path=f"{parent.path}.{name}",
+        parent=parent,
+        is_leaf=is_leaf,
+        order=DYNAMIC_ORDER_BASE,
+        fence=priority_fence(props.get(PRIORITY_POLICY)),
+        offset=priority_offset(props.get(PRIORITY_OFFSET)),
+        sort_priority=sort_priority(props.get(APP_SORT_PRIORITY)),
+        app_sort_policy=app_sort_policy(props.get(APP_SORT_POLICY)),
+        guaranteed=template.guaranteed if template else None,
+        max_resources=template.max if template else None,
+        max_applications=template.max_applications if template else 0,
+    )
+    return node, QueueSettings(props, parent_settings.template, True)
+
+
+def attach(parent: QueueNode, child: QueueNode, settings: Mapping[str, QueueSettings]) -> None:
+    """Add a dynamic child and renumber the dynamic siblings by name."""
+    parent.children.append(child)
+    renumber(parent, settings)
+
+
+def renumber(parent: QueueNode, settings: Mapping[str, QueueSettings]) -> None:
+    """Configured children keep their order; dynamic ones follow, sorted by name."""
+    static = [c for c in parent.children if not settings[c.path].dynamic]
+    dynamic = sorted((c for c in parent.children if settings[c.path].dynamic), key=lambda c: c.name)
+    for i, c in enumerate(dynamic):
+        c.order = DYNAMIC_ORDER_BASE + i
+    parent.children = static + dynamic

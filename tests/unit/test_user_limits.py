@@ -174,10 +174,10 @@ partitions:
 """
 
 _step = st.one_of(
-    st.tuples(st.just("app"), st.integers(0, 5), st.integers(0, 2), st.integers(0, 3), st.booleans()),
-    st.tuples(st.just("ask"), st.integers(0, 5), st.integers(0, 9), st.integers(1, 3)),
-    st.tuples(st.just("release"), st.integers(0, 5), st.integers(0, 9)),
-    st.tuples(st.just("remove"), st.integers(0, 5)),
+    st.tuples(st.just("app"), st.integers(0, 3), st.integers(0, 2), st.integers(0, 3), st.booleans()),
+    st.tuples(st.just("ask"), st.integers(0, 3), st.integers(0, 3), st.integers(1, 3)),
+    st.tuples(st.just("release"), st.integers(0, 3), st.integers(0, 3)),
+    st.tuples(st.just("remove"), st.integers(0, 3)),
     st.tuples(st.just("schedule"),),
     st.tuples(st.just("config"), st.booleans()),
 )

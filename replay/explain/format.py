@@ -24,6 +24,7 @@ RULE_NODE_FIT = "docs/semantics.md#choosing-a-node"
 RULE_QUEUE_MAX = "docs/semantics.md#queue-max"
 RULE_ROOT_MAX = "docs/semantics.md#queue-max (root: the sum of node capacities)"
 RULE_MAX_APPS = "docs/semantics.md#maxapplications"
+RULE_USER_LIMIT = "docs/semantics.md#user-and-group-limits"
 RULE_STEP = "docs/semantics.md#one-allocation-step"
 RULE_RESERVATION = "docs/semantics.md#reservations"
 

@@ -113,7 +113,9 @@ def explain_pending(engine: Engine, app_id: str, ask_id: str, partition: str | N
     candidates: list[Blocker | None] = [
         walker.stateaware_block(app, allowed),
         walker.max_apps_block(app),
+        walker.user_apps_block(app),
         walker.headroom_block(leaf, ask.resources),
+        walker.user_limit_block(app, ask.resources),
         node_block,
     ]
     if ask.reserved_node is not None:

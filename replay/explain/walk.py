@@ -19,6 +19,7 @@ from replay.explain.format import (
     RULE_RESERVATION,
     RULE_ROOT_MAX,
     RULE_STATEAWARE,
+    RULE_USER_LIMIT,
     Blocker,
     fmt_res,
     fmt_shortfall,
@@ -174,6 +175,20 @@ class Walker:
                 )
         return None
 
+    def user_limit_block(self, app: App, request: Resources) -> Blocker | None:
+        """The user's or group's maxresources on the app's path that the request would pass."""
+        limits = self.part.limits
+        why = limits.blocking_resources(app, request) if limits is not None else None
+        return Blocker(RULE_USER_LIMIT, f"app {app.app_id}: {why}") if why is not None else None
+
+    def user_apps_block(self, app: App) -> Blocker | None:
+        """An Accepted app held back by its user's or group's maxapplications."""
+        limits = self.part.limits
+        if app.state != "Accepted" or limits is None:
+            return None
+        why = limits.blocking_apps(app)
+        return Blocker(RULE_USER_LIMIT, f"app {app.app_id} is Accepted and its {why}") if why is not None else None
+
     def stateaware_block(self, app: App, allowed: set[str] | None) -> Blocker | None:
         """The stateaware gate of the app's leaf, naming the app that holds it."""
         if allowed is None or app.app_id in allowed:
@@ -202,7 +217,7 @@ class Walker:
 
     def try_ask(self, app: App, ask: Ask) -> AskTry:
         """Queue limits first, then the required node or the first node in order that fits."""
-        block = self.headroom_block(app.queue, ask.resources)
+        block = self.headroom_block(app.queue, ask.resources) or self.user_limit_block(app, ask.resources)
         if block is not None:
             return AskTry(ask, None, block)
         node, block = self.node_for(ask)
@@ -243,7 +258,7 @@ class Walker:
     def try_app(self, app: App, allowed: set[str] | None) -> AppTry:
         """The gate, then maxapplications, then its asks in order (a failing ask does not block the next)."""
         out = AppTry(app)
-        out.why_not = self.stateaware_block(app, allowed) or self.max_apps_block(app)
+        out.why_not = self.stateaware_block(app, allowed) or self.max_apps_block(app) or self.user_apps_block(app)
         if out.why_not is not None:
             return out
         for ask in app.sorted_asks:

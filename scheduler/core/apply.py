@@ -89,9 +89,8 @@ def _app_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) 
     leaf = None
     if spec.placement_rules or not data.queue:
         try:
-            placement = place(
-                spec.placement_rules, Submission(data.queue, data.user, tuple(data.groups), dict(data.tags)), part.queues
-            )
+            submission = Submission(data.queue, data.user, tuple(data.groups), dict(data.tags))
+            placement = place(spec.placement_rules, submission, part.queues)
         except PlacementError as exc:
             problem = Rejected("no-placement", str(exc))
         else:
@@ -99,7 +98,9 @@ def _app_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) 
                 problem = Rejected("no-placement", f"queue {placement.path!r} is draining: the config removed it")
             else:
                 leaf, created = part.ensure_queue(placement.path)
-                out.append(AppPlaced.model_construct(app_id=data.app_id, partition=part.name, queue=leaf.path, created=created))
+                out.append(
+                    AppPlaced.model_construct(app_id=data.app_id, partition=part.name, queue=leaf.path, created=created)
+                )
     elif (leaf := part.queues.get(data.queue.lower())) is None:
         problem = Rejected("unknown-queue", f"queue {data.queue!r} does not exist")
     elif part.is_draining(leaf.path):

@@ -53,7 +53,9 @@ def settings_from_spec(root: QueueSpec) -> dict[str, QueueSettings]:
     return out
 
 
-def new_dynamic(parent: QueueNode, parent_settings: QueueSettings, name: str, is_leaf: bool) -> tuple[QueueNode, QueueSettings]:
+def new_dynamic(
+    parent: QueueNode, parent_settings: QueueSettings, name: str, is_leaf: bool
+) -> tuple[QueueNode, QueueSettings]:
     """A new dynamic child of ``parent`` (not yet attached), with its settings."""
     template = parent_settings.template if is_leaf else None
     props = inherited_properties(parent_settings.properties)

@@ -112,8 +112,9 @@ def load(data: dict[str, Any]) -> Engine:
         for node_id, capacity, occupied, schedulable, attributes, seq in pdata["nodes"]:
             part.add_node(Node(node_id, pname, capacity, occupied, schedulable, attributes, seq))
         for a in pdata["apps"]:
+            leaf, _ = part.ensure_queue(a["queue"])  # a dynamic queue is created again
             app = App(
-                app_id=a["id"], partition=pname, queue=part.ensure_queue(a["queue"])[0], user=a["user"], groups=a["groups"],
+                app_id=a["id"], partition=pname, queue=leaf, user=a["user"], groups=a["groups"],
                 tags=a["tags"], submit_us=a["submit_us"], seq=a["seq"], state_since_us=a["since_us"],
                 stateaware_disabled=a["stateaware_disabled"],
             )

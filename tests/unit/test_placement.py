@@ -163,7 +163,7 @@ def test_provided_rule_parent_user_rule_dot_and_filter() -> None:
         ask("p1", "big", vcore=1500), ask("p1", "small", vcore=1000), ask("p2", "leaf", vcore=1500),
         SCHEDULE,
     ]
-    outputs, state = run(lines, PARENTS)
+    outputs, _ = run(lines, PARENTS)
     assert _placed(outputs) == {
         "p1": ("root.testparent.unqualified", True),
         "p2": ("root.leaf", False),

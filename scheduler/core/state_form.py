@@ -76,7 +76,31 @@ def state_form(state: SchedulerState) -> dict[str, Any]:
             apps[_key(pname, app.app_id)] = app_entry(app)
         for node in part.nodes.values():
             nodes[_key(pname, node.node_id)] = node_entry(node)
-    return {"type": "state", "queues": queues, "apps": apps, "nodes": nodes}
+    form: dict[str, Any] = {"type": "state", "queues": queues, "apps": apps, "nodes": nodes}
+    usage = usage_form(state)
+    if usage is not None:
+        form["usage"] = usage
+    return form
+
+
+def usage_form(state: SchedulerState) -> dict[str, Any] | None:
+    """Per-user and per-group usage at each queue (``usage`` in the state form), or None when
+    no partition configures user/group limits (the form, and its digest, are then unchanged).
+
+    ``{"users": {name: {queue: {"allocated": …, "running_apps": n}}}, "groups": {…}}``.
+    """
+    if all(part.limits is None for part in state.partitions.values()):
+        return None
+    out: dict[str, dict[str, dict[str, Any]]] = {"users": {}, "groups": {}}
+    for pname in sorted(state.partitions):
+        limits = state.partitions[pname].limits
+        if limits is None:
+            continue
+        for (kind, name, path), usage in limits.usage.items():
+            entry = {"allocated": normalized(usage.resources), "running_apps": len(usage.apps)}
+            if entry["allocated"] or entry["running_apps"]:
+                out[kind + "s"].setdefault(name, {})[_key(pname, path)] = entry
+    return out
 
 
 def _refreshed(pname: str, part: PartitionState) -> None:
@@ -117,5 +141,10 @@ def state_digest(state: SchedulerState) -> str:
     h.update(_body([part.form.nodes for _, part in parts]))
     h.update(b'},"queues":')
     h.update(canonical(queues))  # sorts the keys itself
-    h.update(b',"type":"state"}')
+    h.update(b',"type":"state"')
+    usage = usage_form(state)
+    if usage is not None:
+        h.update(b',"usage":')
+        h.update(canonical(usage))
+    h.update(b"}")
     return "sha256:" + h.hexdigest()

@@ -21,7 +21,9 @@ outputs say the scheduler refused) into ``replay.audit.state`` and checks every 
 - ``node-capacity``: allocated + occupied ≤ capacity on the decision's node, for each type it
   allocates, at the time of the decision; ``queue-max``: each queue's allocated ≤ its max
   for the types the max names — a ``0`` entry forbids its type — (root: the cluster's
-  capacity; a missing type counts as 0).
+  capacity; a missing type counts as 0); ``user-limit``: no user's or group's usage passes
+  a ``maxresources`` of its ``limits`` (``replay.audit.user_limits``). Apps placed by
+  placement rules are in the queue their ``app.placed`` output names.
 
 A decision naming no pending ask is reported and not applied (nothing was really placed);
 any other violating decision is applied, as the scheduler did. A cycle re-run after a
@@ -41,6 +43,7 @@ from events.log.port import LogRecord
 from events.models import (
     AllocationDecided,
     AllocationRevoked,
+    AppPlaced,
     AppStateChanged,
     AskReserved,
     AskUnreserved,
@@ -193,6 +196,9 @@ class Auditor:
             e.data.input_id for e in cycle.outputs
             if isinstance(e.data, InputRejected) and e.data.reason != "duplicate"
         )
+        for e in cycle.outputs:
+            if isinstance(e.data, AppPlaced):  # the queue placement rules chose (maybe created)
+                self.state.placed[(e.data.partition, e.data.app_id)] = e.data.queue
         for event in merged_inputs(self.inputs(start, started.inputs_through), self.channel_order):
             self.counts["inputs"] += 1
             if rejected[event.id] > 0:
@@ -268,7 +274,8 @@ class Auditor:
         if holder is not None and holder != key:
             self._flag("node-reserved", k, f"decision {did} uses node {d.node_id}, which is reserved for "
                        f"{holder[1]}/{holder[2]}", did)
-        st.allocate(key, d.node_id, pending, queue, did)
+        for message in st.allocate(key, d.node_id, pending, queue, did):
+            self._flag("user-limit", k, f"decision {did} puts {message}", did)
         if node is not None:
             for name in sorted(pending):
                 used = node.allocated.get(name, 0) + node.occupied.get(name, 0)

@@ -27,6 +27,7 @@ from events.models import (
     NodeUpdated,
 )
 from events.resources import Resources, add_into, normalized, sub_into
+from replay.audit.user_limits import UserLimitAudit
 from scheduler.config import ConfigError, QueueSpec, SchedulerConfig, default_config, load_config
 
 AskKey = tuple[str, str, str]  # partition, app, ask
@@ -88,6 +89,9 @@ class AuditState:
 
     def __init__(self) -> None:
         self.limits = _limits(default_config())
+        self.user_limits = UserLimitAudit(default_config())
+        self.users: dict[tuple[str, str], tuple[str, list[str]]] = {}  # (partition, app) → user, groups
+        self.placed: dict[tuple[str, str], str] = {}  # (partition, app) → queue told by app.placed
         self.nodes: dict[tuple[str, str], NodeView] = {}
         self.apps: dict[tuple[str, str], str] = {}  # (partition, app) → leaf queue path
         self.pending: dict[AskKey, Resources] = {}
@@ -113,9 +117,12 @@ class AuditState:
         d = event.data
         if isinstance(d, AppAdded):
             limits = self.limits.get(d.partition)
-            path = d.queue.lower()
-            if limits is not None and path in limits.leaves and (d.partition, d.app_id) not in self.apps:
+            placed = self.placed.pop((d.partition, d.app_id), None)
+            path = placed or d.queue.lower()
+            known = placed is not None or (limits is not None and path in limits.leaves)
+            if known and (d.partition, d.app_id) not in self.apps:
                 self.apps[(d.partition, d.app_id)] = path
+                self.users[(d.partition, d.app_id)] = (d.user, list(d.groups))
                 self.app_partition[d.app_id] = d.partition
         elif isinstance(d, AppRemoved):
             self._remove_app(d.partition, d.app_id)
@@ -147,7 +154,9 @@ class AuditState:
             self._remove_node(d.partition, d.node_id)
         elif isinstance(d, ConfigUpdated):
             with contextlib.suppress(ConfigError):  # an invalid config is rejected; the old one stays
-                self.limits = _limits(load_config(d.yaml))
+                config = load_config(d.yaml)
+                self.limits = _limits(config)
+                self.user_limits.reconfigure(config, {k: g for k, (_, g) in self.users.items()})
 
     def _update_node(self, d: NodeUpdated) -> None:
         node = self.nodes.get((d.partition, d.node_id))
@@ -170,6 +179,7 @@ class AuditState:
     def _remove_app(self, partition: str, app_id: str) -> None:
         if self.apps.pop((partition, app_id), None) is None:
             return
+        self.users.pop((partition, app_id), None)
         for ask_id in self.app_asks.pop((partition, app_id), set()):
             k = (partition, app_id, ask_id)
             self.pending.pop(k, None)
@@ -186,8 +196,10 @@ class AuditState:
 
     # -- allocations ------------------------------------------------------------------
 
-    def allocate(self, key: AskKey, node_id: str, resources: Resources, queue: str, decision_id: str) -> None:
-        """Record a decision: the ask stops pending, node and queues take its resources."""
+    def allocate(self, key: AskKey, node_id: str, resources: Resources, queue: str, decision_id: str) -> list[str]:
+        """Record a decision: the ask stops pending, node and queues take its resources.
+
+        Returns the user/group limits the decision passes (messages)."""
         self.pending.pop(key, None)
         self.required.pop(key, None)
         self.allocs[key] = AllocView(node_id, dict(resources), queue, decision_id)
@@ -198,12 +210,15 @@ class AuditState:
             add_into(node.allocated, resources)
         for path in queue_prefixes(queue):
             add_into(self.queue_allocated.setdefault((key[0], path), {}), resources)
+        user, groups = self.users.get((key[0], key[1]), ("", []))
+        return self.user_limits.allocate(key, user, groups, queue, resources)
 
     def release(self, key: AskKey) -> None:
         """An allocation ends (released, revoked, its app or node removed)."""
         alloc = self.allocs.pop(key, None)
         if alloc is None:
             return
+        self.user_limits.release(key)
         self.node_allocs.get((key[0], alloc.node_id), set()).discard(key)
         node = self.nodes.get((key[0], alloc.node_id))
         if node is not None:

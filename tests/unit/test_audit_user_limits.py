@@ -1,10 +1,19 @@
-"""``evsched audit`` with placement rules and user/group limits: clean logs pass, and a decision
-that takes a user past a ``maxresources`` is flagged ``user-limit``."""
+"""Logs with placement rules and user/group limits: ``evsched audit`` passes clean logs and flags
+a decision that takes a user past a ``maxresources`` (``user-limit``); ``replay verify``,
+``replay state`` and ``replay whatif`` see dynamic queues and per-user usage."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
+
+import pytest
+
+from replay.reader import open_file_log
+from replay.whatif import whatif
+from scheduler.cli.replay import main
+from scheduler.config import load_config
 
 from tests.explain_logdrive import LogDriver, copy_log
 from tests.sim import ask, node
@@ -53,3 +62,24 @@ def test_decision_past_a_user_limit_is_flagged(tmp_path: Path) -> None:
     assert "user-limit" in rules
     message = next(v.message for v in auditor.violations if v.rule == "user-limit")
     assert "user 'alice' on root.users: vcore used 3000 > maxresources 2000" in message
+
+
+def test_replay_verify_state_and_whatif_with_placement_and_limits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    limited_log(tmp_path / "log")
+    assert main(["replay", "verify", "--log", str(tmp_path / "log")]) == 0
+    capsys.readouterr()
+    assert main(["replay", "state", "--cycle", "1", "--log", str(tmp_path / "log")]) == 0
+    state = json.loads(capsys.readouterr().out)
+    assert {"root.users.alice", "root.users.bob"} <= set(state["queues"])
+    assert state["usage"]["users"]["alice"]["root.users.alice"]["allocated"]["vcore"] == 2000
+    # What if alice had had no limit of her own (the wildcard's 3 vcore and 1 app instead)?
+    without = "\n".join(line for line in PROPERTY_CONFIG.split("\n") if "limit: alice" not in line)
+    assert without != PROPERTY_CONFIG
+    with open_file_log(tmp_path / "log") as source:
+        report = whatif(source, load_config(without))
+    assert report.differing() > 0
+    cycle_of = {(d["ask_id"], run): d["cycle"] for run, ds in (("before", report.before), ("after", report.after))
+                for d in ds}
+    assert cycle_of[("a2", "before")] == 2 and cycle_of[("a2", "after")] == 1  # 3 vcore at once, not 2

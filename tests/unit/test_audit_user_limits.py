@@ -14,7 +14,6 @@ from replay.reader import open_file_log
 from replay.whatif import whatif
 from scheduler.cli.replay import main
 from scheduler.config import load_config
-
 from tests.explain_logdrive import LogDriver, copy_log
 from tests.sim import ask, node
 from tests.unit.test_audit import audit

@@ -11,8 +11,13 @@ The reference (``benchmarks/baseline.py``) then makes the same first decisions f
 same inputs, re-deriving everything per step; both per-allocation times are printed with
 their ratio, and the decisions are checked to be identical.
 
+With ``--user-limit V`` every user of the workload (user0 … user6) gets a partition-level
+``limits`` entry of V vcores (YuniKorn ugm), so each allocation also checks and charges the
+user's usage at every queue of its path; the reference comparison is skipped then.
+
     python benchmarks/core.py [--policy fair|binpacking|both] [--repeat N] [--baseline-steps K]
                               [--nodes N] [--asks N] [--apps N] [--leaves N] [--default-gc] [--profile FILE]
+                              [--user-limit VCORES]
 """
 
 from __future__ import annotations
@@ -32,10 +37,17 @@ TARGET_ALLOC_PER_S = {"fair": 10_000, "binpacking": 5_000}
 NOW_US = 10**12
 
 
-def core_run(spec: WorkloadSpec, evts: list[InputEvent] | None, steps: int, default_gc: bool, profile: str | None
-             ) -> tuple[int, float, float, float, list[tuple[str, str, str]]]:
+def with_user_limits(config: str, vcores: int, users: int = 7) -> str:
+    """The config with a partition-level limit of ``vcores`` for each workload user."""
+    entries = [f"      - {{limit: user{u}, users: [user{u}], maxresources: {{vcore: {vcores}}}}}" for u in range(users)]
+    head = "  - name: default\n"
+    return config.replace(head, head + "    limits:\n" + "\n".join(entries) + "\n", 1)
+
+
+def core_run(spec: WorkloadSpec, evts: list[InputEvent] | None, steps: int, default_gc: bool, profile: str | None,
+             config: str | None = None) -> tuple[int, float, float, float, list[tuple[str, str, str]]]:
     """One measured run: (decisions, cpu s, wall s, cpu s of the first ``steps``, those decisions)."""
-    engine = engine_with(spec, evts)
+    engine = engine_with(spec, evts, config)
     with gc_setting(default_gc), profiled(profile):
         with timed() as first:
             out, n_first = run_cycle(engine.state, NOW_US, steps)
@@ -60,19 +72,22 @@ def bench_policy(spec: WorkloadSpec, args: argparse.Namespace) -> None:
     print(f"\n== core allocation, {policy} nodes: {spec.nodes:,} nodes, {spec.asks:,} asks, {spec.apps:,} apps, "
           f"{spec.leaves} leaves in {spec.departments} departments", flush=True)
     evts = decoded(spec)
+    config = with_user_limits(config_yaml(spec), args.user_limit) if args.user_limit else None
+    label = f"core.{policy}" + (".user_limit" if config else "")
     best: tuple[int, float, float, float, list[tuple[str, str, str]]] | None = None
     for i in range(args.repeat):
-        run = core_run(spec, evts, args.baseline_steps, args.default_gc, args.profile if i == 0 else None)
+        run = core_run(spec, evts, args.baseline_steps, args.default_gc, args.profile if i == 0 else None, config)
         print(f"   run {i + 1}: {run[0]:,} decisions in {run[1]:.3f} s cpu ({run[2]:.3f} s wall) = "
               f"{run[0] / run[1]:,.0f}/s cpu, {run[0] / run[2]:,.0f}/s wall", flush=True)
         if best is None or run[1] < best[1]:
             best = run
     assert best is not None
     decisions, cpu, wall, core_step, head = best
-    report(f"core.{policy}", f"core allocation rate, {policy} nodes", decisions / cpu, "allocations/s",
+    what = f"core allocation rate, {policy} nodes" + (f", {args.user_limit} vcores per user" if config else "")
+    report(label, what, decisions / cpu, "allocations/s",
            TARGET_ALLOC_PER_S[policy],
            note=f"best of {args.repeat}; {cpu / decisions * 1e6:.1f} us/allocation; wall {decisions / wall:,.0f}/s")
-    if args.baseline_steps:
+    if args.baseline_steps and not config:
         ref_step, ref_head = reference_run(spec, args.baseline_steps)
         same = ref_head == head
         info(f"core.{policy}.vs_reference", f"vs the simple reference, {policy} nodes",
@@ -96,6 +111,8 @@ def main() -> None:
                         help="decisions compared with the reference (0: skip it)")
     parser.add_argument("--default-gc", action="store_true", help="CPython's GC thresholds (the 'before' figure)")
     parser.add_argument("--profile", metavar="FILE", help="pyinstrument text profile of the first run")
+    parser.add_argument("--user-limit", type=int, default=0, metavar="VCORES",
+                        help="a limits entry of this many vcores for each workload user (0: no limits)")
     args = parser.parse_args()
     print(f"machine: {machine()}")
     spec = dataclasses.replace(REFERENCE, nodes=args.nodes, asks=args.asks, apps=args.apps, leaves=args.leaves)

@@ -103,7 +103,7 @@ def write_workload_jsonl(spec: WorkloadSpec, path: Path) -> int:
     return len(lines)
 
 
-def engine_with(spec: WorkloadSpec, events: list[InputEvent] | None = None) -> Engine:
+def engine_with(spec: WorkloadSpec, events: list[InputEvent] | None = None, config: str | None = None) -> Engine:
     """An engine configured for the spec with every event applied (no cycle run yet).
 
     Without ``events`` the workload is generated, encoded, decoded and applied one event
@@ -111,7 +111,7 @@ def engine_with(spec: WorkloadSpec, events: list[InputEvent] | None = None) -> E
     collection: otherwise the collection that building millions of objects has made due
     lands in whatever is timed next (1.2 s of a 3 s cycle with 500,000 asks).
     """
-    engine = Engine(load_config(config_yaml(spec)))
+    engine = Engine(load_config(config or config_yaml(spec)))
     with tuned_gc():
         if events is not None:
             for event in events:

@@ -116,7 +116,7 @@ class _Raw(BaseModel):
 
 
 class RawFilter(_Raw):
-    """``placementrules[].filter``: accepted and ignored."""
+    """``placementrules[].filter``: which users/groups a rule applies to."""
 
     type: Str = ""
     users: StrList = None
@@ -124,7 +124,7 @@ class RawFilter(_Raw):
 
 
 class RawPlacementRule(_Raw):
-    """``placementrules[]``: structure checked, otherwise ignored (apps name their queue)."""
+    """``placementrules[]``: one placement rule (applied by ``scheduler.core.placement``)."""
 
     name: Str = ""
     create: Bool = False
@@ -134,7 +134,7 @@ class RawPlacementRule(_Raw):
 
 
 class RawLimit(_Raw):
-    """``limits[]`` on a partition or queue: user/group limits (validated, not enforced)."""
+    """``limits[]`` on a partition or queue: user/group limits (enforced by the core)."""
 
     limit: Str = ""
     users: StrList = None
@@ -151,7 +151,7 @@ class RawResources(_Raw):
 
 
 class RawChildTemplate(_Raw):
-    """``childtemplate``: settings for dynamically created children (validated, not used)."""
+    """``childtemplate``: settings for leaves created dynamically below the queue."""
 
     maxapplications: UInt64 = 0
     properties: StrMap = None

@@ -1,7 +1,8 @@
 """Per-rule validation of user/group ``limits`` (YuniKorn ``checkLimit*``), all reasons kept.
 
 Limits are validated so that a configuration YuniKorn rejects is rejected here too; the
-scheduler core does not enforce them (they are not part of the resolved specs).
+resolved specs carry them (``scheduler.config.admission``) and the core enforces them
+(``scheduler.core.user_limits``).
 """
 
 from __future__ import annotations

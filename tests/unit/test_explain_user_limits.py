@@ -22,7 +22,7 @@ def test_explain_ask_names_the_user_limit_and_usage(tmp_path: Path) -> None:
         waiting = explain_ask_from_log(log, "a", "a2")
         bob = explain_ask_from_log(log, "b", "b2")
     assert waiting.status == "pending" and not waiting.allocatable_now
-    assert [r["rule"] for r in waiting.reasons] == ["SEMANTICS Limits/user and group limits"]
+    assert [r["rule"] for r in waiting.reasons] == ["docs/semantics.md#user-and-group-limits"]
     message = waiting.reasons[0]["message"]
     assert "user 'alice' limit on root.shared" in message
     assert "maxresources {'vcore': 2000}" in message and "used {'memory': 2000, 'vcore': 2000}" in message

@@ -176,8 +176,9 @@ def test_provided_rule_parent_user_rule_dot_and_filter() -> None:
 
 def test_parent_rule_naming_a_leaf_rejects_the_app() -> None:
     # TestProvidedRuleParent: "parent rule returned a leaf queue" is an error, not a skip.
-    config = PARENTS.replace("value: testparent", "value: leaf")
-    outputs, _ = run([_app("p1", queue="x")], config)
+    # The parent comes from a tag at run time (a fixed parent naming a leaf fails validation).
+    config = PARENTS.replace("parent: {name: fixed, value: testparent}", "parent: {name: tag, value: team}")
+    outputs, _ = run([_app("p1", queue="x", tags={"team": "leaf"})], config)
     rejected = of_type(outputs, "input.rejected")
     assert [r["reason"] for r in rejected] == ["no-placement"]
     assert "leaf queue" in rejected[0]["message"]

@@ -1,7 +1,7 @@
-"""Validation of ``placementrules`` as YuniKorn's ``checkPlacementRules`` (the rules are not applied).
+"""Validation of ``placementrules`` as YuniKorn's ``checkPlacementRules``.
 
-Applications name their queue (the contract), so placement rules have no effect; they are
-validated anyway so that a configuration YuniKorn rejects is rejected here too:
+The rules are applied by ``scheduler.core.placement``; they are validated so that a
+configuration YuniKorn rejects is rejected here too:
 
 * a rule's (and each parent rule's) name is an identifier ``^[_a-zA-Z][a-zA-Z0-9_]*$``;
 * a filter's type is empty, ``allow`` or ``deny`` (any case); a filter with exactly one

@@ -91,3 +91,38 @@ def renumber(parent: QueueNode, settings: Mapping[str, QueueSettings]) -> None:
     for i, c in enumerate(dynamic):
         c.order = DYNAMIC_ORDER_BASE + i
     parent.children = static + dynamic
+
+
+def create_path(queues: dict[str, QueueNode], settings: dict[str, QueueSettings], path: str) -> list[QueueNode]:
+    """Create the missing queues down to ``path`` (a leaf); returns them, the leaf last.
+
+    The nearest existing ancestor must be a parent queue (placement checks it).
+    """
+    names = path.split(".")
+    depth = len(names) - 1
+    while ".".join(names[:depth]) not in queues:
+        depth -= 1
+    parent = queues[".".join(names[:depth])]
+    created = []
+    for i in range(depth, len(names)):
+        node, node_settings = new_dynamic(parent, settings[parent.path], names[i], i == len(names) - 1)
+        settings[node.path] = node_settings
+        attach(parent, node, settings)
+        queues[node.path] = node
+        created.append(node)
+        parent = node
+    return created
+
+
+def prune(queue: QueueNode, queues: dict[str, QueueNode], settings: dict[str, QueueSettings]) -> list[str]:
+    """Remove a dynamic queue left without apps, then its emptied dynamic parents; their paths."""
+    removed = []
+    q = queue
+    while q.parent is not None and settings[q.path].dynamic and not q.apps and not q.children:
+        parent = q.parent
+        parent.children.remove(q)
+        renumber(parent, settings)
+        del queues[q.path], settings[q.path]
+        removed.append(q.path)
+        q = parent
+    return removed

@@ -18,11 +18,11 @@ from projections.node_index import NodeIndex, NodeSortPolicy
 from projections.queues import RUNNING_STATES, QueueNode
 from scheduler.config import QueueSpec
 from scheduler.core.draining import chain_of, effective_root
-from scheduler.core.dynamic_queues import QueueSettings, attach, new_dynamic, renumber, settings_from_spec
+from scheduler.core.dynamic_queues import QueueSettings, create_path, prune, settings_from_spec
 from scheduler.core.form_cache import FormCache
 from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.sorting import AppSortPolicy, app_sort_key
-from scheduler.core.user_limits import LimitIndex, UserLimits
+from scheduler.core.user_limits import LimitIndex, UserLimits, charge
 
 STARTING_TIMEOUT_US = 5 * 60 * 1_000_000
 COMPLETING_TIMEOUT_US = 30 * 1_000_000
@@ -91,34 +91,16 @@ class PartitionState:
         existing = self.queues.get(path)
         if existing is not None:
             return existing, False
-        names = path.split(".")
-        depth = len(names) - 1
-        while ".".join(names[:depth]) not in self.queues:
-            depth -= 1
-        parent = self.queues[".".join(names[:depth])]
-        for i in range(depth, len(names)):
-            is_leaf = i == len(names) - 1
-            node, settings = new_dynamic(parent, self.settings[parent.path], names[i], is_leaf)
-            self.settings[node.path] = settings
-            attach(parent, node, self.settings)
-            self.queues[node.path] = node
-            if is_leaf:
-                self.candidates[node.path] = SortedList()
-                self.starting[node.path] = {}
-            parent = node
-        return parent, True
+        leaf = create_path(self.queues, self.settings, path)[-1]
+        self.candidates[leaf.path] = SortedList()
+        self.starting[leaf.path] = {}
+        return leaf, True
 
     def _prune(self, queue: QueueNode) -> None:
         """Remove a dynamic queue left without apps, then its emptied dynamic parents."""
-        q = queue
-        while q.parent is not None and self.settings[q.path].dynamic and not q.apps and not q.children:
-            parent = q.parent
-            parent.children.remove(q)
-            renumber(parent, self.settings)
-            del self.queues[q.path], self.settings[q.path]
-            self.candidates.pop(q.path, None)
-            self.starting.pop(q.path, None)
-            q = parent
+        for path in prune(queue, self.queues, self.settings):
+            self.candidates.pop(path, None)
+            self.starting.pop(path, None)
 
     # -- applications -------------------------------------------------------------
 
@@ -440,13 +422,7 @@ class PartitionState:
         for app in sorted(self.apps.values(), key=lambda a: a.seq):
             leaf, _ = self.ensure_queue(app.queue.path)  # dynamic queues live on (YuniKorn)
             app.queue = leaf
-            if self.limits is not None:
-                app.limit_group = self.limits.index.resolve_group(leaf, app.groups)
-                if app.state in RUNNING_STATES:
-                    self.limits.set_running(app, True)
-                self.limits.add_resources(app, app.allocated)
-            else:
-                app.limit_group = ""
+            charge(self.limits, app)
             app.sort_key = None
             app.share = None
             leaf.app_added(app)

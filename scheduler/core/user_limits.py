@@ -192,6 +192,17 @@ class UserLimits:
         return None
 
 
+def charge(limits: UserLimits | None, app: App) -> None:
+    """Resolve an existing app's group and charge its usage (after a config change)."""
+    if limits is None:
+        app.limit_group = ""
+        return
+    app.limit_group = limits.index.resolve_group(app.queue, app.groups)
+    if app.state in RUNNING_STATES:
+        limits.set_running(app, True)
+    limits.add_resources(app, app.allocated)
+
+
 def fold_usage(apps: list[App]) -> UsageMap:
     """Usage from scratch, from the apps alone (what ``UserLimits`` must hold)."""
     out: UsageMap = {}

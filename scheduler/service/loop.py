@@ -159,10 +159,11 @@ class Service:
         began = time.perf_counter()
         through = advance(self.positions, records)
         unreadable: list[tuple[LogRecord, str]] = []
-        outputs = run_logged_cycle(
-            self.engine, records, self.channels, now, self.positions, through, unreadable=unreadable
-        )
-        encoded = [encode_output(o) for o in outputs]
+        # The cycle's CPU work runs in a worker thread, so the event loop stays free for the
+        # Kafka client's heartbeats (a long cycle on the loop got the owner expelled from
+        # its group while it went on deciding). Nothing else touches the engine meanwhile.
+        outputs, encoded = await asyncio.to_thread(self._cycle, records, now, through, unreadable)
+        await self._fence()
         try:
             await watched(f"cycle {self.engine.cycle_number}: writing outputs", self.log.append_outputs(encoded),
                           self._log)
@@ -178,12 +179,38 @@ class Service:
                             self.engine.cycle_number, len(records), len(outputs), sum(through.values()))
         await self._commit_positions(force=False)
         if self.snapshots is not None and self.engine.cycle_number - self._snapshot_cycle >= self.snapshot_every:
-            self._snapshot()
+            await asyncio.to_thread(self._snapshot)  # CPU work too: off the event loop
         for listener in self.listeners:
             listener.cycle_done(self.engine, outputs)
         decisions = sum(1 for o in outputs if o.type == "allocation.decided")
         await self._count(len(records), decisions)
         return len(records)
+
+    def _cycle(
+        self, records: list[LogRecord], now: int, through: dict[str, int], unreadable: list[tuple[LogRecord, str]]
+    ) -> tuple[list[OutputEvent], list[bytes]]:
+        outputs = run_logged_cycle(
+            self.engine, records, self.channels, now, self.positions, through, unreadable=unreadable
+        )
+        return outputs, [encode_output(o) for o in outputs]
+
+    async def _fence(self) -> None:
+        """Before an append: the output log must end where this instance last wrote.
+
+        One end-offset look-up per cycle. A different end means another writer appended
+        since (two instances running one partition: a group member expelled without
+        noticing, or two unsharded ``run --kafka`` in one group); appending now would fork
+        the log, so the cycle is dropped and the service stops — a restart restores from
+        the log, the other writer's cycles included. (Transactions, where the broker has
+        them, fence at the broker instead.)
+        """
+        end = await watched("checking the output log's end", self.log.output_end(), self._log)
+        if end != self.output_offset:
+            raise LogError(
+                f"cycle {self.engine.cycle_number}: the output log ends at {end}, but this instance last wrote up "
+                f"to {self.output_offset}: another instance appended to it (two instances running one partition?); "
+                "stopping without writing — a restart restores from the log"
+            )
 
     async def _commit_positions(self, *, force: bool) -> None:
         """Commit the input positions (Kafka), after their outputs are acknowledged.

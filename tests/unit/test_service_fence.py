@@ -1,0 +1,70 @@
+"""The service never blocks its event loop with a cycle, and never appends after another
+writer: before each append the output log must end where this instance last wrote.
+
+Real services over an in-memory log. A cycle that held the event loop stopped Kafka's
+heartbeats: the group expelled the owner mid-cycle, another instance ran the same cycle,
+and both appended a ``cycle N``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import orjson
+import pytest
+
+from events.log.memory import MemoryLog
+from events.log.port import LogError
+from scheduler.service import loop
+from scheduler.service.loop import Service
+from tests.log_contract import run
+
+
+def node(i: int) -> tuple[bytes, bytes]:
+    event = {"id": f"n{i}", "source": "t", "type": "node.added", "data": {"node_id": f"n{i}", "capacity": {"vcore": 1}}}
+    return b"n", orjson.dumps(event)
+
+
+def cycles(values: list[bytes]) -> list[int]:
+    return [orjson.loads(v)["data"]["cycle"] for v in values if b'"cycle.completed"' in v]
+
+
+def test_a_second_writer_is_detected_before_the_append_and_nothing_is_written() -> None:
+    async def body() -> None:
+        log = MemoryLog()
+        await log.append_inputs([node(1)])
+        first, second = Service(log), Service(log)
+        await first.start()
+        await second.start()
+        assert await second.run_cycle_once() == 1  # the other instance wrote cycle 1
+        with pytest.raises(LogError, match="another instance appended"):
+            await first.run_cycle_once()
+        assert cycles([r.value for r in await log.read_outputs()]) == [1]
+
+    run(body())
+
+
+def test_a_cycle_runs_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the cycle's CPU work runs, other callbacks (Kafka heartbeats) still run: the
+    cycle here asks the event loop to tick and waits for it, which only a free loop can do."""
+    ticked = threading.Event()
+    real = loop.run_logged_cycle
+    event_loop: list[asyncio.AbstractEventLoop] = []
+
+    def slow_cycle(*args: object, **kwargs: object) -> object:
+        event_loop[0].call_soon_threadsafe(ticked.set)
+        assert ticked.wait(5), "the event loop was blocked while the cycle ran"
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(loop, "run_logged_cycle", slow_cycle)
+
+    async def body() -> None:
+        log = MemoryLog()
+        await log.append_inputs([node(1)])
+        service = Service(log)
+        await service.start()
+        event_loop.append(asyncio.get_running_loop())
+        assert await service.run_cycle_once() == 1
+
+    run(body())

@@ -29,7 +29,7 @@ from events.models import (
 from events.resources import is_positive, normalized
 from scheduler.config import ConfigError, PartitionSpec, find_queue, load_config
 from scheduler.core.acl import may_submit
-from scheduler.core.bounds import node_change_problem, pending_growth_problem
+from scheduler.core.bounds import decision_size_problem, node_change_problem, pending_growth_problem
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import STATEAWARE_DISABLE_TAG, PartitionState
 from scheduler.core.priorityclass import PriorityClass, PriorityError
@@ -140,6 +140,9 @@ def _ask_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) 
         raise Rejected("invalid", f"ask {data.ask_id!r} requests no resources")
     if data.ask_id in app.allocations:
         raise Rejected("ask-allocated", f"ask {data.ask_id!r} of {app.app_id!r} is already allocated")
+    too_large = decision_size_problem(resources, data.ask_id, app.app_id, app.queue.path)
+    if too_large is not None:
+        raise Rejected("too-large", f"ask {data.ask_id!r}: {too_large}")
     existing = app.asks.get(data.ask_id)
     problem = pending_growth_problem(part, resources, existing.resources if existing is not None else {})
     if problem is not None:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import orjson
+
 from events.resources import MAX_QUANTITY
 from scheduler.core.objects import Node
 from scheduler.core.partition import PartitionState
@@ -55,4 +57,24 @@ def node_change_problem(
                 f"the capacity of partition {part.name!r} would reach {total} {name}, "
                 f"past the 64-bit limit {MAX_QUANTITY}"
             )
+    return None
+
+
+# An ``allocation.decided`` echoes its ask's resources and ids: it must fit one Kafka
+# message (Apache Kafka's default ``message.max.bytes`` is 1 MiB with the batch overhead),
+# so a decision is kept under 1,000,000 bytes. Everything it holds besides the resources,
+# the ask and app ids and the queue path — node id (≤ 253 characters), decision id,
+# partition, numbers, envelope — fits in DECISION_OVERHEAD.
+MAX_DECISION_BYTES = 1_000_000
+DECISION_OVERHEAD = 2048
+
+
+def decision_size_problem(resources: Mapping[str, int], ask_id: str, app_id: str, queue: str) -> str | None:
+    """Why the decision for such an ask could be too large to write (None when it fits)."""
+    size = DECISION_OVERHEAD + sum(len(orjson.dumps(v)) for v in (dict(resources), ask_id, app_id, queue))
+    if size > MAX_DECISION_BYTES:
+        return (
+            f"its decision would take up to {size} bytes (resources, ids and queue echoed), more than "
+            f"{MAX_DECISION_BYTES}: it could never be written to the decisions log"
+        )
     return None

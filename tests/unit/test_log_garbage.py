@@ -25,9 +25,8 @@ def garbage_log(tmp_path: Path) -> tuple[Path, Path, bytes]:
 
 def test_opening_a_garbage_segment_is_refused_and_nothing_is_truncated(tmp_path: Path) -> None:
     log_dir, segment, junk = garbage_log(tmp_path)
-    with pytest.raises(LogError, match="not a torn write"):
-        with FileLog(log_dir):
-            pass
+    with pytest.raises(LogError, match="not a torn write"), FileLog(log_dir):
+        pass
     assert segment.read_bytes() == junk
 
 

@@ -203,3 +203,27 @@ def test_an_input_that_would_overflow_a_sum_is_rejected_and_run_goes_on(tmp_path
     assert rejected == [("k1", "overflow"), ("k2", "overflow"), ("u1", "overflow")]
     assert [d["ask_id"] for d in decisions(outs)] == ["k0", "k9"]
     assert evsched("replay", "verify", "--log", str(log_dir)).returncode == 0
+
+
+def test_an_output_log_that_lost_its_tail_is_an_error_when_a_snapshot_proves_it(tmp_path: Path) -> None:
+    """Restoring the output log from an older backup would re-decide its lost cycles under
+    the same decision ids (which consumers drop as copies); a newer snapshot proves the loss."""
+    log_dir = tmp_path / "log"
+
+    def rec(rid: str, kind: str, **data: Any) -> bytes:
+        return orjson.dumps({"id": rid, "source": "t", "type": kind, "data": data})
+
+    with FileLog(log_dir) as log:
+        log.append_inputs_sync([(None, rec("n1", "node.added", node_id="n1", capacity={"vcore": 4000}))])
+    evsched("run", "--log", str(log_dir), "--once")
+    backup = tmp_path / "outputs-backup"
+    backup.write_bytes((log_dir / "outputs" / "00000000000000000000.seg").read_bytes())
+    with FileLog(log_dir) as log:
+        log.append_inputs_sync([(None, rec("a", "app.added", app_id="a", queue="root.default", user="u")),
+                                (None, rec("k", "ask.added", app_id="a", ask_id="k", resources={"vcore": 1}))])
+    evsched("run", "--log", str(log_dir), "--once")  # cycle 2 decides k; its snapshot is written
+    (log_dir / "outputs" / "00000000000000000000.seg").write_bytes(backup.read_bytes())  # the lost tail
+    proc = evsched("run", "--log", str(log_dir), "--once", check=False)
+    assert proc.returncode != 0
+    assert b"lost its tail" in proc.stderr, proc.stderr.decode()[-2000:]
+    assert (log_dir / "outputs" / "00000000000000000000.seg").read_bytes() == backup.read_bytes()  # nothing re-decided

@@ -29,6 +29,8 @@ from scheduler.service.stall import watched
 from scheduler.storage.snapshot_files import SnapshotStore
 
 LOG = logging.getLogger("evsched.service")
+FENCE_FRESH_S = 1.0  # an end offset that took longer to arrive is asked for again (``_fence``)
+FENCE_TRIES = 10
 ONCE_STALL_S = 30.0  # run(once=True): give up on inputs the log reports but never delivers
 
 
@@ -204,7 +206,14 @@ class Service:
         the log, the other writer's cycles included. (Transactions, where the broker has
         them, fence at the broker instead.)
         """
-        end = await watched("checking the output log's end", self.log.output_end(), self._log)
+        # A slow answer may be stale: a process frozen (SIGSTOP, a stalled VM) while the
+        # question was in flight reads, once it runs again, an answer from before another
+        # instance took over. So the answer counts only when it came back promptly.
+        for _ in range(FENCE_TRIES):
+            asked = time.monotonic()
+            end = await watched("checking the output log's end", self.log.output_end(), self._log)
+            if time.monotonic() - asked <= FENCE_FRESH_S:
+                break
         if end != self.output_offset:
             raise LogError(
                 f"cycle {self.engine.cycle_number}: the output log ends at {end}, but this instance last wrote up "

@@ -104,6 +104,8 @@ class Service:
         self.positions: dict[str, int] = {}
         self.channels: list[str] = []
         self.stopping = asyncio.Event()
+        self._between = asyncio.Event()  # set while no cycle runs in the worker thread
+        self._between.set()
         self.progress = Progress()
         self._commit: asyncio.Task[None] | None = None
         self._committed_positions: dict[str, int] = {}
@@ -164,7 +166,11 @@ class Service:
         # The cycle's CPU work runs in a worker thread, so the event loop stays free for the
         # Kafka client's heartbeats (a long cycle on the loop got the owner expelled from
         # its group while it went on deciding). Nothing else touches the engine meanwhile.
-        outputs, encoded = await asyncio.to_thread(self._cycle, records, now, through, unreadable)
+        self._between.clear()
+        try:
+            outputs, encoded = await asyncio.to_thread(self._cycle, records, now, through, unreadable)
+        finally:
+            self._between.set()
         await self._fence()
         try:
             await watched(f"cycle {self.engine.cycle_number}: writing outputs", self.log.append_outputs(encoded),
@@ -187,6 +193,17 @@ class Service:
         decisions = sum(1 for o in outputs if o.type == "allocation.decided")
         await self._count(len(records), decisions)
         return len(records)
+
+    @property
+    def between_cycles(self) -> bool:
+        """No cycle is changing the engine right now (readers on the event loop may read it)."""
+        return self._between.is_set()
+
+    async def wait_between_cycles(self) -> None:
+        """Until no cycle is changing the engine. A reader on the event loop that reads the
+        engine right after this, without awaiting anything in between, reads a whole state:
+        a cycle starts its worker thread only from this loop."""
+        await self._between.wait()
 
     def _cycle(
         self, records: list[LogRecord], now: int, through: dict[str, int], unreadable: list[tuple[LogRecord, str]]

@@ -16,8 +16,9 @@ from typing import Any
 import orjson
 import pytest
 
+from tests.cli import evsched
 from tests.kafka_broker import KafkaTopics
-from tests.kafka_run import decisions, evsched, kafka_args, read_all, shard_topics_of
+from tests.kafka_run import decisions, kafka_args, read_all, shard_topics_of
 
 pytestmark = [pytest.mark.faults, pytest.mark.kafka]
 SHARDS = ("default", "beta")

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from tests.contracts.log_contract import run
 from tests.kafka_broker import KafkaTopics
 from tests.kafka_run import create_topics, kafka_args, produce, read_all, spawn_run
-from tests.log_contract import run
 from tests.procs import stop_group
 
 pytestmark = [pytest.mark.faults, pytest.mark.kafka]

@@ -13,9 +13,10 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests.cli import evsched
+from tests.contracts.log_contract import run
 from tests.kafka_broker import KafkaTopics
-from tests.kafka_run import create_topics, decisions, evsched, kafka_args, read_all
-from tests.log_contract import run
+from tests.kafka_run import create_topics, decisions, kafka_args, read_all
 
 pytestmark = pytest.mark.kafka
 

@@ -3,6 +3,8 @@ occupied or available value out of range is rejected ``overflow`` and nothing el
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 
 from events.resources import MAX_QUANTITY
@@ -11,11 +13,11 @@ from tests.sim import SCHEDULE, app, ask, node, of_type, placements, run
 BIG = MAX_QUANTITY
 
 
-def _reasons(outputs: list[dict]) -> list[tuple[str, str]]:
+def _reasons(outputs: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return [(r["input_id"], r["reason"]) for r in of_type(outputs, "input.rejected")]
 
 
-def _all_encodable(outputs: list[dict], state: dict) -> None:
+def _all_encodable(outputs: list[dict[str, Any]], state: dict[str, Any]) -> None:
     orjson.dumps(state)  # the state form is what the digest hashes: it must fit 64 bits
     for o in outputs:
         orjson.dumps(o)

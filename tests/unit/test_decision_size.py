@@ -6,6 +6,7 @@ from __future__ import annotations
 import orjson
 
 from events.codec import encode_output
+from events.models import AllocationDecided, InputRejected
 from scheduler.simulation.simulate import Simulation
 
 LIMIT = 1 << 20
@@ -37,6 +38,6 @@ def test_an_ask_whose_decision_would_pass_1_mib_is_rejected_and_the_rest_schedul
     sim = Simulation(None)
     outputs = [o for line in lines for o in sim.feed(orjson.dumps(line))] + sim.finish()
     assert all(len(encode_output(o)) < LIMIT for o in outputs)
-    rejected = [o.data for o in outputs if o.type == "input.rejected"]
+    rejected = [o.data for o in outputs if isinstance(o.data, InputRejected)]
     assert [(r.input_id, r.reason) for r in rejected] == [("big", "too-large")]
-    assert [o.data.ask_id for o in outputs if o.type == "allocation.decided"] == ["small"]
+    assert [o.data.ask_id for o in outputs if isinstance(o.data, AllocationDecided)] == ["small"]

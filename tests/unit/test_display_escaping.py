@@ -12,7 +12,7 @@ import orjson
 
 from events.display import printable
 from events.log.file import FileLog
-from tests.integration.test_service import evsched
+from tests.cli import evsched
 
 EVIL = "gpu\x1b]0;pwned\x07\x1b[2J\u202e\x9b\nFAKE LINE"
 

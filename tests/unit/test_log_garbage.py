@@ -10,7 +10,7 @@ import pytest
 
 from events.log.file import FileLog
 from events.log.port import LogError
-from tests.integration.test_service import evsched
+from tests.cli import evsched
 
 
 def garbage_log(tmp_path: Path) -> tuple[Path, Path, bytes]:

@@ -15,7 +15,10 @@ vector = st.dictionaries(st.sampled_from(["vcore", "memory", "gpu"]), small, max
 child_values = st.tuples(st.integers(min_value=0, max_value=2), vector, vector, st.sampled_from([{}, {"vcore": 2}]))
 
 
-def tree(values: list[tuple[int, dict[str, int], dict[str, int], dict[str, int]]]) -> list[QueueNode]:
+Values = tuple[int, dict[str, int], dict[str, int], dict[str, int]]
+
+
+def tree(values: list[Values]) -> list[QueueNode]:
     root = QueueNode(name="root", path="root", parent=None, is_leaf=False, order=0)
     children = []
     for i, (priority, pending, allocated, guaranteed) in enumerate(values):
@@ -35,7 +38,7 @@ def set_values(q: QueueNode, priority: int, pending: dict[str, int], allocated: 
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(child_values, max_size=24), st.booleans())
-def test_sort_queues_gives_todays_order(values: list, sort_priority: bool) -> None:
+def test_sort_queues_gives_todays_order(values: list[Values], sort_priority: bool) -> None:
     children = tree(values)
     assert sort_queues(children, sort_priority) == sort_queues_before(children, sort_priority)
 
@@ -44,7 +47,9 @@ def test_sort_queues_gives_todays_order(values: list, sort_priority: bool) -> No
 @given(st.lists(child_values, min_size=1, max_size=20), st.booleans(),
        st.lists(st.tuples(st.integers(min_value=0, max_value=8), st.integers(min_value=0, max_value=2), vector,
                           vector), max_size=12))
-def test_queue_order_kept_across_changes_gives_todays_order(values: list, sort_priority: bool, changes: list) -> None:
+def test_queue_order_kept_across_changes_gives_todays_order(
+    values: list[Values], sort_priority: bool, changes: list[tuple[int, int, dict[str, int], dict[str, int]]]
+) -> None:
     children = tree(values)
     order = QueueOrder(children, sort_priority)
     assert order.sorted() == sort_queues_before(children, sort_priority)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from typing import Any
 
 import orjson
 import pytest
@@ -18,7 +19,7 @@ from events.log.memory import MemoryLog
 from events.log.port import LogError
 from scheduler.service import loop
 from scheduler.service.loop import Service
-from tests.log_contract import run
+from tests.contracts.log_contract import run
 
 
 def node(i: int) -> tuple[bytes, bytes]:
@@ -49,13 +50,13 @@ def test_a_cycle_runs_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> Non
     """While the cycle's CPU work runs, other callbacks (Kafka heartbeats) still run: the
     cycle here asks the event loop to tick and waits for it, which only a free loop can do."""
     ticked = threading.Event()
-    real = loop.run_logged_cycle
+    real = loop.run_logged_cycle  # type: ignore[attr-defined]
     event_loop: list[asyncio.AbstractEventLoop] = []
 
-    def slow_cycle(*args: object, **kwargs: object) -> object:
+    def slow_cycle(*args: Any, **kwargs: Any) -> Any:
         event_loop[0].call_soon_threadsafe(ticked.set)
         assert ticked.wait(5), "the event loop was blocked while the cycle ran"
-        return real(*args, **kwargs)  # type: ignore[arg-type]
+        return real(*args, **kwargs)
 
     monkeypatch.setattr(loop, "run_logged_cycle", slow_cycle)
 
@@ -66,5 +67,37 @@ def test_a_cycle_runs_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> Non
         await service.start()
         event_loop.append(asyncio.get_running_loop())
         assert await service.run_cycle_once() == 1
+
+    run(body())
+
+
+def test_readers_on_the_event_loop_wait_for_the_cycle_in_the_worker_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The HTTP surface reads the engine on the event loop: with the cycle in a worker
+    thread it must wait for it, or it could read a half-applied state."""
+    from scheduler.http.sources import all_between_cycles
+
+    release = threading.Event()
+    real = loop.run_logged_cycle  # type: ignore[attr-defined]
+
+    def held_cycle(*args: Any, **kwargs: Any) -> Any:
+        assert release.wait(10)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "run_logged_cycle", held_cycle)
+
+    async def body() -> None:
+        log = MemoryLog()
+        await log.append_inputs([node(1)])
+        service = Service(log)
+        await service.start()
+        cycle = asyncio.create_task(service.run_cycle_once())
+        while service.between_cycles:  # the cycle has reached its worker thread
+            await asyncio.sleep(0)
+        reader = asyncio.create_task(all_between_cycles([service]))
+        await asyncio.sleep(0)
+        assert not reader.done()
+        release.set()
+        await reader
+        assert service.engine.cycle_number == 1 and await cycle == 1
 
     run(body())

@@ -11,8 +11,8 @@ import pytest
 from events.log.memory import MemoryLog
 from scheduler.service.loop import Service
 from scheduler.storage.snapshot_files import SnapshotStore
-from tests.integration.test_service import evsched
-from tests.log_contract import run
+from tests.cli import evsched
+from tests.contracts.log_contract import run
 
 
 @pytest.mark.parametrize("content", [b"null", b"[]", b"42", b'"x"', b"{}"])

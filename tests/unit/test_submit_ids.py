@@ -11,7 +11,7 @@ import orjson
 
 from events.log.file import FileLog
 from scheduler.cli.run import prepare_submission
-from tests.integration.test_service import evsched
+from tests.cli import evsched
 from tests.procs import fixed_batch
 
 NODE = b'{"type": "node.added", "data": {"node_id": "n1", "capacity": {"vcore": 1000}}}'

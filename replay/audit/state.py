@@ -27,6 +27,7 @@ from events.models import (
     NodeUpdated,
 )
 from events.resources import Resources, add_into, normalized, sub_into
+from events.seen import SeenIds
 from scheduler.config import ConfigError, QueueSpec, SchedulerConfig, default_config, load_config
 
 AskKey = tuple[str, str, str]  # partition, app, ask
@@ -93,7 +94,7 @@ class AuditState:
         self.pending: dict[AskKey, Resources] = {}
         self.allocs: dict[AskKey, AllocView] = {}
         self.queue_allocated: dict[tuple[str, str], Resources] = {}
-        self.seen: set[tuple[str, str]] = set()
+        self.seen = SeenIds()  # the scheduler's rule: each source's last SEEN_WINDOW ids
         # Indexes so removals and root checks stay O(affected), not O(cluster).
         self.app_asks: dict[tuple[str, str], set[str]] = {}  # pending or allocated ask ids per app
         self.node_allocs: dict[tuple[str, str], set[AskKey]] = {}
@@ -106,10 +107,8 @@ class AuditState:
 
     def apply(self, event: InputEvent) -> None:
         """Fold one input the scheduler did not reject (duplicates are dropped here)."""
-        seen_key = (event.source, event.id)
-        if seen_key in self.seen:
+        if not self.seen.add(event.source, event.id):
             return
-        self.seen.add(seen_key)
         d = event.data
         if isinstance(d, AppAdded):
             limits = self.limits.get(d.partition)

@@ -71,6 +71,12 @@ DECISION_OVERHEAD = 2048
 
 def decision_size_problem(resources: Mapping[str, int], ask_id: str, app_id: str, queue: str) -> str | None:
     """Why the decision for such an ask could be too large to write (None when it fits)."""
+    # A JSON-escaped character takes at most 6 bytes, a quantity at most 20 digits: most asks
+    # are far below the limit by this bound alone, with no encoding.
+    names = sum(len(name) for name in resources)
+    bound = DECISION_OVERHEAD + 6 * (names + len(ask_id) + len(app_id) + len(queue)) + 26 * len(resources)
+    if bound <= MAX_DECISION_BYTES:
+        return None
     size = DECISION_OVERHEAD + sum(len(orjson.dumps(v)) for v in (dict(resources), ask_id, app_id, queue))
     if size > MAX_DECISION_BYTES:
         return (

@@ -18,7 +18,6 @@ import pytest
 from tests.contracts.log_contract import run
 from tests.kafka_broker import KafkaTopics
 from tests.kafka_run import create_topics, kafka_args, produce, read_all, spawn_run
-from tests.procs import stop_group
 
 pytestmark = [pytest.mark.faults, pytest.mark.kafka]
 
@@ -66,8 +65,9 @@ def test_an_input_topic_recreated_under_a_running_service_stops_it_with_a_clear_
         produce(kafka_bootstrap, kafka_topics.inputs, events(100, 5))
         proc.wait(timeout=120)
     finally:
-        if proc.poll() is None:
-            stop_group(proc)
+        if proc.poll() is None:  # spawn_run starts no session of its own: kill the process itself
+            proc.kill()
+            proc.wait()
     text = err.read_text()
     assert proc.returncode == 1, text[-3000:]
     assert "went back: this instance is at offset 20" in text, text[-3000:]

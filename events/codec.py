@@ -31,6 +31,9 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # per line, timers minutes): years 0001 to 9998, a year short of datetime's end.
 MIN_TIME_US = (datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) // timedelta(microseconds=1)
 MAX_TIME_US = (datetime(9999, 1, 1, tzinfo=UTC) - _EPOCH) // timedelta(microseconds=1)
+# The append time of a record its log gave no time (a Kafka timestamp of −1): a record
+# without its own ``time`` is then rejected, never stamped with a reader's clock.
+NO_APPEND_TIME_US = -(2**63)
 _DUMP_OPTS = orjson.OPT_SORT_KEYS
 
 
@@ -152,6 +155,9 @@ def _input_event(
     """The event from validated parts, its time resolved (a bad time text rejects it)."""
     if time is None:
         time_us = append_time_us
+        if time_us == NO_APPEND_TIME_US:
+            return reject(event_id, event_type, "invalid", "no time, and the log gave the record no timestamp "
+                          "(Kafka timestamp -1): give a time")
         if not MIN_TIME_US <= time_us < MAX_TIME_US:  # a producer-set Kafka timestamp, say
             return reject(event_id, event_type, "invalid", f"append time {time_us} µs is out of range (give a time)")
     else:

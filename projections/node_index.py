@@ -25,6 +25,7 @@ so ``fair`` tries a before b, ``binpacking`` b before a.
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left
 from collections.abc import Iterator, Mapping
 from enum import Enum
@@ -58,7 +59,10 @@ def _score(capacity: Mapping[str, int], available: Mapping[str, int], items: lis
             continue
         total += weight * (1.0 - available.get(name, 0) / cap)
         weight_sum += weight
-    return total / weight_sum if weight_sum else 0.0
+    score = total / weight_sum if weight_sum else 0.0
+    # Config validation keeps weighted sums finite; should one still overflow, a NaN score
+    # would break the index's order (a bisect then finds and deletes the wrong node).
+    return score if score == score else math.inf
 
 
 def policy_key(

@@ -9,6 +9,7 @@ O(depth); lowering the value that *was* the max rescans that one level's sibling
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Protocol
 
@@ -37,6 +38,7 @@ class QueueNode:
     """One queue of the tree: configuration it needs at run time plus cached roll-ups."""
 
     __slots__ = (
+        "_child_priorities",
         "_share",
         "admin_acl",
         "allocated",
@@ -104,6 +106,9 @@ class QueueNode:
         self.raw_priority = MIN_PRIORITY
         self.priority = MIN_PRIORITY
         self._share: tuple[float, ...] | None = None
+        # How many children have each priority (built on first need): a parent's raw
+        # priority is their max, found without rescanning every child.
+        self._child_priorities: Counter[int] | None = None
 
     def __repr__(self) -> str:
         return f"QueueNode({self.path})"
@@ -201,10 +206,18 @@ class QueueNode:
             parent = q.parent
             if parent is None:
                 return
+            counts = parent._child_priorities
+            if counts is None:
+                counts = parent._child_priorities = Counter(c.priority for c in parent.children)
+            else:
+                counts[old_adj] -= 1
+                if not counts[old_adj]:
+                    del counts[old_adj]
+                counts[new_adj] += 1
             if new_adj > parent.raw_priority:
                 raw = new_adj
             elif old_adj == parent.raw_priority:
-                raw = max(c.priority for c in parent.children)
+                raw = max(counts)
             else:
                 return
             q = parent

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from events.display import printable_lines
 from events.models import CycleCompleted
 from replay.reader import LogSource
 from replay.rederive import Rederiver, StartPoint
@@ -144,4 +145,4 @@ def format_diff(diff: dict[str, Any], first: int, second: int) -> list[str]:
         for key, fields in changed.items():
             text = "; ".join(f"{name} {_value(c['from'])} → {_value(c['to'])}" for name, c in fields.items())
             lines.append(f"  ~ {key}: {text}")
-    return lines
+    return printable_lines(lines)

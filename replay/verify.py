@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from events.codec import encode_output
+from events.display import printable_lines
 from events.log.port import LogRecord
 from events.models import AllocationDecided, CycleCompleted
 from replay.reader import LogSource
@@ -78,7 +79,7 @@ class Divergence:
             out.append(f"  recorded:   {_text(self.recorded)}")
             out.append(f"  re-derived: {_text(self.derived)}")
         out.extend(f"  {line}" for line in self.details)
-        return out
+        return printable_lines(out)
 
 
 def _as_json(raw: bytes | None) -> Any:

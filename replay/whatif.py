@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from events.display import printable_lines
 from events.log.port import LogRecord
 from events.models import AllocationDecided, ConfigUpdated, CycleCompleted, InputEvent, InputRejected
 from replay.reader import LogSource
@@ -129,7 +130,7 @@ class WhatIfReport:
             out.append(f"  after:  {_describe(now)}")
         if self.incomplete_cycle is not None:
             out.append(f"incomplete last cycle {self.incomplete_cycle} left out (the service will re-run it)")
-        return out
+        return printable_lines(out)
 
 
 def _describe(d: dict[str, Any] | None) -> str:

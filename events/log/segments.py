@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from events.log.framing import decode_frames, scan, valid_frame_after
+from events.log.framing import MAGIC, decode_frames, scan, valid_frame_after
 from events.log.port import LogError, LogRecord
 
 logger = logging.getLogger("evsched.log")
@@ -199,6 +199,14 @@ class Channel:
                 "acknowledged data, not a torn tail — refusing to drop them"
             )
         lost = size - result.end
+        rest = view[result.end :]
+        if not result.positions and rest[0] != MAGIC and rest.tobytes().strip(b"\x00"):
+            # Not one record, and bytes no append of ours starts with: a file of garbage.
+            raise LogError(
+                f"{where}: the segment holds no record, and its {lost} bytes neither start like a frame "
+                "nor are zero-filled: this is not a torn write (a crash mid-append leaves a frame's first "
+                "bytes, or zeros) — refusing to truncate it (restore the segment or move it aside deliberately)"
+            )
         if self._readonly:
             note = f"{where}: torn tail of {lost} bytes ignored (read-only open, not repaired)"
         else:

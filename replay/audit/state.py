@@ -27,6 +27,7 @@ from events.models import (
     NodeUpdated,
 )
 from events.resources import Resources, add_into, normalized, sub_into
+from events.seen import SeenIds
 from replay.audit.user_limits import UserLimitAudit
 from scheduler.config import ConfigError, QueueSpec, SchedulerConfig, default_config, load_config
 
@@ -97,7 +98,7 @@ class AuditState:
         self.pending: dict[AskKey, Resources] = {}
         self.allocs: dict[AskKey, AllocView] = {}
         self.queue_allocated: dict[tuple[str, str], Resources] = {}
-        self.seen: set[tuple[str, str]] = set()
+        self.seen = SeenIds()  # the scheduler's rule: each source's last SEEN_WINDOW ids
         # Indexes so removals and root checks stay O(affected), not O(cluster).
         self.app_asks: dict[tuple[str, str], set[str]] = {}  # pending or allocated ask ids per app
         self.node_allocs: dict[tuple[str, str], set[AskKey]] = {}
@@ -110,10 +111,8 @@ class AuditState:
 
     def apply(self, event: InputEvent) -> None:
         """Fold one input the scheduler did not reject (duplicates are dropped here)."""
-        seen_key = (event.source, event.id)
-        if seen_key in self.seen:
+        if not self.seen.add(event.source, event.id):
             return
-        self.seen.add(seen_key)
         d = event.data
         if isinstance(d, AppAdded):
             limits = self.limits.get(d.partition)

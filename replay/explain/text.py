@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+from events.display import printable_lines
 from replay.explain.decision import Explanation
 from replay.explain.format import fmt_res, fmt_share
 from replay.explain.pending import PendingExplanation
@@ -109,7 +110,7 @@ def render_explanation(e: Explanation) -> str:
             lines += ["", *render(section)]
     if e.notes:
         lines += ["", "Notes:", *(f"  {n}" for n in e.notes)]
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable_lines(lines)) + "\n"
 
 
 def render_pending(p: PendingExplanation) -> str:
@@ -124,4 +125,4 @@ def render_pending(p: PendingExplanation) -> str:
             f"  queue {q['queue']}: {q['position']} of {q['of']} under {q['parent']}, "
             f"priority {q['priority_formula']}{ahead}"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable_lines(lines)) + "\n"

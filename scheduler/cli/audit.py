@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from events.codec import dumps
+from events.display import printable
 from events.log.port import LogError, LogRecord
 from replay.audit.checks import Auditor, InputSource, Violation
 from replay.open_source import open_source
@@ -81,7 +82,7 @@ def _print_violation(v: Violation, as_json: bool) -> None:
     else:
         where = f"cycle {v.cycle}" if v.cycle is not None else "log"
         did = f" [{v.decision_id}]" if v.decision_id else ""
-        print(f"VIOLATION {v.rule} ({where}){did}: {v.message}")
+        print(printable(f"VIOLATION {v.rule} ({where}){did}: {v.message}"))
     sys.stdout.flush()
 
 

@@ -46,6 +46,14 @@ def cmd_config_check(args: argparse.Namespace) -> int:
     return code
 
 
+def _count(text: str) -> int:
+    """An argparse type: an integer ≥ 0."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (or 0: keep all), not {value}")
+    return value
+
+
 def add_commands(sub: Any) -> None:
     """Register every subcommand on the parser's subparsers object."""
     from scheduler.cli.http_wiring import add_http_arguments
@@ -68,7 +76,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--snapshot-dir", metavar="DIR",
                    help="where snapshots go (default: DIR/snapshots for the embedded log; none for Kafka)")
     p.add_argument("--snapshot-every", type=int, default=100, metavar="N", help="cycles between snapshots")
-    p.add_argument("--snapshot-keep", type=int, default=2, metavar="N",
+    p.add_argument("--snapshot-keep", type=_count, default=2, metavar="N",
                    help="snapshots kept, newest first (default 2; 0 keeps all: `replay state`, `explain` and "
                    "parallel `verify` start from the nearest one)")
     add_http_arguments(p)

@@ -35,10 +35,14 @@ def prepare_submission(lines: list[bytes]) -> tuple[list[tuple[bytes, bytes]], l
     """Validate JSONL lines for ``submit``: ((key, record) pairs to append, one error per bad line).
 
     A missing ``source`` becomes ``evsched-submit`` and a missing ``id`` a hash of the
-    line, so submitting the same file twice is harmless (the copies are duplicates).
+    line and of its occurrence among identical lines of this submission (docs/submit.md):
+    an identical line repeated in one file is a new event (the same ask added again after
+    its release), while submitting the same file twice is harmless (the copies are
+    duplicates).
     """
     good: list[tuple[bytes, bytes]] = []
     errors: list[str] = []
+    seen: dict[bytes, int] = {}
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -49,7 +53,10 @@ def prepare_submission(lines: list[bytes]) -> tuple[list[tuple[bytes, bytes]], l
             continue
         if isinstance(obj, dict):
             obj.setdefault("source", SUBMIT_SOURCE)
-            obj.setdefault("id", hashlib.sha256(line.strip()).hexdigest()[:24])
+            if "id" not in obj:
+                text = line.strip()
+                nth = seen[text] = seen.get(text, 0) + 1
+                obj["id"] = hashlib.sha256(text if nth == 1 else text + b"#%d" % nth).hexdigest()[:24]
         result = decode_input_object(obj, append_time_us=0, position=f"line {number}")
         if isinstance(result, InputRejected):
             errors.append(f"line {number}: {result.reason}: {result.message}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from events.display import printable_lines
 from scheduler.config.errors import ConfigError
 from scheduler.config.load import load_config
 from scheduler.config.specs import QueueSpec
@@ -21,6 +22,6 @@ def check_config_file(path: str) -> tuple[int, list[str]]:
     try:
         config = load_config(data)
     except ConfigError as exc:
-        return 1, list(exc.reasons)
+        return 1, printable_lines(list(exc.reasons))
     queues = sum(_count(part.root) for part in config.partitions)
     return 0, [f"config OK: {len(config.partitions)} partitions, {queues} queues, checksum {config.checksum}"]

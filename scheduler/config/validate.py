@@ -79,13 +79,25 @@ def rule_node_sort_policy(part: NormalPartition) -> list[str]:
         reasons.append(
             f"{where(part.name, key='nodesortpolicy.type')}: undefined policy {policy.type!r} (use fair or binpacking)"
         )
-    for name, weight in (policy.resourceweights or {}).items():
+    weights = policy.resourceweights or {}
+    for name, weight in weights.items():
         if math.isnan(weight) or weight < 0 or math.isinf(weight):
             reasons.append(
                 f"{where(part.name, key='nodesortpolicy.resourceweights.' + name)}: "
                 f"resource weight {weight} is not allowed (must be a finite number ≥ 0)"
             )
+    total = sum(w for w in weights.values() if math.isfinite(w) and w > 0)  # inf past the float range
+    if not reasons and total > MAX_WEIGHT_SUM:
+        reasons.append(
+            f"{where(part.name, key='nodesortpolicy.resourceweights')}: the weights sum to {total:g}, more than "
+            f"{MAX_WEIGHT_SUM:g}: a node's weighted usage (ratios up to 2^64) would overflow"
+        )
     return reasons
+
+
+# A node's usage ratio per resource lies within ±2^64 (sums are bounded to 64 bits), so a
+# weighted sum with weights summing to at most this stays finite (2^64 × 1e288 < 1.8e308).
+MAX_WEIGHT_SUM = 1e288
 
 
 PARTITION_RULES: tuple[PartitionRule, ...] = (rule_queues_set, rule_node_sort_policy, rule_placement_rules)

@@ -30,6 +30,7 @@ from events.models import (
 from events.resources import is_positive, normalized
 from scheduler.config import ConfigError, PartitionSpec, find_queue, load_config
 from scheduler.core.acl import may_submit
+from scheduler.core.bounds import decision_size_problem, node_change_problem, pending_growth_problem
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import STATEAWARE_DISABLE_TAG, PartitionState
 from scheduler.core.placement import PlacementError, Submission, place
@@ -155,7 +156,13 @@ def _ask_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) 
         raise Rejected("invalid", f"ask {data.ask_id!r} requests no resources")
     if data.ask_id in app.allocations:
         raise Rejected("ask-allocated", f"ask {data.ask_id!r} of {app.app_id!r} is already allocated")
+    too_large = decision_size_problem(resources, data.ask_id, app.app_id, app.queue.path)
+    if too_large is not None:
+        raise Rejected("too-large", f"ask {data.ask_id!r}: {too_large}")
     existing = app.asks.get(data.ask_id)
+    problem = pending_growth_problem(part, resources, existing.resources if existing is not None else {})
+    if problem is not None:
+        raise Rejected("overflow", f"ask {data.ask_id!r}: {problem}")
     if existing is not None:
         part.update_ask(app, existing, resources)
         return
@@ -211,12 +218,16 @@ def _node_added(state: SchedulerState, event: InputEvent, out: list[OutputData])
     part = _partition(state, data.partition)
     if data.node_id in part.nodes:
         raise Rejected("node-exists", f"node {data.node_id!r} already exists")
+    capacity, occupied = normalized(data.capacity), normalized(data.occupied)
+    problem = node_change_problem(part, None, data.node_id, capacity, occupied)
+    if problem is not None:
+        raise Rejected("overflow", problem)
     part.add_node(
         Node(
             node_id=data.node_id,
             partition=part.name,
-            capacity=normalized(data.capacity),
-            occupied=normalized(data.occupied),
+            capacity=capacity,
+            occupied=occupied,
             schedulable=data.schedulable,
             attributes=dict(data.attributes),
             seq=state.next_seq(),
@@ -229,12 +240,15 @@ def _node_updated(state: SchedulerState, event: InputEvent, out: list[OutputData
     assert isinstance(data, NodeUpdated)
     part = _partition(state, data.partition)
     node = _node(part, data.node_id)
-    part.update_node(
-        node,
-        normalized(data.capacity) if data.capacity is not None else None,
-        normalized(data.occupied) if data.occupied is not None else None,
-        data.schedulable,
+    capacity = normalized(data.capacity) if data.capacity is not None else None
+    occupied = normalized(data.occupied) if data.occupied is not None else None
+    problem = node_change_problem(
+        part, node, data.node_id, node.capacity if capacity is None else capacity,
+        node.occupied if occupied is None else occupied,
     )
+    if problem is not None:
+        raise Rejected("overflow", problem)
+    part.update_node(node, capacity, occupied, data.schedulable)
 
 
 def _node_removed(state: SchedulerState, event: InputEvent, out: list[OutputData]) -> None:

@@ -24,7 +24,7 @@ from projections.queues import QueueNode
 from scheduler.core.objects import App, Ask
 from scheduler.core.partition import PartitionState
 from scheduler.core.reservations import Step, may_reserve, node_to_reserve, required_node_step, reserved_step
-from scheduler.core.sorting import AppSortPolicy, sort_queues, stateaware_allowed
+from scheduler.core.sorting import FEW_CHILDREN, AppSortPolicy, QueueOrder, sort_queues, stateaware_allowed
 from scheduler.core.state import SchedulerState
 
 DECIDED_FIELDS = frozenset(AllocationDecided.model_fields)
@@ -41,6 +41,16 @@ class CycleMemo:
     # Turns ended at a required-node ask: not permanent (once that ask fails its headroom the
     # app's later asks are tried), so an app, leaf or queue that saw one is not exhausted.
     turn_ends: int = 0
+    # Each parent's child order, kept across the steps (an allocation changes one lineage).
+    queue_orders: dict[str, QueueOrder] = field(default_factory=dict)
+
+    def allocated_in(self, leaf: QueueNode) -> None:
+        """An allocation changed ``leaf`` and its ancestors: re-order them under their parents."""
+        for q in leaf.lineage:
+            parent = q.parent
+            order = self.queue_orders.get(parent.path) if parent is not None else None
+            if order is not None:
+                order.changed(q)
 
 
 def decision_id(partition: str, cycle: int, step: int) -> str:
@@ -148,7 +158,14 @@ def _try_leaf(part: PartitionState, leaf: QueueNode, memo: CycleMemo, now_us: in
 def _walk(part: PartitionState, queue: QueueNode, memo: CycleMemo, now_us: int) -> Step | None:
     if queue.is_leaf:
         return _try_leaf(part, queue, memo, now_us)
-    for child in sort_queues(queue.children, queue.sort_priority):
+    if len(queue.children) <= FEW_CHILDREN:
+        ordered = sort_queues(queue.children, queue.sort_priority)
+    else:
+        order = memo.queue_orders.get(queue.path)
+        if order is None:
+            order = memo.queue_orders[queue.path] = QueueOrder(queue.children, queue.sort_priority)
+        ordered = order.sorted()
+    for child in ordered:
         if child.path in memo.exhausted_queues:
             continue
         ends = memo.turn_ends
@@ -225,4 +242,7 @@ def run_cycle(state: SchedulerState, now_us: int, max_allocations: int | None = 
                 decisions += 1
             if commit(state, part, found, decisions, now_us, out):
                 memo = CycleMemo()  # a node came back: earlier failures may now succeed
+            else:  # the step changed its app's queues (and those of reservations it ended)
+                for app in (found.app, *(held_app for held_app, _ in found.cancel)):
+                    memo.allocated_in(app.queue)
     return out, decisions

@@ -20,6 +20,7 @@ from events.models import (
     OutputEvent,
     construct,
 )
+from events.seen import SeenIds
 from scheduler.config import SchedulerConfig
 from scheduler.core.apply import apply
 from scheduler.core.cycle import run_cycle
@@ -36,8 +37,8 @@ class Engine:
     def __init__(self, config: SchedulerConfig | None = None, *, source: str = DEFAULT_SOURCE) -> None:
         self.state = SchedulerState(config)
         self.source = source
-        # Applied (source, id) pairs in log order: a dict, so a snapshot lists them without sorting.
-        self.seen: dict[tuple[str, str], None] = {}
+        # Applied (source, id) pairs, the last SEEN_WINDOW per source, in log order.
+        self.seen = SeenIds()
         self.pending_outputs: list[OutputData] = []
 
     @property
@@ -56,12 +57,10 @@ class Engine:
 
     def apply(self, event: InputEvent) -> None:
         """Apply one decoded event unless its (source, id) was seen before."""
-        key = (event.source, event.id)
-        if key in self.seen:
+        if not self.seen.add(event.source, event.id):
             message = f"event {event.id!r} from {event.source!r} was already applied"
             self.pending_outputs.append(reject(event.id, event.type, "duplicate", message))
             return
-        self.seen[key] = None
         apply(self.state, event, self.pending_outputs)
 
     def reject_raw(self, data: InputRejected) -> None:

@@ -12,6 +12,7 @@ import heapq
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from events.seen import SeenIds
 from scheduler.config import load_config
 from scheduler.core.engine import Engine
 from scheduler.core.objects import Allocation, App, Ask, Node
@@ -86,7 +87,7 @@ def dump(engine: Engine) -> dict[str, Any]:
         "config_yaml": state.config.yaml,
         "cycle": state.cycle,
         "seq": state.seq,
-        "seen": seen_by_source(engine.seen),
+        "seen": engine.seen.grouped(),
         "classes": [[c.name, c.value, c.global_default, c.preemption_policy]
                     for c in state.priority_classes.classes.values()],
         "timers": [[t.deadline_us, t.app_seq, t.app_id, t.partition, t.state, t.since_us] for t in state._timers],
@@ -102,7 +103,7 @@ def load(data: dict[str, Any]) -> Engine:
     state = engine.state
     state.cycle = data["cycle"]
     state.seq = data["seq"]
-    engine.seen = dict.fromkeys(seen_pairs(data["seen"]))
+    engine.seen = SeenIds.from_grouped(data["seen"])
     for name, value, default, policy in data["classes"]:
         state.priority_classes.classes[name] = PriorityClass(name, value, default, policy)
     for pname, pdata in data["partitions"].items():

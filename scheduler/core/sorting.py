@@ -6,8 +6,13 @@ apps), so the same state always sorts the same way, whatever the hash seed.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections import Counter
 from collections.abc import Sequence
 from enum import Enum
+from operator import ge
+
+from sortedcontainers import SortedList
 
 from events.resources import dominates, is_positive
 from projections.queues import QueueNode, usage_share
@@ -83,12 +88,18 @@ def sort_queues(children: Sequence[QueueNode], sort_priority: bool) -> list[Queu
     then fair share asc; disabled, fair share asc then priority desc. Within a run of equal
     primary keys, a queue moves ahead of an earlier one only when its pending resources
     dominate (every component ≥, one >) — a stable insertion pass, which keeps config
-    order wherever neither dominates.
+    order wherever neither dominates (``QueueOrder`` keeps this order across the steps of
+    a cycle, re-ordering only what changed).
 
     Worked example: a (P5, share 0.5), b (P5, share 0.2), c (P9, share 0.9) under an
     enabled parent sort c, b, a; under a disabled parent b, a, c.
+
+    Up to ``FEW_CHILDREN`` candidates the pass runs directly (cheaper than the bookkeeping
+    at that size, and bounded); more go through ``QueueOrder``.
     """
     candidates = [c for c in children if is_positive(c.pending)]
+    if len(candidates) > FEW_CHILDREN:
+        return QueueOrder(candidates, sort_priority).sorted()
     if len(candidates) < 2:
         return candidates
     # Each key is computed once; ``order`` is unique among siblings, so tuples never tie.
@@ -107,3 +118,141 @@ def sort_queues(children: Sequence[QueueNode], sort_priority: bool) -> list[Queu
         out.insert(i, q)
         keys.insert(i, key)
     return out
+
+
+FEW_CHILDREN = 16
+
+
+def primary_key(q: QueueNode, sort_priority: bool) -> tuple[object, object]:
+    """A queue's primary sort key (ascending) under its parent's priority setting."""
+    if sort_priority:
+        return (-q.priority, q.fair_share())
+    return (q.fair_share(), -q.priority)
+
+
+class QueueOrder:
+    """``sort_queues`` of one parent's children, kept up to date as children change.
+
+    The children are grouped in runs of equal primary key (a sorted set of keys); each run
+    keeps its members in config order (the insertion pass's input), the pass's output, and
+    where each member was inserted. A changed child (``changed``) leaves its run and joins
+    its new one; in each, the insertions from that member's place in config order on are
+    undone (in reverse, so the list is exactly as it was before them) and redone. A run
+    whose members all pend the same vector has nothing to dominate: config order, no pass.
+    So a step of a cycle, which changes one child per level, costs O(log n) to re-key plus
+    the redone tail of one or two runs — not a fresh O(n log n) sort and O(n²) pass.
+    """
+
+    def __init__(self, children: Sequence[QueueNode], sort_priority: bool) -> None:
+        self.sort_priority = sort_priority
+        self.keys: dict[int, tuple[object, object]] = {}  # child order → its run's key
+        self.runs: dict[tuple[object, object], _Run] = {}
+        self.run_keys: SortedList = SortedList()
+        self._result: list[QueueNode] | None = None
+        for q in children:
+            self._join(q, defer=True)
+        for run in self.runs.values():
+            run.redo_from(0)
+
+    def changed(self, q: QueueNode) -> None:
+        """Child ``q``'s pending, allocated (fair share) or priority changed."""
+        key = self.keys.pop(q.order, None)
+        if key is not None:
+            run = self.runs[key]
+            run.remove(q)
+            if not run.members:
+                del self.runs[key]
+                self.run_keys.remove(key)
+        self._join(q, defer=False)
+        self._result = None
+
+    def sorted(self) -> list[QueueNode]:
+        """The children with pending resources, in ``sort_queues`` order."""
+        if self._result is None:
+            out: list[QueueNode] = []
+            for key in self.run_keys:
+                out.extend(self.runs[key].out)
+            self._result = out
+        return self._result
+
+    def _join(self, q: QueueNode, *, defer: bool) -> None:
+        if not is_positive(q.pending):
+            return
+        key = primary_key(q, self.sort_priority)
+        self.keys[q.order] = key
+        run = self.runs.get(key)
+        if run is None:
+            run = self.runs[key] = _Run()
+            self.run_keys.add(key)
+        run.add(q, defer=defer)
+
+
+class _Run:
+    """The members of one run of equal primary key and their insertion pass (``QueueOrder``)."""
+
+    __slots__ = ("joined", "members", "names", "orders", "out", "placed", "vec", "vectors")
+
+    def __init__(self) -> None:
+        self.members: list[QueueNode] = []  # in config order: the pass's input
+        self.orders: list[int] = []  # their config order, for bisect
+        self.vectors: Counter[frozenset[tuple[str, int]]] = Counter()  # how many members pend each
+        self.joined: dict[int, frozenset[tuple[str, int]]] = {}  # member's order → vector counted
+        self.names: tuple[str, ...] = ()  # every resource name a member pends: the tuples' basis
+        self.vec: dict[int, tuple[int, ...]] = {}  # member's order → its pending over ``names``
+        self.out: list[QueueNode] = []  # the pass's output
+        self.placed: list[int] = []  # placed[i]: where members[i] was inserted
+
+    def add(self, q: QueueNode, *, defer: bool) -> None:
+        i = bisect_left(self.orders, q.order)
+        if not defer:
+            self._undo_to(i)
+        self.members.insert(i, q)
+        self.orders.insert(i, q.order)
+        vector = self.joined[q.order] = frozenset(q.pending.items())
+        self.vectors[vector] += 1
+        if q.pending.keys() <= set(self.names):
+            self.vec[q.order] = tuple(q.pending.get(name, 0) for name in self.names)
+        else:
+            self.names = tuple(sorted(set(self.names) | q.pending.keys()))
+            self.vec = {m.order: tuple(m.pending.get(name, 0) for name in self.names) for m in self.members}
+        if not defer:
+            self.redo_from(i)
+
+    def remove(self, q: QueueNode) -> None:
+        i = bisect_left(self.orders, q.order)
+        self._undo_to(i)
+        del self.members[i]
+        del self.orders[i]
+        vector = self.joined.pop(q.order)
+        del self.vec[q.order]
+        self.vectors[vector] -= 1
+        if not self.vectors[vector]:
+            del self.vectors[vector]
+        self.redo_from(i)
+
+    def _undo_to(self, i: int) -> None:
+        placed, out = self.placed, self.out
+        if len(self.vectors) <= 1:  # config order: every member was appended
+            del out[i:], placed[i:]
+            return
+        while len(placed) > i:
+            del out[placed.pop()]
+
+    def redo_from(self, i: int) -> None:
+        members, placed, out = self.members, self.placed, self.out
+        if len(self.vectors) <= 1:  # nobody dominates anybody: config order
+            out[:] = members
+            placed[:] = range(len(members))
+            return
+        vec = self.vec
+        for j in range(i, len(members)):
+            q = members[j]
+            v = vec[q.order]
+            k = len(out)
+            while k > 0:
+                w = vec[out[k - 1].order]
+                if v == w or not all(map(ge, v, w)):
+                    break
+                k -= 1
+            out.insert(k, q)
+            placed.append(k)

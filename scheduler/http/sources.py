@@ -1,7 +1,9 @@
 """Where the HTTP surface gets its state: a running service, or a log re-derived on request.
 
-``LiveState`` reads the service's engine between cycles (the server runs on the service's
-event loop, so a handler never sees a cycle half done) and re-derives older cycles from
+``LiveState`` reads the service's engine between cycles (a cycle runs in a worker thread;
+the server, on the service's event loop, waits until none runs — ``all_between_cycles`` —
+and then builds its view without awaiting, so a handler never sees a cycle half done) and
+re-derives older cycles from
 the log when asked (time travel). ``LogState`` (``evsched serve``) has no service: every
 engine is re-derived from the log with ``replay.rederive``, a few kept in a small cache.
 Explanations always come from the log (``replay.explain``), in a worker thread, so a
@@ -49,7 +51,22 @@ class LiveService(Protocol):
     snapshot_writes: int
     running: bool
 
+    @property
+    def between_cycles(self) -> bool: ...
+
+    async def wait_between_cycles(self) -> None: ...
+
     async def lag(self) -> int: ...
+
+
+async def all_between_cycles(services: list[LiveService]) -> None:
+    """Until every service is between cycles at once (cycles run in worker threads; a view
+    built right after this, with no await in between, reads whole states)."""
+    while True:
+        busy = next((s for s in services if not s.between_cycles), None)
+        if busy is None:
+            return
+        await busy.wait_between_cycles()
 
 
 class StateSource(Protocol):
@@ -184,6 +201,7 @@ class LiveState:
         return views.partitions_view(await self._engine(cycle))
 
     async def _engine(self, cycle: int | None) -> Engine:
+        await all_between_cycles([self.service])
         live = self.service.engine
         if cycle is None or cycle == live.cycle_number:
             return live
@@ -198,6 +216,7 @@ class LiveState:
 
     async def scrape(self) -> ScrapeInputs:
         lag = await self._lag_by_channel()
+        await all_between_cycles([self.service])
         return ScrapeInputs(engines=[(self.service.engine, None)], observer=self.observer, lag=lag,
                             recovery_s=self.service.recovery_s, snapshot_writes=self.service.snapshot_writes)
 
@@ -298,10 +317,12 @@ class ShardedState:
         shard = self._shard(partition)
         if cycle is not None and cycle != shard.service.engine.cycle_number:
             raise NotAvailable("earlier cycles of a shard: use evsched serve --kafka … --partition NAME")
+        await all_between_cycles([shard.service])
         return shard.service.engine
 
     async def partitions(self, cycle: int | None) -> list[dict[str, Any]]:
         rows = []
+        await all_between_cycles([shard.service for shard in self.running().values()])
         for name, shard in sorted(self.running().items()):
             rows += [r for r in views.partitions_view(shard.service.engine) if r["name"] == name]
         return rows
@@ -326,6 +347,7 @@ class ShardedState:
             merged.last_cycle_unix = max(last) if last else None
             lag.update(await shard._lag_by_channel())
             writes += shard.service.snapshot_writes
+        await all_between_cycles([shard.service for shard in self.running().values()])
         return ScrapeInputs(engines=engines, observer=merged, lag=lag, snapshot_writes=writes)
 
     async def readiness(self) -> tuple[bool, dict[str, Any]]:

@@ -29,6 +29,8 @@ from scheduler.service.stall import watched
 from scheduler.storage.snapshot_files import SnapshotStore
 
 LOG = logging.getLogger("evsched.service")
+FENCE_FRESH_S = 1.0  # an end offset that took longer to arrive is asked for again (``_fence``)
+FENCE_TRIES = 10
 ONCE_STALL_S = 30.0  # run(once=True): give up on inputs the log reports but never delivers
 
 
@@ -102,6 +104,8 @@ class Service:
         self.positions: dict[str, int] = {}
         self.channels: list[str] = []
         self.stopping = asyncio.Event()
+        self._between = asyncio.Event()  # set while no cycle runs in the worker thread
+        self._between.set()
         self.progress = Progress()
         self._commit: asyncio.Task[None] | None = None
         self._committed_positions: dict[str, int] = {}
@@ -159,10 +163,15 @@ class Service:
         began = time.perf_counter()
         through = advance(self.positions, records)
         unreadable: list[tuple[LogRecord, str]] = []
-        outputs = run_logged_cycle(
-            self.engine, records, self.channels, now, self.positions, through, unreadable=unreadable
-        )
-        encoded = [encode_output(o) for o in outputs]
+        # The cycle's CPU work runs in a worker thread, so the event loop stays free for the
+        # Kafka client's heartbeats (a long cycle on the loop got the owner expelled from
+        # its group while it went on deciding). Nothing else touches the engine meanwhile.
+        self._between.clear()
+        try:
+            outputs, encoded = await asyncio.to_thread(self._cycle, records, now, through, unreadable)
+        finally:
+            self._between.set()
+        await self._fence()
         try:
             await watched(f"cycle {self.engine.cycle_number}: writing outputs", self.log.append_outputs(encoded),
                           self._log)
@@ -178,12 +187,56 @@ class Service:
                             self.engine.cycle_number, len(records), len(outputs), sum(through.values()))
         await self._commit_positions(force=False)
         if self.snapshots is not None and self.engine.cycle_number - self._snapshot_cycle >= self.snapshot_every:
-            self._snapshot()
+            await asyncio.to_thread(self._snapshot)  # CPU work too: off the event loop
         for listener in self.listeners:
             listener.cycle_done(self.engine, outputs)
         decisions = sum(1 for o in outputs if o.type == "allocation.decided")
         await self._count(len(records), decisions)
         return len(records)
+
+    @property
+    def between_cycles(self) -> bool:
+        """No cycle is changing the engine right now (readers on the event loop may read it)."""
+        return self._between.is_set()
+
+    async def wait_between_cycles(self) -> None:
+        """Until no cycle is changing the engine. A reader on the event loop that reads the
+        engine right after this, without awaiting anything in between, reads a whole state:
+        a cycle starts its worker thread only from this loop."""
+        await self._between.wait()
+
+    def _cycle(
+        self, records: list[LogRecord], now: int, through: dict[str, int], unreadable: list[tuple[LogRecord, str]]
+    ) -> tuple[list[OutputEvent], list[bytes]]:
+        outputs = run_logged_cycle(
+            self.engine, records, self.channels, now, self.positions, through, unreadable=unreadable
+        )
+        return outputs, [encode_output(o) for o in outputs]
+
+    async def _fence(self) -> None:
+        """Before an append: the output log must end where this instance last wrote.
+
+        One end-offset look-up per cycle. A different end means another writer appended
+        since (two instances running one partition: a group member expelled without
+        noticing, or two unsharded ``run --kafka`` in one group); appending now would fork
+        the log, so the cycle is dropped and the service stops — a restart restores from
+        the log, the other writer's cycles included. (Transactions, where the broker has
+        them, fence at the broker instead.)
+        """
+        # A slow answer may be stale: a process frozen (SIGSTOP, a stalled VM) while the
+        # question was in flight reads, once it runs again, an answer from before another
+        # instance took over. So the answer counts only when it came back promptly.
+        for _ in range(FENCE_TRIES):
+            asked = time.monotonic()
+            end = await watched("checking the output log's end", self.log.output_end(), self._log)
+            if time.monotonic() - asked <= FENCE_FRESH_S:
+                break
+        if end != self.output_offset:
+            raise LogError(
+                f"cycle {self.engine.cycle_number}: the output log ends at {end}, but this instance last wrote up "
+                f"to {self.output_offset}: another instance appended to it (two instances running one partition?); "
+                "stopping without writing — a restart restores from the log"
+            )
 
     async def _commit_positions(self, *, force: bool) -> None:
         """Commit the input positions (Kafka), after their outputs are acknowledged.

@@ -65,6 +65,16 @@ async def _from_snapshot(log: EventLog, store: SnapshotStore) -> Restored | None
         if body is None:
             continue
         offset = body["output_offset"]
+        if isinstance(offset, int) and offset > end:
+            # A snapshot written by this code after more outputs than the log now holds: the
+            # output log lost its tail (restored from an older backup, a re-created topic).
+            # Re-running would decide those cycles again under the same decision ids, which
+            # consumers drop as copies — so this is an error, not a snapshot to skip.
+            raise LogError(
+                f"the output log lost its tail: snapshot {path.name} (cycle {body.get('cycle')}) was written "
+                f"after {offset} outputs, but the output log holds {end}; refusing to decide those cycles again "
+                "— restore the output log, or move the snapshots aside deliberately to start from what is left"
+            )
         recorded = None
         if 0 < offset <= end:
             last = await log.read_outputs(offset - 1, 1)

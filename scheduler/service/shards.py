@@ -13,7 +13,12 @@ them. ``ShardHost`` follows what the group says:
 * assigned a paused shard again (the sticky assignor usually hands a shard straight
   back): resume it if its decisions topic has not grown since it stopped (nobody else
   wrote, so its state is the log's), otherwise discard it and restore afresh;
-* a paused shard that went to another member: close it.
+* a paused shard that went to another member: close it;
+* a shard whose loop or restore fails on anything but the log (a bug, a poison input):
+  that shard alone stops, with an ERROR naming it, and is not restarted by this instance
+  while it runs; the instance's other shards go on. A log failure (``LogError``) still
+  ends ``run``, so that the process restarts from the log; so does the failure of the last
+  shard still running.
 
 The host never runs a shard between a revoke and the next assignment, so two instances
 never append to one shard's decisions topic at the same time — except when a member is
@@ -28,6 +33,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from events.log.port import LogError
 from scheduler.service.loop import Service
 
 LOG = logging.getLogger("evsched.shards")
@@ -58,6 +64,7 @@ class ShardHost:
         self._lock = asyncio.Lock()  # reconciling and revoking never interleave
         self.stopping = asyncio.Event()
         self._failure: BaseException | None = None
+        self.failed: dict[str, BaseException] = {}  # shards stopped alone (module docstring)
 
     # ------------------------------------------------------------------ membership callbacks
 
@@ -92,6 +99,8 @@ class ShardHost:
                         await self._reconcile()
                 if self._once and self._all_caught_up():
                     LOG.info("--once: every assigned shard is caught up")
+                    if self.failed:
+                        raise next(iter(self.failed.values()))
                     break
         finally:
             await self.shutdown()
@@ -107,6 +116,8 @@ class ShardHost:
         for name in [n for n, s in self.shards.items() if s.task is not None and s.task.done()]:
             shard = self.shards[name]
             if self._failed(name, shard.task):
+                if name in self.failed:  # stopped alone: its state may be ahead of its log
+                    await self.shards.pop(name).close()
                 continue
             shard.finished_once = self._once and not shard.service.stopping.is_set()
             shard.task = None
@@ -117,19 +128,33 @@ class ShardHost:
         exc = task.exception() if task is not None and task.done() and not task.cancelled() else None
         if exc is None:
             return False
-        LOG.error("shard %s failed: %r", name, exc)
-        self._failure = self._failure or exc
         self.shards[name].task = None
+        self._contain(name, exc)
         return True
+
+    def _contain(self, name: str, exc: BaseException) -> None:
+        """A log failure ends ``run``; anything else stops this shard alone."""
+        if isinstance(exc, LogError) or not isinstance(exc, Exception):
+            LOG.error("shard %s failed: %r", name, exc)
+            self._failure = self._failure or exc
+            return
+        LOG.error("shard %s stopped: %r; this instance will not run it again until it is restarted "
+                  "(fix the cause first); its other shards go on", name, exc, exc_info=exc)
+        self.failed[name] = exc
+        self._changed.set()
 
     def _raise_failures(self) -> None:
         if self._failure is not None:
             raise self._failure
+        desired = self._desired
+        if self.failed and desired is not None and desired <= set(self.failed):
+            LOG.error("every shard assigned to this instance has stopped (%s); stopping", ", ".join(sorted(desired)))
+            raise next(self.failed[name] for name in sorted(desired))
 
     def _all_caught_up(self) -> bool:
         desired = self._desired
         return desired is not None and all(
-            name in self.shards and self.shards[name].finished_once for name in desired
+            name in self.failed or (name in self.shards and self.shards[name].finished_once) for name in desired
         )
 
     async def _reconcile(self) -> None:
@@ -140,7 +165,7 @@ class ShardHost:
             await self._pause(name)
             await self.shards.pop(name).close()
             LOG.info("shard %s: handed over to another instance", name)
-        for name in sorted(desired):
+        for name in sorted(desired - set(self.failed)):
             shard = self.shards.get(name)
             if shard is not None and shard.task is None and not await self._still_current(shard):
                 LOG.info("shard %s: another instance wrote to it meanwhile; restoring it again", name)
@@ -148,7 +173,13 @@ class ShardHost:
                 shard = None
             if shard is None:
                 LOG.info("shard %s: assigned to this instance; restoring it", name)
-                shard = self.shards[name] = await self._open_shard(name)
+                try:
+                    shard = self.shards[name] = await self._open_shard(name)
+                except LogError:
+                    raise
+                except Exception as exc:  # a restore that fails on its data: this shard alone
+                    self._contain(name, exc)
+                    continue
             elif shard.task is None and not shard.finished_once:
                 LOG.info("shard %s: kept; resuming after cycle %d", name, shard.service.engine.cycle_number)
             if shard.task is None and not shard.finished_once:

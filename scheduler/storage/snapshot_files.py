@@ -52,6 +52,8 @@ class SnapshotStore:
     """Snapshot files in one directory, the newest ``keep`` kept (0: every one), written atomically."""
 
     def __init__(self, directory: str | Path, *, keep: int = 2) -> None:
+        if keep < 0:  # a negative count would delete the snapshot just written
+            raise ValueError(f"snapshots to keep must be at least 1 (or 0: keep all), not {keep}")
         self.directory = Path(directory)
         self.keep = keep
         self._code = code_digest()
@@ -94,9 +96,12 @@ class SnapshotStore:
     def read(self, path: Path) -> dict[str, Any] | None:
         """A snapshot file's contents if it is readable and made by this code, else None."""
         try:
-            body: dict[str, Any] = orjson.loads(path.read_bytes())
+            body: Any = orjson.loads(path.read_bytes())
         except (OSError, orjson.JSONDecodeError) as exc:
             LOG.warning("discarding snapshot %s: unreadable (%s)", path.name, exc)
+            return None
+        if not isinstance(body, dict):
+            LOG.warning("discarding snapshot %s: not a snapshot (a JSON %s)", path.name, type(body).__name__)
             return None
         if body.get("schema") != snapshot.SNAPSHOT_VERSION or body.get("code_digest") != self._code:
             LOG.warning("discarding snapshot %s: made by another version of the code", path.name)

@@ -176,3 +176,54 @@ def test_restart_uses_a_matching_snapshot_and_discards_a_bad_one(tmp_path: Path)
     restart = evsched("run", "--log", str(log_dir), "--once").stderr.decode()
     assert "recovered" in restart and "snapshot of cycle" not in restart
     assert outputs(log_dir) == before
+
+
+def test_an_input_that_would_overflow_a_sum_is_rejected_and_run_goes_on(tmp_path: Path) -> None:
+    """Three asks of 2^63−1 in one app, and an occupied that would push available out of 64
+    bits, used to make every cycle (and every restart) crash on the state digest."""
+    log_dir = tmp_path / "log"
+    big = 2**63 - 1
+
+    def rec(rid: str, kind: str, **data: Any) -> bytes:
+        return orjson.dumps({"id": rid, "source": "t", "type": kind, "data": data})
+
+    first = [rec("n1", "node.added", node_id="n1", capacity={"vcore": big, "memory": 10}),
+             rec("a1", "app.added", app_id="a", queue="root.default", user="u"),
+             *[rec(f"k{i}", "ask.added", app_id="a", ask_id=f"k{i}", resources={"vcore": big}) for i in range(3)]]
+    second = [rec("u1", "node.updated", node_id="n1", capacity={}, occupied={"vcore": big}),
+              rec("k9", "ask.added", app_id="a", ask_id="k9", resources={"memory": 5})]
+    with FileLog(log_dir) as log:
+        log.append_inputs_sync([(None, r) for r in first])
+    evsched("run", "--log", str(log_dir), "--once")
+    with FileLog(log_dir) as log:
+        log.append_inputs_sync([(None, r) for r in second])
+    evsched("run", "--log", str(log_dir), "--once")
+    outs = outputs(log_dir)
+    rejected = [(o["data"]["input_id"], o["data"]["reason"]) for o in outs if o["type"] == "input.rejected"]
+    assert rejected == [("k1", "overflow"), ("k2", "overflow"), ("u1", "overflow")]
+    assert [d["ask_id"] for d in decisions(outs)] == ["k0", "k9"]
+    assert evsched("replay", "verify", "--log", str(log_dir)).returncode == 0
+
+
+def test_an_output_log_that_lost_its_tail_is_an_error_when_a_snapshot_proves_it(tmp_path: Path) -> None:
+    """Restoring the output log from an older backup would re-decide its lost cycles under
+    the same decision ids (which consumers drop as copies); a newer snapshot proves the loss."""
+    log_dir = tmp_path / "log"
+
+    def rec(rid: str, kind: str, **data: Any) -> bytes:
+        return orjson.dumps({"id": rid, "source": "t", "type": kind, "data": data})
+
+    with FileLog(log_dir) as log:
+        log.append_inputs_sync([(None, rec("n1", "node.added", node_id="n1", capacity={"vcore": 4000}))])
+    evsched("run", "--log", str(log_dir), "--once")
+    backup = tmp_path / "outputs-backup"
+    backup.write_bytes((log_dir / "outputs" / "00000000000000000000.seg").read_bytes())
+    with FileLog(log_dir) as log:
+        log.append_inputs_sync([(None, rec("a", "app.added", app_id="a", queue="root.default", user="u")),
+                                (None, rec("k", "ask.added", app_id="a", ask_id="k", resources={"vcore": 1}))])
+    evsched("run", "--log", str(log_dir), "--once")  # cycle 2 decides k; its snapshot is written
+    (log_dir / "outputs" / "00000000000000000000.seg").write_bytes(backup.read_bytes())  # the lost tail
+    proc = evsched("run", "--log", str(log_dir), "--once", check=False)
+    assert proc.returncode != 0
+    assert b"lost its tail" in proc.stderr, proc.stderr.decode()[-2000:]
+    assert (log_dir / "outputs" / "00000000000000000000.seg").read_bytes() == backup.read_bytes()  # nothing re-decided

@@ -43,7 +43,7 @@ def _feed(sim: Simulation, lines: list[dict[str, Any]]) -> list[bytes]:
 def test_state_form_has_dynamic_queues_and_usage_and_the_digest_covers_them() -> None:
     sim = Simulation(load_config(PROPERTY_CONFIG))
     _feed(sim, FIRST)
-    form = sim.engine.state_form()
+    form: dict[str, Any] = sim.engine.state_form()
     assert {"root.users.alice", "root.users.bob", "root.users.carol"} <= set(form["queues"])
     usage = form["usage"]
     assert usage["users"]["alice"]["root.users"] == {"allocated": {"memory": 2, "vcore": 2000}, "running_apps": 1}
@@ -54,7 +54,7 @@ def test_state_form_has_dynamic_queues_and_usage_and_the_digest_covers_them() ->
 def test_state_form_without_limits_has_no_usage_key() -> None:
     sim = Simulation()
     _feed(sim, [node("n1"), {"type": "app.added", "data": {"app_id": "x", "user": "u"}}])
-    form = sim.engine.state_form()
+    form: dict[str, Any] = sim.engine.state_form()
     assert "usage" not in form and form["apps"]["x"]["queue"] == "root.default"
     assert sim.engine.digest() == digest(form)
 
@@ -71,4 +71,5 @@ def test_snapshot_restores_dynamic_queues_and_usage_and_continues_identically() 
     assert restored.engine.digest() == original.engine.digest()
     assert _feed(restored, REST) == _feed(original, REST)
     assert restored.engine.state_form() == original.engine.state_form()
-    assert "root.users.carol" in restored.engine.state_form()["queues"]
+    final: dict[str, Any] = restored.engine.state_form()
+    assert "root.users.carol" in final["queues"]

@@ -55,7 +55,7 @@ KAFKA_MAX_REQUEST = 1 << 20  # aiokafka's default max_request_size: a larger rec
 REASONS = {
     "invalid", "too-large", "unknown-type", "duplicate", "unknown-app", "unknown-ask", "unknown-node",
     "unknown-queue", "not-a-leaf", "acl-denied", "priority-class", "priority-range", "config-invalid",
-    "unknown-partition", "app-exists", "app-completed", "ask-allocated", "node-exists",
+    "unknown-partition", "app-exists", "app-completed", "ask-allocated", "node-exists", "overflow",
 }  # fmt: skip
 
 VALID: dict[str, dict[str, Any]] = {

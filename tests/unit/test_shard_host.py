@@ -115,3 +115,40 @@ def test_a_failing_shard_stops_the_instance() -> None:
         assert host.shards == {} and fleet.closed["a"] == 1
 
     run(body())
+
+
+def test_a_shard_failing_on_a_poison_input_stops_alone_and_the_others_go_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Not a log failure (those end run() so that the process restarts): a bug or a poison
+    input in one shard stops that shard only, with an error; the instance's other shards
+    keep scheduling. With every assigned shard stopped, run() ends with the failure."""
+
+    async def body() -> None:
+        fleet = Fleet()
+        host = ShardHost(fleet.open_shard)
+        host.assign({"a", "b"})
+        runner = asyncio.create_task(host.run())
+        await until(lambda: host.shards.keys() == {"a", "b"} and all(s.task for s in host.shards.values()),
+                    "both shards running")
+
+        async def poisoned() -> int:
+            raise TypeError("Integer exceeds 64-bit range")
+
+        host.shards["a"].service.run_cycle_once = poisoned  # type: ignore[method-assign]
+        await until(lambda: "a" in host.failed, "a stopped")
+        await fleet.logs["b"].append_inputs([node(7)])
+        await until(lambda: host.shards["b"].service.engine.cycle_number == 1, "b goes on")
+        assert not runner.done()
+        host.assign({"a", "b"})  # a rebalance that hands a back does not restart the failed shard
+        await fleet.logs["b"].append_inputs([node(8)])
+        await until(lambda: host.shards["b"].service.engine.cycle_number == 2, "b still goes on")
+        assert fleet.opened == Counter(a=1, b=1)
+
+        host.assign({"a"})  # only the failed shard is left: nothing runs, the instance stops
+        with pytest.raises(TypeError, match="64-bit"):
+            await asyncio.wait_for(runner, 5)
+
+    with caplog.at_level("ERROR"):
+        run(body())
+    assert "shard a stopped: TypeError('Integer exceeds 64-bit range')" in caplog.text

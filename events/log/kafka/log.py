@@ -306,12 +306,30 @@ class KafkaLog:
             raise LogError(f"reading input records failed: {exc!r}") from exc
         out: list[LogRecord] = []
         for tp in assigned:
+            self._check_not_behind(consumer, tp, got.get(tp))
             records = got.get(tp)
             if records:
                 out.extend(records)
                 self._delivered[tp] = records[-1].offset + 1
                 self._recent.remember(tp, records)
         return out
+
+    def _check_not_behind(self, consumer: Any, tp: TopicPartition, records: list[LogRecord] | None) -> None:
+        """An input partition never goes back: its end below this instance's position, or a
+        record before it, means the topic was deleted and re-created (or truncated) under the
+        running service. Reading on would skip the new topic's records up to the old position
+        (later asks then reject ``unknown-app``), so it stops with a clear error instead."""
+        wanted = self._delivered.get(tp, 0)
+        end = consumer.highwater(tp)
+        first = records[0].offset if records else None
+        if (end is not None and end < wanted) or (first is not None and first < wanted):
+            raise LogError(
+                f"input {channel_name(tp)} went back: this instance is at offset {wanted}, but the partition "
+                f"{'ends at ' + str(end) if first is None else 'returned offset ' + str(first)} — the topic was "
+                "deleted and re-created, or truncated, under the running service; stopping (its records up to the "
+                "old position would be skipped). Decide deliberately: restore the topic, or start a fresh "
+                "decisions topic for the new one"
+            )
 
     def _take(self, assigned: list[TopicPartition], batches: Mapping[TopicPartition, Any],
               got: dict[TopicPartition, list[LogRecord]]) -> int:

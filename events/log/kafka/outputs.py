@@ -21,6 +21,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
+from events.codec import NO_APPEND_TIME_US
 from events.log.kafka.topics import channel_name
 from events.log.port import LogError, LogRecord
 
@@ -57,14 +58,18 @@ def dead_letter_headers(record: LogRecord, error: str) -> list[tuple[str, bytes]
 
 
 def to_records(tp: TopicPartition, records: Iterable[Any], now_us: Callable[[], int]) -> list[LogRecord]:
-    """aiokafka ConsumerRecords of one partition as port ``LogRecord``s (no timestamp: now)."""
+    """aiokafka ConsumerRecords of one partition as port ``LogRecord``s.
+
+    A record without a timestamp (−1) gets ``NO_APPEND_TIME_US``, never the reader's clock:
+    that would be recorded nowhere, so replay could not decide as live did. ``now_us`` is
+    not read here (it is kept for the callers' signature)."""
     channel = channel_name(tp)
     out = []
     for rec in records:
         stamp = rec.timestamp
         value = rec.value
         out.append(LogRecord(channel, rec.offset, value if value is not None else b"",
-                             stamp * 1000 if stamp is not None and stamp >= 0 else now_us(), rec.key))
+                             stamp * 1000 if stamp is not None and stamp >= 0 else NO_APPEND_TIME_US, rec.key))
     return out
 
 

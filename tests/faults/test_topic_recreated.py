@@ -1,0 +1,74 @@
+"""An input topic deleted and re-created under a running service is detected (Tansu).
+
+Before: the service kept its old position, silently skipped the new topic's records up to
+it, and rejected the later asks ``unknown-app`` with no warning. Now the partition going
+back (its end below the position, or a record before it) stops the service with a clear
+error (``--kafka-outage-s 0``: no in-process restart, the process exits 1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.contracts.log_contract import run
+from tests.kafka_broker import KafkaTopics
+from tests.kafka_run import create_topics, kafka_args, produce, read_all, spawn_run
+
+pytestmark = [pytest.mark.faults, pytest.mark.kafka]
+
+
+def events(first: int, count: int) -> list[dict[str, Any]]:
+    return [{"id": f"n{i}", "type": "node.added", "time": "2025-01-01T00:00:00Z",
+             "data": {"node_id": f"n{i}", "capacity": {"vcore": 1000}}} for i in range(first, first + count)]
+
+
+def consumed(bootstrap: str, topics: KafkaTopics) -> int:
+    _, outs = read_all(bootstrap, topics)
+    done = [o["data"] for o in outs if o["type"] == "cycle.completed"]
+    return sum(done[-1]["inputs_through"].values()) if done else 0
+
+
+def test_an_input_topic_recreated_under_a_running_service_stops_it_with_a_clear_error(
+    kafka_bootstrap: str, kafka_topics: KafkaTopics, tmp_path: Path
+) -> None:
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+    create_topics(kafka_bootstrap, kafka_topics, 1)
+    produce(kafka_bootstrap, kafka_topics.inputs, events(0, 20))
+    err = tmp_path / "run.err"
+    proc = spawn_run([*kafka_args(kafka_bootstrap, kafka_topics), "--kafka-outage-s", "0"], err)
+    try:
+        deadline = time.monotonic() + 60
+        while consumed(kafka_bootstrap, kafka_topics) < 20:
+            assert proc.poll() is None and time.monotonic() < deadline, err.read_text()[-2000:]
+            time.sleep(0.1)
+
+        async def recreate() -> None:
+            admin = AIOKafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+            await admin.start()
+            try:
+                await admin.delete_topics([kafka_topics.inputs])
+                for _ in range(100):
+                    if kafka_topics.inputs not in await admin.list_topics():
+                        break
+                    await asyncio.sleep(0.1)
+                await admin.create_topics([NewTopic(kafka_topics.inputs, 1, 1)])
+            finally:
+                await admin.close()
+
+        run(recreate())
+        produce(kafka_bootstrap, kafka_topics.inputs, events(100, 5))
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:  # spawn_run starts no session of its own: kill the process itself
+            proc.kill()
+            proc.wait()
+    text = err.read_text()
+    assert proc.returncode == 1, text[-3000:]
+    assert "went back: this instance is at offset 20" in text, text[-3000:]
+    assert consumed(kafka_bootstrap, kafka_topics) == 20  # nothing of the new topic was taken as the old one's

@@ -1,0 +1,60 @@
+"""The queue order is today's (tests/oracles/queue_order.py) on random small trees, whether
+sorted afresh (``sort_queues``) or kept across the steps of a cycle (``QueueOrder``)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from projections.queues import QueueNode
+from scheduler.core.sorting import QueueOrder, sort_queues
+from tests.oracles.queue_order import sort_queues_before
+
+small = st.integers(min_value=0, max_value=3)
+vector = st.dictionaries(st.sampled_from(["vcore", "memory", "gpu"]), small, max_size=3)
+child_values = st.tuples(st.integers(min_value=0, max_value=2), vector, vector, st.sampled_from([{}, {"vcore": 2}]))
+
+
+Values = tuple[int, dict[str, int], dict[str, int], dict[str, int]]
+
+
+def tree(values: list[Values]) -> list[QueueNode]:
+    root = QueueNode(name="root", path="root", parent=None, is_leaf=False, order=0)
+    children = []
+    for i, (priority, pending, allocated, guaranteed) in enumerate(values):
+        q = QueueNode(name=f"q{i}", path=f"root.q{i}", parent=root, is_leaf=True, order=i, guaranteed=guaranteed)
+        set_values(q, priority, pending, allocated)
+        children.append(q)
+    root.children = children
+    return children
+
+
+def set_values(q: QueueNode, priority: int, pending: dict[str, int], allocated: dict[str, int]) -> None:
+    q.priority = priority
+    q.pending = {k: v for k, v in pending.items() if v}
+    q.allocated = {k: v for k, v in allocated.items() if v}
+    q._share = None
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(child_values, max_size=24), st.booleans())
+def test_sort_queues_gives_todays_order(values: list[Values], sort_priority: bool) -> None:
+    children = tree(values)
+    assert sort_queues(children, sort_priority) == sort_queues_before(children, sort_priority)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(child_values, min_size=1, max_size=20), st.booleans(),
+       st.lists(st.tuples(st.integers(min_value=0, max_value=8), st.integers(min_value=0, max_value=2), vector,
+                          vector), max_size=12))
+def test_queue_order_kept_across_changes_gives_todays_order(
+    values: list[Values], sort_priority: bool, changes: list[tuple[int, int, dict[str, int], dict[str, int]]]
+) -> None:
+    children = tree(values)
+    order = QueueOrder(children, sort_priority)
+    assert order.sorted() == sort_queues_before(children, sort_priority)
+    for index, priority, pending, allocated in changes:
+        q = children[index % len(children)]
+        set_values(q, priority, pending, allocated)
+        order.changed(q)
+        assert order.sorted() == sort_queues_before(children, sort_priority)

@@ -48,7 +48,8 @@ def test_run_once_gives_the_decisions_simulate_gives(
 ) -> None:
     spec = WorkloadSpec(nodes=30, apps=8, asks=400, leaves=4, seed=11)
     submit_file(kafka_bootstrap, kafka_topics, workload(spec), tmp_path)
-    proc = evsched("run", *kafka_args(kafka_bootstrap, kafka_topics), "--once", "--batch", "97")
+    snapshots = ["--snapshot-dir", str(tmp_path / "snapshots")]
+    proc = evsched("run", *kafka_args(kafka_bootstrap, kafka_topics), "--once", "--batch", "97", *snapshots)
     assert b"stopped after cycle" in proc.stderr
     inputs, outs = read_all(kafka_bootstrap, kafka_topics)
     recorded = decisions(outs)
@@ -56,9 +57,14 @@ def test_run_once_gives_the_decisions_simulate_gives(
     assert recorded == simulate_with_recorded_boundaries(inputs, outs)
     completed = [o["data"] for o in outs if o["type"] == "cycle.completed"]
     assert completed[-1]["inputs_through"] == {f"{kafka_topics.inputs}/0": len(inputs)}
-    # A second run recovers from the decisions topic and finds nothing to do.
-    again = evsched("run", *kafka_args(kafka_bootstrap, kafka_topics), "--once")
-    assert f"recovered {len(completed)} cycles".encode() in again.stderr
+    # A second run restores the snapshot the first wrote on its clean stop (snapshots are on by
+    # default with Kafka), checks it against the decisions topic, and finds nothing to do.
+    again = evsched("run", *kafka_args(kafka_bootstrap, kafka_topics), "--once", *snapshots)
+    assert f"snapshot of cycle {len(completed)} + recovered 0 cycles".encode() in again.stderr
+    # Without a snapshot it re-derives every cycle from the decisions topic.
+    third = evsched("run", *kafka_args(kafka_bootstrap, kafka_topics), "--once", "--snapshot-dir",
+                    str(tmp_path / "none"))
+    assert f"recovered {len(completed)} cycles".encode() in third.stderr
     assert read_all(kafka_bootstrap, kafka_topics)[1] == outs
 
 

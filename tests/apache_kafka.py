@@ -248,10 +248,11 @@ class KafkaCluster:
             write_properties(node.properties_path, self.properties(node))
         # One JVM per node is slow on 2 cores; the storage tool is quick once started.
         for node in self.nodes:
+            # --cluster-id=ID in one argument: an id may start with "-" (URL-safe base64)
             scram = [a for user, password in (self.sasl_ssl.users.items() if self.sasl_ssl else ())
                      for a in ("--add-scram", f"SCRAM-SHA-512=[name={user},password={password}]")]
             cmd = _java(self.classpath, "kafka.tools.StorageTool", "format", "--ignore-formatted",
-                        "-t", self.cluster_id, "-c", str(node.properties_path), *scram, log4j=False)
+                        f"--cluster-id={self.cluster_id}", "-c", str(node.properties_path), *scram, log4j=False)
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
             if done.returncode != 0:
                 raise RuntimeError(

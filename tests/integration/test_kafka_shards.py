@@ -112,19 +112,6 @@ def consumed(bootstrap: str, topics: KafkaTopics, shard: str) -> int:
     return sum(completed[-1]["inputs_through"].values()) if completed else 0
 
 
-def wait_all_consumed(bootstrap: str, topics: KafkaTopics, inputs: dict[str, int],
-                      procs: list[subprocess.Popen[bytes]], errs: list[Path], stall_s: float = 60) -> None:
-    """Wait until every shard's inputs are consumed, for as long as the shards make progress
-    (paced by the log, not the clock: fails only when nothing moved for ``stall_s``)."""
-    seen, moved = -1, time.monotonic()
-    while (now := sum(consumed(bootstrap, topics, s) for s in SHARDS)) < sum(inputs.values()):
-        if now > seen:
-            seen, moved = now, time.monotonic()
-        wait_for(lambda: True, "", procs, errs)  # asserts the instances are still running
-        assert time.monotonic() - moved < stall_s, f"no progress for {stall_s} s at {now} of {inputs}"
-        time.sleep(0.2)
-
-
 def shard_done(bootstrap: str, topics: KafkaTopics, shard: str, inputs: int) -> bool:
     """The shard's last ``cycle.completed`` has consumed all of its inputs."""
     return consumed(bootstrap, topics, shard) == inputs

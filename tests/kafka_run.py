@@ -163,6 +163,11 @@ def recover_check(
 
 
 def spawn_run(args: list[str], stderr_path: Path) -> subprocess.Popen[bytes]:
+    """``evsched run ARGS`` as a child, its stderr in ``stderr_path``. Without ``--snapshot-dir``
+    each process gets its own (beside its stderr file), as instances on separate machines
+    would: what it restores from comes from the log, or from snapshots it wrote itself."""
+    if "--snapshot-dir" not in args:
+        args = [*args, "--snapshot-dir", str(stderr_path.parent / f"{stderr_path.stem}.snapshots")]
     with open(stderr_path, "wb") as err:
         return subprocess.Popen(
             evsched_argv("run", *args), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err

@@ -19,15 +19,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def stop_group(proc: subprocess.Popen[bytes]) -> None:
+def stop_group(proc: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
     """Stop a child started with ``start_new_session=True``: its process group, by its pid (the
-    group leader), with SIGTERM, then SIGKILL if it has not exited within 5 s."""
+    group leader), with SIGTERM, then SIGKILL if it has not exited within ``grace_s``."""
     if proc.poll() is not None:
         return
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
     try:
-        proc.wait(timeout=5)
+        proc.wait(timeout=grace_s)
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)

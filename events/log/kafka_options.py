@@ -41,3 +41,28 @@ def client_options(
         "client_id": client_id,
         **{k: v for k, v in optional.items() if v is not None},
     }
+
+
+TLS_PROTOCOLS = ("SSL", "SASL_SSL")
+
+
+def tls_context(protocol: str, cafile: str | None = None, certfile: str | None = None,
+                keyfile: str | None = None) -> ssl.SSLContext | None:
+    """The TLS context ``protocol`` asks for (None for PLAINTEXT/SASL_PLAINTEXT): the brokers'
+    certificates verified against ``cafile`` (else the system's CAs), host names checked, a
+    client certificate when ``certfile`` is given. Raises ``ValueError`` with a clear reason."""
+    files = {"--ssl-cafile": cafile, "--ssl-certfile": certfile, "--ssl-keyfile": keyfile}
+    if protocol.upper() not in TLS_PROTOCOLS:
+        given = [flag for flag, value in files.items() if value]
+        if given:
+            raise ValueError(f"{', '.join(given)} need --security-protocol SSL or SASL_SSL (not {protocol})")
+        return None
+    if keyfile and not certfile:
+        raise ValueError("--ssl-keyfile needs --ssl-certfile")
+    try:
+        context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=cafile)
+        if certfile:
+            context.load_cert_chain(certfile, keyfile)
+    except (OSError, ssl.SSLError) as exc:
+        raise ValueError(f"cannot set up Kafka TLS: {exc}") from None
+    return context

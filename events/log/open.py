@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from events.log.credentials import CredentialError, kafka_sasl
+from events.log.kafka_options import tls_context
 from events.log.port import EventLog, LogError
 
 if TYPE_CHECKING:
@@ -39,6 +40,10 @@ class KafkaSettings:
     session_timeout_ms: int | None = None  # None: the client's defaults
     fetch_wait_ms: int | None = None
     request_timeout_ms: int | None = None
+    replication_factor: int | None = None  # of the topics created; None: min(3, brokers)
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
 
     def security(self) -> dict[str, Any]:
         """KafkaLog's security keyword arguments; credentials from the environment, never argv.
@@ -46,6 +51,12 @@ class KafkaSettings:
         Raises ``LogError`` (naming what is missing, never a secret) when a SASL mechanism lacks them.
         """
         kwargs: dict[str, Any] = {"security_protocol": self.security_protocol}
+        try:
+            context = tls_context(self.security_protocol, self.ssl_cafile, self.ssl_certfile, self.ssl_keyfile)
+        except ValueError as exc:
+            raise LogError(str(exc)) from None
+        if context is not None:
+            kwargs["ssl_context"] = context
         if self.sasl_mechanism:
             try:  # from EVSCHED_KAFKA_* or --kafka-password-file, never argv
                 kwargs.update(kafka_sasl(self.sasl_mechanism, os.environ, self.password_file))
@@ -102,14 +113,25 @@ class LogSettings:
                 "deadletter_topic": topics.deadletter}
 
 
-async def open_log(settings: LogSettings, *, readonly: bool = False) -> EventLog:
-    """The log ``settings`` name, opened (and started, for Kafka)."""
+def transactional_id(kafka: KafkaSettings, shard: str = DEFAULT_SHARD) -> str:
+    """The stable transactional id of one shard's log (group + shard): whoever runs the shard
+    next uses the same id, and its producer fences every earlier one."""
+    return f"{kafka.group}.{shard}"
+
+
+async def open_log(settings: LogSettings, *, readonly: bool = False, transactional: bool = False,
+                   fence_at_start: bool = True) -> EventLog:
+    """The log ``settings`` name, opened (and started, for Kafka). ``transactional``: Kafka
+    cycles commit in transactions under the shard's ``transactional_id``; ``fence_at_start``
+    False leaves fencing the previous owner to ``take_over()`` (a standby, once it holds the lease)."""
     kafka = settings.kafka
     if kafka is not None:
         from events.log.kafka import KafkaLog
 
-        log = KafkaLog(kafka.bootstrap, group_id=kafka.group, **settings.kafka_topics(), **kafka.security(),
-                       **kafka.group_timing(), **kafka.fetch_tuning())
+        txn_id = transactional_id(kafka, (settings.partitions or (DEFAULT_SHARD,))[0]) if transactional else None
+        log = KafkaLog(kafka.bootstrap, group_id=kafka.group, replication_factor=kafka.replication_factor,
+                       **settings.kafka_topics(), **kafka.security(), **kafka.group_timing(), **kafka.fetch_tuning(),
+                       transactional_id=txn_id, fence_at_start=fence_at_start)
         await log.start()
         return log
     if settings.partitions:

@@ -39,6 +39,16 @@ class LogError(Exception):
     """The log cannot do what was asked (disk full, broker gone, corrupt beyond repair)."""
 
 
+class LogRefused(LogError):
+    """The broker refused this client (untrusted certificate, wrong credentials): retrying
+    with the same settings cannot help."""
+
+
+class LogFenced(LogError):
+    """Another instance took this log over (Kafka: a newer producer with the same transactional
+    id): nothing this instance writes from now on will be visible; stop or restore afresh."""
+
+
 class EventLog(Protocol):
     """Port for the scheduler's durable log. All methods are coroutines."""
 

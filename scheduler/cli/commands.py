@@ -74,7 +74,8 @@ def add_commands(sub: Any) -> None:
                    help="largest batch while catching up on a backlog (default 4 x --batch; --batch's value "
                    "gives fixed batches)")
     p.add_argument("--snapshot-dir", metavar="DIR",
-                   help="where snapshots go (default: DIR/snapshots for the embedded log; none for Kafka)")
+                   help="where snapshots go (default: DIR/snapshots for the embedded log; "
+                   "./evsched-data/snapshots/GROUP for Kafka, one subdirectory per shard)")
     p.add_argument("--snapshot-every", type=int, default=100, metavar="N", help="cycles between snapshots")
     p.add_argument("--snapshot-keep", type=_count, default=2, metavar="N",
                    help="snapshots kept, newest first (default 2; 0 keeps all: `replay state`, `explain` and "

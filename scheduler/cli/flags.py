@@ -36,6 +36,13 @@ def add_log_arguments(p: argparse.ArgumentParser, *, mqtt: bool = False) -> None
     p.add_argument("--security-protocol", default="PLAINTEXT", help="Kafka security protocol (SASL_SSL, SSL, …)")
     p.add_argument("--sasl-mechanism", default=None, help="Kafka SASL mechanism (PLAIN, SCRAM-SHA-256, …); "
                    "credentials come from EVSCHED_KAFKA_USERNAME / EVSCHED_KAFKA_PASSWORD")
+    p.add_argument("--replication-factor", type=int, default=None, metavar="N",
+                   help="Kafka: replication factor of the topics created (default min(3, brokers)); they get "
+                   "min.insync.replicas N-1 (at least 1), and the input and decisions topics retention.ms=-1")
+    p.add_argument("--ssl-cafile", metavar="PEM", help="Kafka TLS: CA certificates the brokers' certificates must "
+                   "chain to (default: the system's CAs); for --security-protocol SSL or SASL_SSL")
+    p.add_argument("--ssl-certfile", metavar="PEM", help="Kafka TLS: client certificate (mutual TLS)")
+    p.add_argument("--ssl-keyfile", metavar="PEM", help="Kafka TLS: the client certificate's private key")
     add_credential_arguments(p, mqtt=mqtt)
     p.add_argument("--partition", action="append", dest="partitions", metavar="NAME",
                    help="Kafka: a scheduler partition (shard) with its own topics — TOPIC.NAME, or the topics "
@@ -63,7 +70,10 @@ def add_service_arguments(p: argparse.ArgumentParser) -> None:
                    help="when Kafka fails (broker down or silent past the request timeout), restart in-process "
                    "— restore state from the log and go on — with backoff for up to S seconds of failures, "
                    "then exit 1 (default 300; 0 exits at the first failure)")
-    p.add_argument("--transactions", action="store_true",
-                   help="require a broker with transactional producers: probe at start and exit 1 with the "
-                   "broker's reason when it has none. Probe only: outputs and offsets are still committed "
-                   "separately (outputs first), which the design relies on, so a crash never loses a decision")
+    txn = p.add_mutually_exclusive_group()
+    txn.add_argument("--transactions", action="store_true",
+                     help="require exactly-once cycles: exit 1 with the broker's reason when it has no "
+                     "transactional producers (by default they are used where the broker has them)")
+    txn.add_argument("--no-transactions", action="store_true",
+                     help="at-least-once even where the broker has transactions: outputs first, then the input "
+                     "offsets, with nothing that fences an instance another one has taken over from")

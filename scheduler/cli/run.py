@@ -16,13 +16,13 @@ import orjson
 from events.codec import decode_input_object
 from events.log.credentials import CredentialError, redact_logs
 from events.log.open import open_log
-from events.log.port import LogError
+from events.log.port import LogError, LogFenced, LogRefused
 from events.models import InputRejected
 from events.producer import key_of
 from scheduler.cli.config_arg import load_config_arg
 from scheduler.cli.credentials import prepare_run
 from scheduler.cli.logging_setup import setup_logging
-from scheduler.cli.service_wiring import append_config, open_service, stop_on_signals
+from scheduler.cli.service_wiring import append_config, open_service, stop_on_signals, use_transactions
 from scheduler.cli.settings import ServiceSettings, log_settings, service_settings
 from scheduler.config import SchedulerConfig
 from scheduler.service.cycle_gc import CycleCollector
@@ -114,6 +114,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         try:
             with CycleCollector() as collector:  # GC between cycles, not inside them
                 return asyncio.run(_run(settings, config, collector))
+        except (LogFenced, LogRefused) as exc:  # fenced: restarting would fence the new owner back
+            LOG.error("%s; stopping", exc)
+            return 1
         except LogError as exc:
             delay = outage.next_delay(time.monotonic())
             if delay is None:
@@ -161,15 +164,10 @@ async def _run(settings: ServiceSettings, config: SchedulerConfig | None, collec
         from scheduler.cli.shards import run_shards
 
         return await run_shards(settings, kafka, config, collector)
-    log = await open_log(settings.log)
-    if settings.transactions:
-        probe = getattr(log, "probe_transactions", None)
-        supported, reason = await probe() if probe is not None else (False, "only Kafka has them (use --kafka)")
-        if not supported:
-            LOG.error("--transactions: no transactional producer: %s", reason)
-            await log.close()
-            return 1
-        LOG.info("--transactions: %s (outputs and offsets are still committed separately)", reason)
+    transactional = await use_transactions(settings)
+    if transactional is None:
+        return 1
+    log = await open_log(settings.log, transactional=transactional, fence_at_start=not settings.standby)
     # A Kafka read waits for records itself (KafkaLog's poll), so the loop needs no nap between reads.
     service, bridge = await open_service(settings, log, settings.snapshots(), poll_interval_s=0.0 if kafka else 0.2,
                                          collector=collector)
@@ -194,6 +192,9 @@ async def _run(settings: ServiceSettings, config: SchedulerConfig | None, collec
             LOG.info("standby: waiting for the active lease (group %s.active)", kafka.group if kafka else "evsched")
             if not await lease.wait(service.stopping):
                 return 0
+            take_over = getattr(log, "take_over", None)
+            if take_over is not None:
+                await take_over()  # fences the previous active instance before the log is read
         await service.start()
         await append_config(service, config, settings.config)
         await service.run(once=settings.once)

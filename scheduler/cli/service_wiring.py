@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from events.log.port import EventLog
+from events.log.port import EventLog, LogRefused
 from scheduler.cli.settings import ServiceSettings
 from scheduler.config import SchedulerConfig
 
@@ -76,3 +76,38 @@ async def append_config(service: Service, config: SchedulerConfig | None, path: 
             "them, submit it first (a config.updated event) or start the service before submitting",
             waiting,
         )
+
+
+async def use_transactions(settings: ServiceSettings) -> bool | None:
+    """Whether ``run`` commits cycles in transactions: probed once at start (None: ``--transactions``
+    was asked for and the broker has none — the caller exits 1). Logs the choice once.
+
+    Raises ``LogRefused`` at once for an untrusted certificate or refused credentials."""
+    kafka = settings.log.kafka
+    if kafka is None:
+        if settings.transactions:
+            LOG.error("--transactions: only Kafka has them (use --kafka)")
+            return None
+        return False
+    if settings.no_transactions:
+        LOG.info("--no-transactions: at-least-once (outputs first, then input offsets; deterministic ids "
+                 "make re-written outputs identical)")
+        return False
+    from events.log.kafka.clients import diagnose, probe_transactions
+    from events.log.kafka_options import client_options
+
+    options = client_options(kafka.bootstrap, **kafka.security())
+    refused = await diagnose(options)
+    if isinstance(refused, LogRefused):
+        raise refused  # an untrusted certificate or a wrong password: say so now, never retry
+    supported, reason = await probe_transactions(options, kafka.group)
+    if supported:
+        LOG.info("exactly-once cycles: each cycle's outputs and input offsets commit in one transaction (%s)",
+                 reason)
+        return True
+    if settings.transactions:
+        LOG.error("--transactions: no transactional producer: %s", reason)
+        return None
+    LOG.warning("at-least-once cycles: the broker has no transactions (%s); outputs first, then input "
+                "offsets, and nothing fences an instance that another one took over from", reason)
+    return False

@@ -43,6 +43,10 @@ def log_settings(args: argparse.Namespace) -> LogSettings:
             session_timeout_ms=getattr(args, "session_timeout_ms", None),
             fetch_wait_ms=getattr(args, "fetch_wait_ms", None),
             request_timeout_ms=getattr(args, "request_timeout_ms", None),
+            replication_factor=getattr(args, "replication_factor", None),
+            ssl_cafile=getattr(args, "ssl_cafile", None),
+            ssl_certfile=getattr(args, "ssl_certfile", None),
+            ssl_keyfile=getattr(args, "ssl_keyfile", None),
         )
     return LogSettings(directory=getattr(args, "log", None) or DEFAULT_LOG_DIR, kafka=kafka,
                        partitions=partition_names(getattr(args, "partitions", None)))
@@ -63,7 +67,8 @@ class ServiceSettings:
     snapshot_every: int = 100
     snapshot_keep: int = 2
     standby: bool = False
-    transactions: bool = False
+    transactions: bool = False  # required (exit 1 without); by default used where the broker has them
+    no_transactions: bool = False  # at-least-once even where the broker has transactions
     kafka_outage_s: float = 0.0  # seconds of Kafka failures to ride out (0: exit at the first)
     verbose: bool = False
     log_format: str = "text"  # stderr lines: text or json
@@ -71,11 +76,14 @@ class ServiceSettings:
     http: str | None = None  # HOST:PORT of the HTTP surface (None: off)
     ready_max_lag: int = 10_000  # /readyz: most inputs waiting while still ready
 
-    def snapshots(self) -> str | None:
-        """The snapshot directory: ``--snapshot-dir``, else DIR/snapshots of the embedded log; none for Kafka."""
+    def snapshots(self) -> str:
+        """The snapshot directory: ``--snapshot-dir``, else DIR/snapshots of the embedded log; with
+        Kafka ./evsched-data/snapshots/GROUP, so recovery and replay never need a topic's first record."""
         if self.snapshot_dir:
             return self.snapshot_dir
-        return None if self.log.kafka else str(Path(self.log.directory) / "snapshots")
+        if self.log.kafka:
+            return str(Path(DEFAULT_LOG_DIR) / "snapshots" / self.log.kafka.group)
+        return str(Path(self.log.directory) / "snapshots")
 
 
 def service_settings(args: argparse.Namespace) -> ServiceSettings:
@@ -85,7 +93,8 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
         log=log, config=args.config, mqtt=args.mqtt, mqtt_ingest=args.mqtt_ingest, once=args.once,
         batch=args.batch, max_batch=args.max_batch, snapshot_dir=args.snapshot_dir,
         snapshot_every=args.snapshot_every, snapshot_keep=args.snapshot_keep, standby=args.standby,
-        transactions=args.transactions, kafka_outage_s=args.kafka_outage_s if log.kafka else 0.0,
+        transactions=args.transactions, no_transactions=args.no_transactions,
+        kafka_outage_s=args.kafka_outage_s if log.kafka else 0.0,
         verbose=args.verbose, log_format=args.log_format, log_level=args.log_level, http=args.http,
         ready_max_lag=args.ready_max_lag,
     )

@@ -77,7 +77,8 @@ async def submit_to_shards(settings: LogSettings, records: list[Record], errors:
     for shard, batch in routed.items():
         topics = kafka.topics_of(shard)
         log = KafkaLog(kafka.bootstrap, input_topics=topics.inputs, decisions_topic=topics.decisions,
-                       deadletter_topic=topics.deadletter, group_id=kafka.group, **kafka.security())
+                       deadletter_topic=topics.deadletter, group_id=kafka.group,
+                       replication_factor=kafka.replication_factor, **kafka.security())
         await log.start()
         try:
             await log.append_inputs(batch)
@@ -94,9 +95,9 @@ async def run_shards(
     settings: ServiceSettings, kafka: KafkaSettings, config: SchedulerConfig | None, collector: CycleCollector
 ) -> int:
     """``evsched run --kafka … --partition …``: join the shard group, run what it assigns."""
-    from events.log.kafka import KafkaLog, ShardMembership
+    from events.log.kafka import ShardMembership
     from events.log.kafka_options import client_options
-    from scheduler.cli.service_wiring import stop_on_signals
+    from scheduler.cli.service_wiring import stop_on_signals, use_transactions
     from scheduler.service.shards import ShardHost
 
     if settings.standby:
@@ -105,14 +106,12 @@ async def run_shards(
         return 1
     topics = {shard: kafka.topics_of(shard) for shard in settings.log.partitions}
     security = kafka.security()
-    if settings.transactions:
-        supported, reason = await KafkaLog(kafka.bootstrap, **security).probe_transactions()
-        if not supported:
-            LOG.error("--transactions: no transactional producer: %s", reason)
-            return 1
-        LOG.info("--transactions: %s (outputs and offsets are still committed separately)", reason)
+    transactional = await use_transactions(settings)
+    if transactional is None:
+        return 1
     membership = ShardMembership(
         client_options(kafka.bootstrap, **security), group_id=kafka.group,
+        replication_factor=kafka.replication_factor,
         shards={shard: t.inputs for shard, t in topics.items()},
         **kafka.group_timing(),
     )
@@ -122,7 +121,7 @@ async def run_shards(
     surfaces: dict[str, Any] = {}  # shard -> its HTTP view (LiveState), with --http
 
     async def open_shard(shard: str) -> RunningShard:
-        running = await _open_shard(settings, kafka, config, topics[shard], membership, collector)
+        running = await _open_shard(settings, kafka, config, topics[shard], membership, collector, transactional)
         if settings.http:
             surfaces[shard] = live_state(settings, running.service, with_log=False)
         return running
@@ -147,10 +146,14 @@ async def run_shards(
 
 async def _open_shard(
     settings: ServiceSettings, kafka: KafkaSettings, config: SchedulerConfig | None, topics: ShardTopics,
-    membership: Any, collector: CycleCollector,
+    membership: Any, collector: CycleCollector, transactional: bool = False,
 ) -> RunningShard:
-    """Open one shard's log, restore its scheduler (snapshot + log tail) and append ``--config``."""
+    """Open one shard's log, restore its scheduler (snapshot + log tail) and append ``--config``.
+
+    With ``transactional`` the log's producer has the shard's transactional id, started before
+    the log is read: a previous owner is fenced and its open transaction aborted first."""
     from events.log.kafka import KafkaLog
+    from events.log.open import transactional_id
     from scheduler.cli.service_wiring import append_config, open_service
     from scheduler.service.shards import RunningShard
 
@@ -158,7 +161,8 @@ async def _open_shard(
     log = KafkaLog(
         kafka.bootstrap, input_topics=topics.inputs, decisions_topic=topics.decisions,
         deadletter_topic=topics.deadletter, group_id=kafka.group, commit_offsets=membership.commit,
-        **kafka.security(), **kafka.fetch_tuning(),
+        replication_factor=kafka.replication_factor, **kafka.security(), **kafka.fetch_tuning(),
+        transactional_id=transactional_id(kafka, shard) if transactional else None,
     )
     await log.start()
     bridge = None
@@ -169,7 +173,7 @@ async def _open_shard(
         await log.close()
 
     try:
-        snapshot_dir = Path(settings.snapshot_dir) / shard if settings.snapshot_dir else None
+        snapshot_dir = Path(settings.snapshots()) / shard
         service, bridge = await open_service(settings, log, snapshot_dir, partition=shard, name=shard,
                                              source=shard_source(shard), poll_interval_s=0.0, collector=collector)
         await service.start()

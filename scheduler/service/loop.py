@@ -3,6 +3,8 @@
 Loop (DESIGN "How a cycle flows"): read a batch after the current positions → decode,
 merge, apply → cycle → append ``cycle.started``, the outputs and ``cycle.completed`` in one
 durable batch → commit input positions (Kafka) → hand outputs to the publisher → repeat.
+Where the log is transactional (Kafka with a transactional id) the outputs and the input
+positions commit in one transaction instead (exactly-once); a fenced log raises ``LogFenced``.
 On start it recovers from the log (``scheduler.service.recovery``). SIGINT/SIGTERM finish the
 current cycle, then stop.
 """
@@ -19,7 +21,7 @@ from typing import Any, Protocol
 
 from events.codec import encode_output
 from events.log.clock import wall_clock_us
-from events.log.port import EventLog, LogError, LogRecord
+from events.log.port import EventLog, LogError, LogFenced, LogRecord
 from events.models import OutputEvent
 from scheduler.core.engine import DEFAULT_SOURCE, Engine
 from scheduler.core.logged_cycle import advance, run_logged_cycle
@@ -117,6 +119,11 @@ class Service:
         self.snapshot_writes = 0
         self.running = False  # inside run(): reading and deciding
 
+    @property
+    def transactional(self) -> bool:
+        """Whether each cycle's outputs and input offsets commit in one transaction (Kafka)."""
+        return bool(getattr(self.log, "transactional", False))
+
     async def start(self) -> None:
         """Recover state from the log and report what was found."""
         began = time.monotonic()
@@ -171,17 +178,30 @@ class Service:
             outputs, encoded = await asyncio.to_thread(self._cycle, records, now, through, unreadable)
         finally:
             self._between.set()
-        await self._fence()
+        if not self.transactional:
+            # Without transactions nothing else fences a second writer; a transactional log is
+            # fenced by its producer epoch (and its commit markers take offsets of their own).
+            await self._fence()
+        what = f"cycle {self.engine.cycle_number}: writing outputs"
         try:
-            await watched(f"cycle {self.engine.cycle_number}: writing outputs", self.log.append_outputs(encoded),
-                          self._log)
+            if self.transactional:  # outputs and input offsets commit as one, or not at all
+                end = await watched(what, self.log.append_cycle(encoded, through), self._log)  # type: ignore[attr-defined]
+            else:
+                await watched(what, self.log.append_outputs(encoded), self._log)
+                end = None
+        except LogFenced:
+            raise
         except LogError as exc:  # e.g. a full disk: stop rather than run on with state the log lacks
             raise LogError(f"cycle {self.engine.cycle_number}: outputs not written ({exc}); stopping — "
                            "a restart re-runs this cycle from the log") from exc
         await self._dead_letter(unreadable)
-        self.output_offset += len(outputs)
+        # With transactions, commit markers take offsets too: the next cycle's first output is
+        # not at end + 1 but the offset after this one's last output is known from the ack.
+        self.output_offset = end if end is not None else self.output_offset + len(outputs)
         self.positions = through
         self.last_cycle_s = time.perf_counter() - began
+        if self.transactional:
+            self._committed_positions = dict(through)
         if self._log.isEnabledFor(logging.DEBUG):  # `run -v`: tests pace themselves by these lines
             self._log.debug("cycle %d written: %d inputs, %d outputs; %d inputs consumed",
                             self.engine.cycle_number, len(records), len(outputs), sum(through.values()))

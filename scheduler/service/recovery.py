@@ -77,7 +77,9 @@ async def _from_snapshot(log: EventLog, store: SnapshotStore) -> Restored | None
             )
         recorded = None
         if 0 < offset <= end:
-            last = await log.read_outputs(offset - 1, 1)
+            # The snapshot's cycle.completed is the last record before ``offset`` (a Kafka commit
+            # marker may sit between them, taking an offset but holding no record).
+            last = [r for r in await log.read_outputs(max(0, offset - 2), 2) if r.offset < offset][-1:]
             obj = orjson.loads(last[0].value) if last else {}
             if obj.get("type") == "cycle.completed" and obj["data"]["cycle"] == body["cycle"]:
                 recorded = obj["data"]["state_digest"]

@@ -23,7 +23,10 @@ them. ``ShardHost`` follows what the group says:
 The host never runs a shard between a revoke and the next assignment, so two instances
 never append to one shard's decisions topic at the same time — except when a member is
 expelled without noticing (its session timed out while it was cut off from the broker);
-without transactions there is no broker-side fence for that case (see README, Kafka).
+with transactions (``KafkaLog(transactional_id=…)``, one id per shard) the new owner's
+producer fences it: its open transaction is aborted, its next commit fails with
+``LogFenced``, and the host drops that shard. Without transactions there is no broker-side
+fence for that case (see README, Kafka).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from events.log.port import LogError
+from events.log.port import LogError, LogFenced
 from scheduler.service.loop import Service
 
 LOG = logging.getLogger("evsched.shards")
@@ -65,6 +68,7 @@ class ShardHost:
         self.stopping = asyncio.Event()
         self._failure: BaseException | None = None
         self.failed: dict[str, BaseException] = {}  # shards stopped alone (module docstring)
+        self._fenced: set[str] = set()  # shards whose log another instance took over
 
     # ------------------------------------------------------------------ membership callbacks
 
@@ -121,6 +125,17 @@ class ShardHost:
                 continue
             shard.finished_once = self._once and not shard.service.stopping.is_set()
             shard.task = None
+        await self._drop_fenced()
+
+    async def _drop_fenced(self) -> None:
+        while self._fenced:
+            name = self._fenced.pop()
+            if self._desired is not None:
+                # Our assignment is stale (the group moved the shard while we were cut off):
+                # never reopen it — that would fence the new owner — until the group says so.
+                self._desired.discard(name)
+            if name in self.shards:
+                await self.shards.pop(name).close()
 
     def _failed(self, name: str, task: asyncio.Task[None] | None) -> bool:
         """Whether a finished shard loop failed; a failed shard is dropped (its state may be
@@ -128,6 +143,14 @@ class ShardHost:
         exc = task.exception() if task is not None and task.done() and not task.cancelled() else None
         if exc is None:
             return False
+        if isinstance(exc, LogFenced):
+            # Another instance owns the shard now (its producer fenced ours): not a failure of
+            # this instance. Drop the shard; the group's next assignment says what we run.
+            LOG.warning("shard %s: %s; dropping it (restored afresh if the group assigns it here again)", name, exc)
+            self.shards[name].task = None
+            self._fenced.add(name)
+            self._changed.set()
+            return True
         self.shards[name].task = None
         self._contain(name, exc)
         return True
@@ -189,7 +212,10 @@ class ShardHost:
     @staticmethod
     async def _still_current(shard: RunningShard) -> bool:
         """A paused shard's state is the log's while nobody else has appended to its outputs."""
-        return shard.finished_once or await shard.service.log.output_end() == shard.service.output_offset
+        end = await shard.service.log.output_end()
+        mine = shard.service.output_offset
+        # A transactional shard's last commit marker sits after its last output.
+        return shard.finished_once or end == mine or (shard.service.transactional and end == mine + 1)
 
     async def _pause(self, name: str) -> None:
         shard = self.shards[name]
@@ -200,6 +226,7 @@ class ShardHost:
         await asyncio.gather(task, return_exceptions=True)
         shard.finished_once = False
         if self._failed(name, task):
+            self._fenced.discard(name)
             await self.shards.pop(name).close()
 
     async def shutdown(self) -> None:

@@ -42,7 +42,9 @@ def test_each_partition_is_served_by_its_shard(kafka_bootstrap: str, kafka_topic
         base = found.group(1).decode()
         while True:  # ready: both shards recovered, consuming, and caught up
             status, body = _get(f"{base}/readyz")
-            if status == 200:
+            # (a shard still being restored is not listed yet: on Apache Kafka the first one can
+            # be ready before the second is opened)
+            if status == 200 and sorted(orjson.loads(body)["shards"]) == sorted(SHARDS):
                 break
             assert proc.poll() is None, log_path.read_text()[-3000:]
             time.sleep(0.1)

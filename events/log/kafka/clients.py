@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any
 
 from aiokafka import AIOKafkaProducer, TopicPartition
@@ -21,25 +22,47 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError
 from aiokafka.protocol.group import LeaveGroupRequest
 
-from events.log.port import LogError
+from events.log.port import LogError, LogRefused
 
 log = logging.getLogger("evsched.kafka")
 
 _TOPIC_ALREADY_EXISTS = 36
 
 
-async def ensure_topics(options: Mapping[str, Any], wanted: Mapping[str, int], replication: int) -> dict[str, int]:
+def topic_configs(replication: int, durable: bool) -> dict[str, str]:
+    """Configs of a topic the adapter creates: ``min.insync.replicas`` one less than the
+    replication factor (at least 1), so an acknowledged write survives losing one broker; a
+    durable topic (inputs, decisions: the state is folded from them) is never deleted by age."""
+    configs = {"min.insync.replicas": str(max(1, replication - 1))}
+    if durable:
+        configs["retention.ms"] = "-1"
+    return configs
+
+
+async def ensure_topics(
+    options: Mapping[str, Any], wanted: Mapping[str, int], replication: int | None,
+    durable: Collection[str] = (),
+) -> dict[str, int]:
     """Create the topics of ``wanted`` ({topic: partitions}) that do not exist yet, with a log
-    line; return every wanted topic's partition count once metadata shows them all."""
+    line; return every wanted topic's partition count once metadata shows them all.
+
+    ``replication`` None: min(3, brokers in the cluster). Topics in ``durable`` keep their
+    records forever (``topic_configs``)."""
     admin = AIOKafkaAdminClient(**options)
     await admin.start()
     try:
         existing = set(await admin.list_topics())
-        missing = [NewTopic(t, n, replication) for t, n in wanted.items() if t not in existing]
+        absent = [t for t in wanted if t not in existing]
+        if absent and replication is None:
+            brokers = len((await admin.describe_cluster()).get("brokers", ())) or 1
+            replication = min(3, brokers)
+        factor = replication or 1
+        missing = [NewTopic(t, wanted[t], factor, topic_configs=topic_configs(factor, t in durable)) for t in absent]
         if missing:
             log.info(
                 "creating missing Kafka topics: %s",
-                ", ".join(f"{t.name} ({t.num_partitions} partitions)" for t in missing),
+                ", ".join(f"{t.name} ({t.num_partitions} partitions, replication {factor}"
+                          f"{', kept forever' if t.name in durable else ''})" for t in missing),
             )
             response = await admin.create_topics(missing)
             for topic, code, *message in response.topic_errors:
@@ -58,6 +81,37 @@ async def ensure_topics(options: Mapping[str, Any], wanted: Mapping[str, int], r
             await asyncio.sleep(0.1)
     finally:
         await admin.close()
+
+
+async def diagnose(options: Mapping[str, Any]) -> LogError | None:
+    """Why a Kafka client with ``options`` cannot connect, from one direct connection (None
+    when that connection works): ``LogRefused`` for an untrusted certificate or refused
+    credentials (retrying cannot help), else a plain ``LogError``. Never holds a password."""
+    from aiokafka.conn import create_conn
+
+    servers = options.get("bootstrap_servers", "")
+    first = (servers if isinstance(servers, str) else ",".join(servers)).split(",")[0].strip()
+    host, _, port = first.rpartition(":")
+    keys = ("security_protocol", "ssl_context", "sasl_mechanism", "sasl_plain_username", "sasl_plain_password")
+    try:
+        conn = await create_conn(host or first, int(port or 9092), request_timeout_ms=10_000,
+                                 **{k: options[k] for k in keys if k in options})
+    except ssl.SSLCertVerificationError as exc:
+        return LogRefused(f"the TLS certificate of {first} is not trusted ({exc.verify_message}); "
+                          "pass its CA with --ssl-cafile")
+    except ssl.SSLError as exc:
+        return LogRefused(f"TLS handshake with {first} failed: {exc.reason or exc}")
+    except Exception as exc:  # aiokafka's SASL and connection errors share no base but Exception
+        text = str(exc)
+        password = options.get("sasl_plain_password")
+        if password:
+            text = text.replace(str(password), "***")
+        if "uthenticat" in text or "SASL" in text.upper():
+            return LogRefused(f"SASL authentication as {options.get('sasl_plain_username')!r} with "
+                              f"{options.get('sasl_mechanism')} was refused by {first}: {text}")
+        return LogError(f"cannot connect to {first}: {type(exc).__name__}: {text}")
+    conn.close()
+    return None
 
 
 async def probe_transactions(options: Mapping[str, Any], client_id: str, timeout_s: float = 10.0) -> tuple[bool, str]:

@@ -28,10 +28,16 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.errors import KafkaError, MessageSizeTooLargeError, RecordListTooLargeError
+from aiokafka.errors import (
+    InvalidProducerEpoch,
+    KafkaError,
+    MessageSizeTooLargeError,
+    ProducerFenced,
+    RecordListTooLargeError,
+)
 
 from events.log.clock import wall_clock_us
-from events.log.kafka.clients import GroupListener, ensure_topics, probe_transactions
+from events.log.kafka.clients import GroupListener, diagnose, ensure_topics, probe_transactions
 from events.log.kafka.lease import KafkaLease
 from events.log.kafka.outputs import (
     MAX_ERROR_HEADER,
@@ -43,7 +49,7 @@ from events.log.kafka.outputs import (
 from events.log.kafka.recent import RecentBatches
 from events.log.kafka.topics import channel_name, parse_channel
 from events.log.kafka_options import client_options
-from events.log.port import LogError, LogRecord
+from events.log.port import LogError, LogFenced, LogRecord, LogRefused
 
 log = logging.getLogger("evsched.kafka")
 
@@ -69,7 +75,7 @@ class KafkaLog:
         group_id: str = "evsched",
         client_id: str = "evsched",
         partitions: int = 1,
-        replication_factor: int = 1,
+        replication_factor: int | None = None,
         group_subscribe: bool = False,
         security_protocol: str = "PLAINTEXT",
         sasl_mechanism: str | None = None,
@@ -84,6 +90,8 @@ class KafkaLog:
         assignment_timeout_s: float = 60.0,
         commit_offsets: OffsetCommitter | None = None,
         now_us: Callable[[], int] | None = None,
+        transactional_id: str | None = None,
+        fence_at_start: bool = True,
     ) -> None:
         if not input_topics:
             raise ValueError("at least one input topic is required")
@@ -113,6 +121,9 @@ class KafkaLog:
         self._assigned = asyncio.Event()
         self._revoke_cb: RevokeCallback | None = None
         self._decisions_tp = TopicPartition(decisions_topic, 0)
+        self._transactional_id = transactional_id
+        self._txn: Any = None  # the transactional producer of outputs (transactional_id given)
+        self._fence_at_start = fence_at_start  # False: a standby fences once it holds the lease (take_over)
 
     def __repr__(self) -> str:
         return (
@@ -130,17 +141,21 @@ class KafkaLog:
             wanted = dict.fromkeys(self._input_topics, self._partitions)
             wanted[self._decisions] = 1  # one partition: outputs are totally ordered
             wanted[self._deadletter] = 1
-            partition_counts = await ensure_topics(self._options, wanted, self._replication)
+            durable = [self._decisions, *self._input_topics]  # the state is folded from these: kept forever
+            partition_counts = await ensure_topics(self._options, wanted, self._replication, durable)
             # linger 0: records queued in one call still share a batch (the sender task
             # only runs once we await), and a lone record is not held back. Batches of up
             # to 512 KiB: with the default 16 KiB a cycle's outputs took ~100 round trips
             # (one batch per partition is in flight at a time).
             self._producer = AIOKafkaProducer(acks="all", linger_ms=0, max_batch_size=_BATCH_BYTES, **self._options)
             await self._producer.start()
+            if self._fence_at_start:
+                await self.take_over()
             self._consumer = AIOKafkaConsumer(
                 group_id=self._group_id,
                 enable_auto_commit=False,
                 auto_offset_reset="earliest",
+                isolation_level="read_committed",
                 fetch_max_wait_ms=self._fetch_max_wait_ms,
                 # A fetch holds a whole batch (the default 1 MiB per partition is ~4,000
                 # records): cycles get full batches, not whatever the last fetch held.
@@ -162,12 +177,38 @@ class KafkaLog:
                 self._consumer.assign(self._manual)
         except (KafkaError, LogError, OSError, TimeoutError) as exc:
             await self.close()
-            raise LogError(f"cannot start Kafka log on {self._bootstrap}: {exc!r}") from exc
+            why = await diagnose(self._options)  # aiokafka only says "unable to bootstrap"
+            if isinstance(why, LogRefused):
+                raise why from exc
+            raise LogError(f"cannot start Kafka log on {self._bootstrap}: {why or repr(exc)}") from exc
+
+    async def take_over(self) -> None:
+        """Start the transactional producer (once): InitProducerId bumps the id's epoch, so a
+        previous owner of this log is fenced from here on and its open transaction is aborted
+        before this instance reads the log. A standby calls it once it holds the lease."""
+        if self._transactional_id is None or self._txn is not None:
+            return
+        # A transaction begun while the last one's markers are still being written is answered
+        # CONCURRENT_TRANSACTIONS and retried after the backoff: 100 ms (the default) per cycle
+        # would halve a busy loop's rate; the Java client retries these after 20 ms.
+        producer = AIOKafkaProducer(
+            transactional_id=self._transactional_id, acks="all", linger_ms=0, max_batch_size=_BATCH_BYTES,
+            retry_backoff_ms=20, **self._options,
+        )
+        try:
+            await producer.start()
+        except KafkaError as exc:
+            await producer.stop()
+            raise LogError(f"cannot start the transactional producer {self._transactional_id!r}: {exc!r}") from exc
+        self._txn = producer
+        log.info("exactly-once: outputs and input offsets commit in one transaction (transactional id %s)",
+                 self._transactional_id)
 
     async def close(self) -> None:
         """Stop every client (idempotent)."""
-        clients = [("consumer", self._consumer), ("reader", self._outputs), ("producer", self._producer)]
-        self._consumer = self._producer = None
+        clients = [("consumer", self._consumer), ("reader", self._outputs), ("producer", self._producer),
+                   ("transactional producer", self._txn)]
+        self._consumer = self._producer = self._txn = None
         for name, client in clients:
             if client is not None:
                 try:
@@ -361,14 +402,7 @@ class KafkaLog:
     async def commit(self, positions: Mapping[str, int]) -> None:
         """Commit group offsets ``{channel: next offset}``; call once outputs are acknowledged."""
         consumer = self._require(self._consumer)
-        assigned = set(self._assignment())
-        offsets = {}
-        for channel, offset in positions.items():
-            tp = parse_channel(channel)
-            if tp.topic not in self._input_topics:
-                raise LogError(f"{channel!r} is not a channel of the input topics")
-            if tp in assigned:  # a revoked partition's offsets are its new owner's business
-                offsets[tp] = offset
+        offsets = self._offsets(positions)
         if not offsets:
             return
         if self._commit_offsets is not None:
@@ -378,6 +412,18 @@ class KafkaLog:
             await consumer.commit(offsets)
         except KafkaError as exc:
             raise LogError(f"committing offsets {positions!r} failed: {exc!r}") from exc
+
+    def _offsets(self, positions: Mapping[str, int]) -> dict[TopicPartition, int]:
+        """``{channel: offset}`` as the assigned input partitions' offsets to commit."""
+        assigned = set(self._assignment())
+        offsets = {}
+        for channel, offset in positions.items():
+            tp = parse_channel(channel)
+            if tp.topic not in self._input_topics:
+                raise LogError(f"{channel!r} is not a channel of the input topics")
+            if tp in assigned:  # a revoked partition's offsets are its new owner's business
+                offsets[tp] = offset
+        return offsets
 
     async def committed(self) -> dict[str, int]:
         """The group's committed offsets of the assigned partitions (absent: none committed)."""
@@ -402,9 +448,57 @@ class KafkaLog:
 
     # ------------------------------------------------------------------ outputs
 
+    # Offsets of the decisions topic may hold no record (commit markers, aborted records):
+    # ``read_outputs`` over a range returns once it has read the range to its end.
+    gapped_outputs = True
+
+    @property
+    def transactional(self) -> bool:
+        """Whether outputs go out in transactions (``append_cycle`` commits offsets with them)."""
+        return self._transactional_id is not None
+
     async def append_outputs(self, values: Sequence[bytes]) -> None:
+        if self._transactional_id is not None:
+            await self.append_cycle(values, {})
+            return
         producer = self._require(self._producer)
         await append_batched(producer, self._decisions_tp, values, self._now_us() // 1000)
+
+    async def append_cycle(self, values: Sequence[bytes], positions: Mapping[str, int]) -> int | None:
+        """A cycle's outputs and its input positions, committed as one transaction; returns the
+        offset after the last output (None when nothing was written).
+
+        Without a transactional id: the outputs, then an ordinary offset commit. A producer
+        fenced by a newer owner of the same transactional id raises ``LogFenced``.
+        """
+        if self._transactional_id is None:
+            await self.append_outputs(values)
+            await self.commit(positions)
+            return None
+        producer = self._require(self._txn)
+        offsets = self._offsets(positions)
+        try:
+            await producer.begin_transaction()
+            try:
+                end = await append_batched(producer, self._decisions_tp, values, self._now_us() // 1000)
+                if offsets:
+                    await producer.send_offsets_to_transaction(offsets, self._group_id)
+            except BaseException:
+                if not _fatal(producer):
+                    await producer.abort_transaction()
+                raise
+            await producer.commit_transaction()
+        except (KafkaError, LogError) as exc:
+            if _fenced(producer, exc):
+                raise LogFenced(
+                    f"fenced: another instance took over the decisions log {self._decisions!r} "
+                    f"(transactional id {self._transactional_id!r}; {_root(exc)!r}); nothing more this "
+                    "instance writes to it can become visible"
+                ) from exc
+            if isinstance(exc, LogError):
+                raise
+            raise LogError(f"committing a cycle's transaction ({len(values)} outputs) failed: {exc!r}") from exc
+        return end
 
     async def read_outputs(self, start: int = 0, max_records: int | None = None) -> list[LogRecord]:
         """Records of decisions/0 from ``start`` up to the end as of this call, then stop."""
@@ -426,3 +520,31 @@ class KafkaLog:
     async def probe_transactions(self, timeout_s: float = 10.0) -> tuple[bool, str]:
         """Can this broker run a transactional producer? ``(supported, reason)``."""
         return await probe_transactions(self._options, self._client_id, timeout_s)
+
+
+def _fatal(producer: Any) -> bool:
+    """Whether a transactional producer is beyond use: fenced by a newer epoch of its id (aiokafka
+    keeps that state on its transaction manager; every later call would fail the same way)."""
+    manager = getattr(producer, "_txn_manager", None)
+    return bool(manager is not None and manager.is_fatal_error())
+
+
+def _fenced(producer: Any, exc: BaseException) -> bool:
+    """Whether the producer was fenced by a newer epoch of its transactional id (not merely
+    broken, e.g. by a cluster that went away: that is an ordinary, retriable ``LogError``)."""
+    fenced_errors = (ProducerFenced, InvalidProducerEpoch)
+    manager = getattr(producer, "_txn_manager", None)
+    waiter = getattr(manager, "_transaction_waiter", None)
+    stuck = waiter.exception() if waiter is not None and waiter.done() and not waiter.cancelled() else None
+    chain: list[BaseException] = []
+    for start in (exc, stuck):
+        while start is not None and start not in chain:
+            chain.append(start)
+            start = start.__cause__ or start.__context__
+    return any(isinstance(e, fenced_errors) for e in chain)
+
+
+def _root(exc: BaseException) -> BaseException:
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    return exc

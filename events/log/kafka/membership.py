@@ -29,8 +29,15 @@ from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, Cons
 from aiokafka.errors import KafkaError
 
 from events.log.kafka.assignment import MemberShards, assign_shards
-from events.log.kafka.clients import GroupListener, ensure_topics, group_generation, poll_paused, stop_group_member
-from events.log.port import LogError
+from events.log.kafka.clients import (
+    GroupListener,
+    diagnose,
+    ensure_topics,
+    group_generation,
+    poll_paused,
+    stop_group_member,
+)
+from events.log.port import LogError, LogRefused
 
 log = logging.getLogger("evsched.kafka")
 
@@ -48,7 +55,7 @@ class ShardMembership:
         group_id: str,
         shards: Mapping[str, Sequence[str]],
         partitions: int = 1,
-        replication_factor: int = 1,
+        replication_factor: int | None = None,
         session_timeout_ms: int = 10_000,
         heartbeat_interval_ms: int = 3_000,
     ) -> None:
@@ -83,12 +90,15 @@ class ShardMembership:
             partition_assignment_strategy=(_shard_assignor(self),), **self._options,
         )
         try:
-            await ensure_topics(self._options, wanted, self._replication)
+            await ensure_topics(self._options, wanted, self._replication, durable=list(wanted))
             await self._consumer.start()
             self._consumer.subscribe(sorted(self._shard_of), listener=GroupListener(self._assigned, self._revoked))
         except (KafkaError, OSError) as exc:
             await self.close()
-            raise LogError(f"cannot join the shard group {self._group_id!r}: {exc!r}") from exc
+            why = await diagnose(self._options)
+            if isinstance(why, LogRefused):
+                raise why from exc
+            raise LogError(f"cannot join the shard group {self._group_id!r}: {why or repr(exc)}") from exc
         log.info("joined shard group %s, may run %s", self._group_id, ", ".join(sorted(self._topics)))
         self._poller = asyncio.create_task(poll_paused(self._consumer))
 

@@ -6,6 +6,10 @@ handful of produce requests instead of a ``send`` (and its bookkeeping) per reco
 consumer of its own: it never joins a group, so reading outputs (recovery, replay, end offsets) can
 never move an instance's committed input offsets.
 
+Outputs are read ``read_committed``: with transactions (``KafkaLog(transactional_id=…)``) a
+cycle's outputs appear when its transaction commits, an aborted one's never, and commit
+markers take offsets of their own, so output offsets may have gaps.
+
 Brokers differ: Tansu (the test broker) answers ListOffsets(latest) with the base offset
 of the last batch + 1 rather than the high watermark, so end offsets are confirmed with a
 fetch, whose high watermark every broker reports correctly. See ``end_offsets``.
@@ -28,9 +32,12 @@ from events.log.port import LogError, LogRecord
 MAX_ERROR_HEADER = 8192  # a dead-letter reason is for people; keep headers bounded
 
 
-async def append_batched(producer: Any, tp: TopicPartition, values: Sequence[bytes], stamp_ms: int) -> None:
-    """Append ``values`` to ``tp`` in order, in as few record batches as fit; await every ack."""
+async def append_batched(producer: Any, tp: TopicPartition, values: Sequence[bytes], stamp_ms: int) -> int | None:
+    """Append ``values`` to ``tp`` in order, in as few record batches as fit; await every ack.
+
+    Returns the offset after the last record appended (None when ``values`` is empty)."""
     futures = []
+    last_count = 0
     try:
         batch = producer.create_batch()
         for value in values:
@@ -40,10 +47,19 @@ async def append_batched(producer: Any, tp: TopicPartition, values: Sequence[byt
                 if batch.append(key=None, value=value, timestamp=stamp_ms) is None:
                     raise LogError(f"an output of {len(value)} bytes does not fit in a record batch")
         if batch.record_count():
+            last_count = batch.record_count()
             futures.append(await producer.send_batch(batch, tp.topic, partition=tp.partition))
-        await asyncio.gather(*futures)
+        # Every future is awaited even when one fails (a fenced producer fails them all).
+        acks = await asyncio.gather(*futures, return_exceptions=True)
+        failed = next((a for a in acks if isinstance(a, BaseException)), None)
+        if failed is not None:
+            raise failed
     except KafkaError as exc:
         raise LogError(f"appending outputs ({len(values)} records) failed: {exc!r}") from exc
+    if not acks:
+        return None
+    last: Any = acks[-1]
+    return int(last.offset) + (last_count or 1)
 
 
 def dead_letter_headers(record: LogRecord, error: str) -> list[tuple[str, bytes]]:
@@ -84,9 +100,11 @@ class OutputReader:
         self._lock = asyncio.Lock()
 
     async def start(self) -> None:
+        # read_committed: a transaction's outputs are read once committed, an aborted one's
+        # (a fenced instance's) never; end offsets are the last stable offset.
         self._consumer = AIOKafkaConsumer(
             group_id=None, enable_auto_commit=False, auto_offset_reset="earliest", fetch_max_wait_ms=10,
-            **self._options,
+            isolation_level="read_committed", **self._options,
         )
         await self._consumer.start()
 
@@ -154,7 +172,11 @@ class OutputReader:
                     await reader.getmany(*busy, timeout_ms=20, max_records=1)
                 ends = dict(listed)
                 for tp in busy:
-                    ends[tp] = max(listed[tp], reader.highwater(tp))
+                    # Read committed, the end is the last stable offset (records past it belong to
+                    # an open transaction); a broker without transactions reports none, or the HW.
+                    stable = reader.last_stable_offset(tp)
+                    end = stable if stable is not None and stable >= 0 else reader.highwater(tp)
+                    ends[tp] = max(listed[tp], min(end, reader.highwater(tp)))
                 return ends
             except KafkaError as exc:
                 raise LogError(f"reading end offsets failed: {exc!r}") from exc

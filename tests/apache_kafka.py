@@ -1,0 +1,402 @@
+"""Apache Kafka for the tests: fetch the broker with Maven, run KRaft nodes on loopback.
+
+``fetch()`` copies ``org.apache.kafka:kafka_2.13`` (the version in tests/brokers/kafka/pom.xml)
+and its runtime dependencies into a cache directory outside the repository
+(``$EVSCHED_KAFKA_CACHE``, else ``~/.cache/evsched/kafka-<version>``); ``make kafka`` runs it.
+``KafkaCluster`` formats KRaft storage and starts ``java -cp '<cache>/*' kafka.Kafka`` for each
+node (every node is broker and controller), each in its own process group with its log in a
+file, and waits until the cluster answers. ``broker_properties`` is the one description of a
+node's settings: the harness writes it, and the test of docker-compose.yml compares against it.
+Run ``python -m tests.apache_kafka fetch`` to fetch, ``... run [N]`` to run a cluster by hand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.procs import free_port, stop_group
+
+BROKER_DIR = Path(__file__).resolve().parent / "brokers" / "kafka"
+POM = BROKER_DIR / "pom.xml"
+LOG4J = BROKER_DIR / "log4j2.properties"
+READY_TIMEOUT_S = 90.0  # a JVM on a shared 2-core machine: start-up takes seconds, not minutes
+HEAP = "-Xmx512m"
+
+
+def kafka_version() -> str:
+    """The Kafka version the pom fetches (its ``kafka.version`` property)."""
+    match = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", POM.read_text())
+    if not match:
+        raise RuntimeError(f"{POM}: no <kafka.version> property")
+    return match.group(1).strip()
+
+
+def cache_dir() -> Path:
+    """Where the broker's jars live: ``$EVSCHED_KAFKA_CACHE`` or ``~/.cache/evsched/kafka-<v>``."""
+    configured = os.environ.get("EVSCHED_KAFKA_CACHE")
+    if configured:
+        return Path(configured)
+    return Path.home() / ".cache" / "evsched" / f"kafka-{kafka_version()}"
+
+
+def _complete_marker(directory: Path) -> Path:
+    return directory / ".complete"
+
+
+def fetch() -> Path:
+    """The cache directory, filled by Maven first when it is not complete yet.
+
+    Raises ``RuntimeError`` with Maven's output when Maven is missing or fails.
+    """
+    target = cache_dir()
+    if _complete_marker(target).is_file():
+        return target
+    target.mkdir(parents=True, exist_ok=True)
+    cmd = ["mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies", f"-DoutputDirectory={target}"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RuntimeError(f"cannot fetch Apache Kafka with Maven ({' '.join(cmd)}): {exc}") from exc
+    if done.returncode != 0 or not any(target.glob("kafka_2.13-*.jar")):
+        raise RuntimeError(
+            f"fetching Apache Kafka with Maven failed (exit {done.returncode}): {' '.join(cmd)}\n"
+            f"{(done.stdout + done.stderr)[-4000:]}"
+        )
+    _complete_marker(target).write_text(kafka_version() + "\n")
+    return target
+
+
+def new_cluster_id() -> str:
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (Kafka's Uuid form)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def broker_properties(
+    node_id: int,
+    port: int,
+    controller_port: int,
+    voters: Mapping[int, int],
+    log_dir: str,
+    *,
+    host: str = "127.0.0.1",
+    advertised_host: str = "127.0.0.1",
+    voter_host: str | None = None,
+) -> dict[str, str]:
+    """One KRaft node's server.properties: broker and controller in one process.
+
+    ``voters`` maps each node id to its controller port (on ``voter_host``, else ``host``).
+    docker-compose.yml sets the same (a test checks). Internal topics are replicated to
+    min(3, nodes) with min.insync.replicas one less (at least 1); group session bounds allow
+    the tests' short session timeouts; rebalances start at once.
+    """
+    nodes = len(voters)
+    replication = min(3, nodes)
+    min_isr = max(1, replication - 1)
+    return {
+        "process.roles": "broker,controller",
+        "node.id": str(node_id),
+        "controller.quorum.voters": ",".join(f"{n}@{voter_host or host}:{p}" for n, p in sorted(voters.items())),
+        "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{advertised_host}:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "log.dirs": log_dir,
+        "num.partitions": "1",
+        "default.replication.factor": str(replication),
+        "min.insync.replicas": str(min_isr),
+        "offsets.topic.replication.factor": str(replication),
+        "offsets.topic.num.partitions": "5",
+        "transaction.state.log.replication.factor": str(replication),
+        "transaction.state.log.min.isr": str(min_isr),
+        "transaction.state.log.num.partitions": "5",
+        "share.coordinator.state.topic.replication.factor": str(replication),
+        "share.coordinator.state.topic.min.isr": str(min_isr),
+        "group.initial.rebalance.delay.ms": "0",
+        "group.min.session.timeout.ms": "500",
+        "auto.create.topics.enable": "true",
+        "unclean.leader.election.enable": "false",
+    }
+
+
+def write_properties(path: Path, props: Mapping[str, str]) -> None:
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+
+def _log_tail(path: Path, limit: int = 4000) -> str:
+    try:
+        return path.read_text(errors="replace")[-limit:] or "(empty broker log)"
+    except OSError as exc:
+        return f"(broker log unreadable: {exc})"
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL it when the test process dies (Linux), so a test run
+    that is itself killed never leaves a broker behind on a shared machine."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+@dataclass
+class KafkaNode:
+    """One KRaft node (broker + controller): its ports, files and process."""
+
+    node_id: int
+    port: int
+    controller_port: int
+    workdir: Path
+    proc: subprocess.Popen[bytes] | None = None
+    starts: int = 0
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def properties_path(self) -> Path:
+        return self.workdir / "server.properties"
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / f"broker-{self.starts}.log"
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+def _java(classpath: Path, main: str, *args: str, log4j: bool = True) -> list[str]:
+    opts = [HEAP, "-Xss1m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
+    opts.append("-XX:ActiveProcessorCount=2")
+    if log4j:
+        opts.append(f"-Dlog4j2.configurationFile={LOG4J}")
+    return ["java", *opts, "-cp", f"{classpath}/*", main, *args]
+
+
+@dataclass(frozen=True)
+class SaslSsl:
+    """A SASL_SSL listener (SCRAM-SHA-512 over TLS) beside the PLAINTEXT one: the broker's PEM
+    keystore (private key, then its certificate chain) and the SCRAM users made at format time."""
+
+    keystore_pem: Path
+    users: Mapping[str, str]
+    port: int = field(default_factory=free_port)
+
+
+def sasl_ssl_properties(props: Mapping[str, str], tls: SaslSsl) -> dict[str, str]:
+    """``props`` with a SASL_SSL listener (SCRAM-SHA-512 over TLS) added on ``tls.port``."""
+    out = dict(props)
+    out["listeners"] += f",SASL_SSL://127.0.0.1:{tls.port}"
+    out["advertised.listeners"] += f",SASL_SSL://127.0.0.1:{tls.port}"
+    out["listener.security.protocol.map"] += ",SASL_SSL:SASL_SSL"
+    out["sasl.enabled.mechanisms"] = "SCRAM-SHA-512"
+    out["listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config"] = (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+    )
+    out["ssl.keystore.type"] = "PEM"
+    out["ssl.keystore.location"] = str(tls.keystore_pem)
+    return out
+
+
+@dataclass
+class KafkaCluster:
+    """``size`` KRaft nodes on free loopback ports under ``workdir``; start, stop, kill, restart."""
+
+    workdir: Path
+    size: int = 1
+    classpath: Path = field(default_factory=cache_dir)
+    cluster_id: str = field(default_factory=new_cluster_id)
+    nodes: list[KafkaNode] = field(default_factory=list)
+    sasl_ssl: SaslSsl | None = None  # one node only: a SASL_SSL listener beside the PLAINTEXT one
+
+    def __post_init__(self) -> None:
+        if not self.nodes:
+            self.nodes = [
+                KafkaNode(n, free_port(), free_port(), self.workdir / f"node-{n}") for n in range(1, self.size + 1)
+            ]
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(node.bootstrap for node in self.nodes)
+
+    def node(self, node_id: int) -> KafkaNode:
+        return next(n for n in self.nodes if n.node_id == node_id)
+
+    def properties(self, node: KafkaNode) -> dict[str, str]:
+        voters = {n.node_id: n.controller_port for n in self.nodes}
+        props = broker_properties(node.node_id, node.port, node.controller_port, voters, str(node.workdir / "data"))
+        return sasl_ssl_properties(props, self.sasl_ssl) if self.sasl_ssl is not None else props
+
+    def format(self) -> None:
+        """Write each node's server.properties and format its KRaft storage."""
+        for node in self.nodes:
+            node.workdir.mkdir(parents=True, exist_ok=True)
+            write_properties(node.properties_path, self.properties(node))
+        # One JVM per node is slow on 2 cores; the storage tool is quick once started.
+        for node in self.nodes:
+            # --cluster-id=ID in one argument: an id may start with "-" (URL-safe base64)
+            scram = [a for user, password in (self.sasl_ssl.users.items() if self.sasl_ssl else ())
+                     for a in ("--add-scram", f"SCRAM-SHA-512=[name={user},password={password}]")]
+            cmd = _java(self.classpath, "kafka.tools.StorageTool", "format", "--ignore-formatted",
+                        f"--cluster-id={self.cluster_id}", "-c", str(node.properties_path), *scram, log4j=False)
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+            if done.returncode != 0:
+                raise RuntimeError(
+                    f"formatting KRaft storage for node {node.node_id} failed (exit {done.returncode}):\n"
+                    f"{(done.stdout + done.stderr)[-4000:]}"
+                )
+
+    def start_node(self, node: KafkaNode) -> None:
+        """Start one node's process (not waiting for it)."""
+        if node.running():
+            return
+        node.starts += 1
+        with open(node.log_path, "wb") as out:
+            node.proc = subprocess.Popen(
+                _java(self.classpath, "kafka.Kafka", str(node.properties_path)),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+
+    def start(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+        """Format, start every node, and wait until the cluster answers with every broker."""
+        self.format()
+        for node in self.nodes:
+            self.start_node(node)
+        self.wait_ready(timeout_s)
+
+    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S, nodes: list[KafkaNode] | None = None) -> None:
+        """Wait until every running node is a registered broker; raise with log tails if not."""
+        want = {n.node_id for n in (nodes or self.nodes) if n.running()}
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            dead = [n for n in self.nodes if n.proc is not None and n.proc.poll() is not None and n.node_id in want]
+            if dead:
+                raise RuntimeError(self._failure(f"node {dead[0].node_id} exited with {dead[0].proc.returncode}"))  # type: ignore[union-attr]
+            if want <= asyncio.run(registered_brokers(self.bootstrap)):
+                return
+            time.sleep(0.2)
+        raise RuntimeError(self._failure(f"the cluster did not answer with brokers {sorted(want)} in {timeout_s:.0f}s"))
+
+    def _failure(self, what: str) -> str:
+        tails = "\n".join(
+            f"--- node {n.node_id} log ({n.log_path}):\n{_log_tail(n.log_path, 3000)}" for n in self.nodes
+        )
+        return f"Apache Kafka test cluster: {what}\n{tails}"
+
+    def kill(self, node: KafkaNode, sig: int = signal.SIGKILL) -> None:
+        """Send ``sig`` to one node's process group and (for SIGKILL/SIGTERM) wait for it to exit."""
+        if node.proc is None or node.proc.poll() is not None:
+            return
+        os.killpg(node.proc.pid, sig)
+        if sig in (signal.SIGKILL, signal.SIGTERM):
+            node.proc.wait(timeout=60)
+
+    def restart(self, node: KafkaNode, timeout_s: float = READY_TIMEOUT_S) -> None:
+        self.start_node(node)
+        self.wait_ready(timeout_s, [node])
+
+    def stop(self, grace_s: float = 15.0) -> None:
+        """SIGTERM every node at once (a node stopped alone waits for the others' quorum), then
+        SIGKILL whatever is still running after ``grace_s``."""
+        live = [n.proc for n in self.nodes if n.proc is not None and n.proc.poll() is None]
+        for proc in live:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        for proc in live:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                stop_group(proc, grace_s=5.0)
+
+
+def _tcp_open(address: str) -> bool:
+    host, _, port = address.rpartition(":")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex((host, int(port))) == 0
+
+
+async def registered_brokers(bootstrap: str) -> set[int]:
+    """Node ids of the brokers a metadata request lists (empty when nothing answers)."""
+    from aiokafka.client import AIOKafkaClient
+
+    reachable = [a for a in bootstrap.split(",") if _tcp_open(a)]
+    if not reachable:
+        return set()  # nothing listens yet: no client, so no connection-refused noise
+    client = AIOKafkaClient(bootstrap_servers=",".join(reachable), request_timeout_ms=3000)
+    try:
+        await client.bootstrap()
+        return {b.nodeId for b in client.cluster.brokers()}
+    except Exception:
+        return set()
+    finally:
+        await client.close()
+
+
+def session_cluster(workdir: Path, size: int = 1) -> KafkaCluster:
+    """Fetch (if needed) and start a test cluster; the caller stops it.
+
+    A fetch that fails skips the Kafka tests with Maven's output, except under ``CI=true``
+    where it fails them; a broker that fetched but does not start is always an error, with
+    its log tail.
+    """
+    import pytest
+
+    try:
+        classpath = fetch()
+    except RuntimeError as exc:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"Apache Kafka test broker (CI=true): {exc}", pytrace=False)
+        pytest.skip(f"Apache Kafka test broker: {exc}")
+    cluster = KafkaCluster(workdir, size, classpath)
+    try:
+        cluster.start()
+    except BaseException:
+        cluster.stop(grace_s=2.0)
+        raise
+    return cluster
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["fetch"]:
+        print(fetch())
+        return 0
+    if argv[:1] == ["run"]:
+        import tempfile
+
+        size = int(argv[1]) if len(argv) > 1 else 1
+        cluster = KafkaCluster(Path(tempfile.mkdtemp(prefix="evsched-kafka-")), size, fetch())
+        cluster.start()
+        print(cluster.bootstrap, flush=True)
+        try:
+            signal.pause()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            cluster.stop()
+        return 0
+    print("usage: python -m tests.apache_kafka fetch | run [N]", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

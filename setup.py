@@ -17,6 +17,7 @@ import importlib.machinery
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from setuptools import Distribution, setup
@@ -61,6 +62,8 @@ class BuildNative(build_ext):
             except ImportError:
                 self._skip_reason = "mypyc is not installed"
             else:
+                self._skip_reason = self._compiler_fault()
+            if not self._skip_reason:
                 try:
                     self.distribution.ext_modules = mypycify(list(NATIVE_MODULES), group_name=GROUP, opt_level="3")
                 except BaseException as exc:  # mypy's type errors end in SystemExit
@@ -68,6 +71,22 @@ class BuildNative(build_ext):
         if self._skip_reason:
             self.distribution.ext_modules = []
         super().finalize_options()
+
+    def _compiler_fault(self) -> str:
+        """Why C cannot be compiled here ("" when it can): a one-line probe, before mypyc's minute of work."""
+        from distutils.ccompiler import new_compiler
+        from distutils.sysconfig import customize_compiler
+
+        with tempfile.TemporaryDirectory() as tmp:
+            probe = Path(tmp) / "probe.c"
+            probe.write_text("int evsched_probe(void) { return 0; }\n")
+            try:
+                compiler = new_compiler(compiler=self.compiler)
+                customize_compiler(compiler)
+                compiler.compile([str(probe)], output_dir=tmp)
+            except Exception as exc:  # CompileError, DistutilsExecError, a missing compiler
+                return f"no working C compiler: {type(exc).__name__}: {exc}"
+        return ""
 
     def run(self) -> None:
         if self._skip_reason:

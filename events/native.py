@@ -53,7 +53,8 @@ class Build:
         return "compiled (mypyc)" if self.compiled else f"pure Python ({self.reason})"
 
 
-def _hash(path: Path) -> str | None:
+def source_hash(path: Path) -> str | None:
+    """sha256 of a module's source (what setup.py records), None when it cannot be read."""
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
@@ -74,7 +75,7 @@ def stale_sources(manifest: dict[str, object], root: Path = ROOT) -> list[str]:
     sources = manifest.get("sources")
     if not isinstance(sources, dict) or not sources:
         return ["(no source hashes recorded)"]
-    return [m for m, digest in sorted(sources.items()) if _hash(root / (m.replace(".", "/") + ".py")) != digest]
+    return [m for m, digest in sorted(sources.items()) if source_hash(root / (m.replace(".", "/") + ".py")) != digest]
 
 
 def decide(env: dict[str, str], manifest: dict[str, object] | None, root: Path = ROOT) -> Build:

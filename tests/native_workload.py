@@ -37,7 +37,7 @@ def lines(spec: WorkloadSpec = SPEC, rounds: int = 12) -> list[dict[str, Any]]:
     rng = random.Random(spec.seed)
     out: list[dict[str, Any]] = [{"type": "config.updated", "data": {"yaml": _config(spec, 60_000)}}]
     initial = list(events(spec))
-    out += initial[: len(initial) // 2] + [{"type": "schedule", "data": {"max_allocations": 300}}]
+    out += [*initial[: len(initial) // 2], {"type": "schedule", "data": {"max_allocations": 300}}]
     out += initial[len(initial) // 2:]
     asks = [e["data"] for e in initial if e["type"] == "ask.added"]
     apps = [f"app-{a:04d}" for a in range(spec.apps)]

@@ -25,16 +25,26 @@ from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
 
-# The modules the allocation loop spends its time in (benchmarks/RESULTS.md, "Compiled core").
+# The modules the allocation cycle, the fold of inputs (apply) and the state digest spend their
+# time in (benchmarks/RESULTS.md, "Compiled core"); everything else stays interpreted.
 NATIVE_MODULES = (
+    "events/fast_decode.py",
     "events/resources.py",
+    "projections/digest.py",
     "projections/node_index.py",
     "projections/priority.py",
     "projections/queues.py",
+    "scheduler/core/apply.py",
     "scheduler/core/cycle.py",
+    "scheduler/core/engine.py",
+    "scheduler/core/form_cache.py",
     "scheduler/core/objects.py",
     "scheduler/core/partition.py",
+    "scheduler/core/priorityclass.py",
     "scheduler/core/sorting.py",
+    "scheduler/core/state.py",
+    "scheduler/core/state_form.py",
+    "scheduler/simulate.py",
 )
 GROUP = "evsched_native"  # the shared library every compiled module links: evsched_native__mypyc.*.so
 MANIFEST = "events/native.json"

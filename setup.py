@@ -76,8 +76,8 @@ class BuildNative(build_ext):
             if not self._skip_reason:
                 try:
                     self.distribution.ext_modules = mypycify(list(NATIVE_MODULES), group_name=GROUP, opt_level="3")
-                except BaseException as exc:  # mypy's type errors end in SystemExit
-                    self._skip_reason = f"mypyc failed: {exc!r}"
+                except BaseException as exc:  # mypy's type errors end in SystemExit (printed above)
+                    self._skip_reason = f"mypyc failed ({exc!r}): see the type errors above"
         if self._skip_reason:
             self.distribution.ext_modules = []
         super().finalize_options()

@@ -1,6 +1,6 @@
 """``evsched simulate`` whole-run rate on the reference workload (issue #22: ≥ 25,000 allocations/s).
 
-The workload (``scheduler.workload.REFERENCE`` by default: 5,000 nodes, 50,000 asks) is
+The workload (``scheduler.simulation.workload.REFERENCE`` by default: 5,000 nodes, 50,000 asks) is
 written as a simulate file — its config as a ``config.updated`` line, then the numbered
 events — and ``evsched simulate FILE`` runs it in a fresh process with its output to a
 file: parse, decode, apply, schedule (the end of the file runs the one cycle), encode.
@@ -25,7 +25,7 @@ from pathlib import Path
 import harness  # noqa: F401  (puts the repository on sys.path)
 from harness import ROOT, machine, report, write_workload_jsonl
 
-from scheduler.workload import REFERENCE
+from scheduler.simulation.workload import REFERENCE
 
 TARGET_PER_S = 25_000
 

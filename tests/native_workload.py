@@ -1,6 +1,6 @@
 """A churning ``evsched simulate`` workload for comparing the compiled and the pure-Python core.
 
-The generated cluster of scheduler.workload (fences, offsets, fifo/fair leaves, a queue
+The generated cluster of scheduler.simulation.workload (fences, offsets, fifo/fair leaves, a queue
 max, a department without priority sorting), plus a stateaware leaf and a maxapplications
 limit, then many cycles, some capped, between which allocations are released, asks and
 apps removed, nodes updated (unschedulable, resized) and removed, priority classes
@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from scheduler.workload import PRIORITY_CLASSES, WorkloadSpec, config_yaml, events, leaf_paths
+from scheduler.simulation.workload import PRIORITY_CLASSES, WorkloadSpec, config_yaml, events, leaf_paths
 
 SPEC = WorkloadSpec(nodes=120, apps=40, asks=2_400, departments=3, leaves=9, department_max_cores=60_000,
                     unsorted_department=True, seed=22)

@@ -25,6 +25,7 @@ import pytest
 
 from events import native
 from tests import native_workload
+from tests.cli import evsched_env
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = sorted(p for p in (ROOT / "tests" / "golden" / "scenarios").glob("*.jsonl")
@@ -32,7 +33,8 @@ GOLDEN = sorted(p for p in (ROOT / "tests" / "golden" / "scenarios").glob("*.jso
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != native.PURE_ENV}
+    """The test's environment (tests.cli's: no EVSCHED_* credentials) without the build switch, plus ``extra``."""
+    env = {k: v for k, v in evsched_env().items() if k != native.PURE_ENV}
     return {**env, **extra}
 
 

@@ -44,7 +44,6 @@ NATIVE_MODULES = (
     "scheduler/core/sorting.py",
     "scheduler/core/state.py",
     "scheduler/core/state_form.py",
-    "scheduler/simulation/simulate.py",
 )
 GROUP = "evsched_native"  # the shared library every compiled module links: evsched_native__mypyc.*.so
 MANIFEST = "events/native.json"

@@ -1,9 +1,9 @@
 """Which build of the hot modules runs: the mypyc-compiled extensions, or the same source as pure Python.
 
 setup.py compiles a few modules with mypyc when it can and writes ``events/native.json``:
-the build it made and the sha256 of every compiled module's source. The first import of
-``events``, ``projections`` or ``scheduler`` imports this module, which decides once per
-process, before any compiled module can load:
+the build it made and the sha256 of every compiled module's source. The packages holding
+compiled modules (``events``, ``projections``, ``scheduler.core``) import this module
+first, so it decides once per process, before any compiled module can load:
 
 - **compiled** when the manifest says so, every extension is there for this interpreter,
   and every source still has the hash it was compiled from;

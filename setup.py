@@ -47,6 +47,7 @@ NATIVE_MODULES = (
 )
 GROUP = "evsched_native"  # the shared library every compiled module links: evsched_native__mypyc.*.so
 MANIFEST = "events/native.json"
+PACKAGES = ("events", "projections", "scheduler", "replay")
 
 
 def source_hash(path: Path) -> str:
@@ -133,12 +134,13 @@ class BuildNative(build_ext):
         for target in (Path(self.build_lib) / MANIFEST, *([ROOT / MANIFEST] if in_tree else [])):
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text)
-        if in_tree and manifest["build"] == "pure":  # this tree was compiled before: its extensions go
-            for module in NATIVE_MODULES:
-                for stale in (ROOT / module).parent.glob(Path(module).stem + ".*.so"):
+        if in_tree:  # extensions of an earlier build that this one did not make (all, when pure) go
+            keep = {str(ROOT / (name.replace(".", "/") + manifest["suffix"]))
+                    for name in manifest.get("extensions", [])} if manifest["build"] == "compiled" else set()
+            old = [*ROOT.glob("*__mypyc.*.so"), *(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.so"))]
+            for stale in old:
+                if str(stale) not in keep:
                     stale.unlink()
-            for stale in ROOT.glob(f"{GROUP}__mypyc.*.so"):
-                stale.unlink()
 
 
 class NativeDistribution(Distribution):

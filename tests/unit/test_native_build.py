@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import os
 import shutil
@@ -120,7 +121,7 @@ def _built_tree(root: Path, suffix: str) -> dict[str, object]:
 
 
 def test_a_source_edited_after_the_build_runs_as_source_never_the_stale_extension(tmp_path: Path) -> None:
-    suffix = native.importlib.machinery.EXTENSION_SUFFIXES[0]
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     manifest = _built_tree(tmp_path, suffix)
     assert native.decide({}, manifest, tmp_path) == native.Build(True, "", ("pkg.mod",))
     assert native.stale_sources(manifest, tmp_path) == []
@@ -131,7 +132,7 @@ def test_a_source_edited_after_the_build_runs_as_source_never_the_stale_extensio
 
 
 def test_the_build_is_pure_python_when_asked_absent_for_another_interpreter_or_incomplete(tmp_path: Path) -> None:
-    suffix = native.importlib.machinery.EXTENSION_SUFFIXES[0]
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     manifest = _built_tree(tmp_path, suffix)
     assert not native.decide({native.PURE_ENV: "1"}, manifest, tmp_path).compiled
     assert native.decide({native.PURE_ENV: "0"}, manifest, tmp_path).compiled

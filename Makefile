@@ -4,19 +4,31 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all venv demo test lint typecheck unit bench faults fuzz clean conformance conformance-harness bench-yunikorn brokers kafka
+.PHONY: all venv native demo test lint typecheck unit bench faults fuzz clean conformance conformance-harness bench-yunikorn brokers kafka
 
 all: test
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-venv: $(STAMP)
+# The compiled core (setup.py, docs/native.md): the editable install compiles it with mypyc; this
+# rebuilds it in place whenever a compiled module's source differs from what was compiled (a
+# stale extension is never run: events/native.py falls back to the source). No C compiler: pure Python.
+native: $(STAMP)
+	@$(PY) -c 'import sys, events.native as n; sys.exit(n.main(["--check"]))' >/dev/null 2>&1 || \
+	  $(PY) setup.py --quiet build_ext --inplace
+	@$(PY) -m scheduler --version
 
-demo: $(STAMP)
+venv: native
+
+# The core's tests again on the pure-Python build (EVSCHED_PURE_PYTHON=1), ~15 s.
+CORE_TESTS := tests/unit/test_core_*.py tests/unit/test_golden_scenarios.py tests/unit/test_bench_baseline.py \
+              tests/unit/test_native_build.py
+
+demo: native
 	$(PY) -m scheduler.cli.demo
 
 lint: $(STAMP)
@@ -26,7 +38,7 @@ typecheck: $(STAMP)  # strict everywhere (pyproject [tool.mypy]); benchmarks imp
 	$(PY) -m mypy events projections scheduler replay tests conformance
 	cd benchmarks && MYPYPATH=.. $(abspath $(PY)) -m mypy --config-file ../pyproject.toml *.py
 
-unit: $(STAMP)
+unit: native
 	$(PY) -m pytest -q -m "not slow"
 
 # Apache Kafka for the tests (tests/brokers/kafka/pom.xml): Maven copies the broker's jars into
@@ -42,12 +54,13 @@ brokers:
 	@sh tests/brokers/mosquitto.sh
 
 # Every test but the long fault-injection runs (marked slow; `make faults` runs them).
-test: $(STAMP) kafka lint typecheck brokers
+test: native kafka lint typecheck brokers
 	$(PY) -m pytest -q -m "not slow"
+	EVSCHED_PURE_PYTHON=1 $(PY) -m pytest -q -m "not slow" $(CORE_TESTS)
 
 # The fault-injection harness alone (tests/faults, issue #8): kills, log damage, broker
 # outages, a full disk; prints its measured figures (lines starting FAULTS). Under 15 minutes.
-faults: $(STAMP) brokers kafka
+faults: native brokers kafka
 	$(PY) -m pytest -q -s tests/faults
 
 $(VENV)/.fuzz-installed: pyproject.toml $(STAMP)
@@ -70,7 +83,7 @@ $(VENV)/.bench-installed: pyproject.toml $(STAMP)
 	touch $@
 
 # Every issue #7 benchmark, then a summary of every target (a few minutes; see benchmarks/RESULTS.md).
-bench: $(VENV)/.bench-installed
+bench: $(VENV)/.bench-installed native
 	$(PY) benchmarks/run_all.py
 
 # Conformance against apache/yunikorn-core v1.5.2 (docs/conformance.md): the Go harness is
@@ -96,4 +109,5 @@ bench-yunikorn: $(STAMP) $(HARNESS)
 	$(PY) benchmarks/vs_yunikorn.py --harness $(HARNESS)
 
 clean:
-	rm -rf $(VENV) evsched-data demo-data .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) evsched-data demo-data .pytest_cache .mypy_cache .ruff_cache build events/native.json
+	find . -name '*.so' -not -path './$(VENV)/*' -delete

@@ -126,7 +126,7 @@ def engine_with(spec: WorkloadSpec, events: list[InputEvent] | None = None, conf
 
 
 def machine() -> str:
-    """One line naming the machine: CPU model, cores, Python."""
+    """One line naming the machine: CPU model, cores, Python, load, and which core build runs."""
     model = platform.processor() or "unknown CPU"
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -136,8 +136,10 @@ def machine() -> str:
     load = ""
     with contextlib.suppress(OSError):
         load = f", load average {os.getloadavg()[0]:.1f} at start"
+    from events.native import loaded_build
+
     return (f"{model}, {os.cpu_count()} CPUs, {platform.python_implementation()} {platform.python_version()}, "
-            f"{platform.system()}{load}")
+            f"{platform.system()}{load}; core: {loaded_build()}")
 
 
 def report(key: str, label: str, value: float, unit: str, target: float, *, at_least: bool = True,

@@ -40,6 +40,7 @@ PLAN: list[tuple[str, list[str], list[str], str | None]] = [
     ("apply", ["--repeat", "3"], ["--repeat", "1"], None),
     ("verify", ["--events", "60000", "--repeat", "1"], ["--events", "20000", "--repeat", "1"],
      "a 60,000-event service log (the target fixes no size)"),
+    ("simulate", ["--repeat", "2"], ["--repeat", "1", "--nodes", "500", "--asks", "5000", "--apps", "50"], None),
     ("memory", [], ["--asks", "200000"], None),
     ("e2e", ["--runs", "2", "--seconds", "5"], ["--events", "10000", "--asks", "4000", "--seconds", "3", "--runs", "1"],
      None),

@@ -2,9 +2,12 @@
 
 Nodes are kept sorted by ``(policy key, node_id)`` in blocks of a few hundred entries.
 Each block also keeps, per resource type, the column of its nodes' available quantities
-and that column's maximum. A first-fit search walks the blocks in order and skips any
-block whose maxima cannot hold the request, so nodes that cannot fit are rarely looked
-at; an update moves one node (O(log n) to find it, O(block) memmove in C).
+and a bound on that column's maximum (never below it). A first-fit search walks the blocks
+in order and skips any block whose bounds cannot hold the request, so nodes that cannot
+fit are rarely looked at; an update moves one node (O(log n) to find it, O(block) memmove
+in C). Removing a node leaves the bounds as they are — re-taking the maximum of the
+column there was a sixth of an allocation — and a search that scans a block in vain
+tightens that block's bounds to the exact maxima, so skipping stays as sharp as before.
 
 Policy keys (docs/semantics.md#nodes): each node's weighted usage score is
 ``Σ w·(1 − available/capacity) / Σ w`` over the resource types in its capacity with a
@@ -80,6 +83,10 @@ class _Block:
         self.keys = keys
         self.cols = cols
         self.maxes = [max(c) if c else 0 for c in cols]
+
+    def tighten(self) -> None:
+        """Bounds back to the exact column maxima."""
+        self.maxes = [max(c) if c else 0 for c in self.cols]
 
 
 class NodeIndex:
@@ -166,16 +173,13 @@ class NodeIndex:
         key = self._keys.pop(node_id, None)
         if key is None:
             return
-        vec = self._avail.pop(node_id)
+        del self._avail[node_id]
         b = bisect_left(self._last_keys, key)
         block = self._blocks[b]
         i = bisect_left(block.keys, key)
         del block.keys[i]
-        for d, q in enumerate(vec):
-            col = block.cols[d]
-            del col[i]
-            if q == block.maxes[d]:
-                block.maxes[d] = max(col) if col else 0
+        for col in block.cols:
+            del col[i]  # the bound in block.maxes stays valid: it only has to be ≥ the maximum
         if block.keys:
             self._last_keys[b] = block.keys[-1]
         else:
@@ -205,6 +209,7 @@ class NodeIndex:
             for i in range(len(block.keys)):
                 if all(cols[d][i] >= q for d, q in want):
                     return block.keys[i][1]
+            block.tighten()
         return None
 
     def _first_fit2(self, first: tuple[int, int], second: tuple[int, int]) -> str | None:
@@ -219,6 +224,7 @@ class NodeIndex:
             for i, a0 in enumerate(block.cols[d0]):
                 if a0 >= q0 and col1[i] >= q1:
                     return block.keys[i][1]
+            block.tighten()  # scanned in vain: its bounds were loose
         return None
 
     def ordered(self) -> Iterator[str]:
@@ -236,7 +242,7 @@ class NodeIndex:
             assert block.keys and self._last_keys[b] == block.keys[-1]
             for d, col in enumerate(block.cols):
                 assert len(col) == len(block.keys)
-                assert block.maxes[d] == max(col)
+                assert block.maxes[d] >= max(col)
             for i, key in enumerate(block.keys):
                 assert self._keys[key[1]] == key
                 assert [c[i] for c in block.cols] == self._avail[key[1]]

@@ -5,7 +5,7 @@ unless ``check=False`` (the message shows the end of its stderr); ``text=True`` 
 its output. ``evsched_argv(*args)`` is the command line for tests that start the process
 themselves (``Popen``, asyncio) to kill it, pace it or read its output while it runs.
 The child inherits the environment without any ``EVSCHED_*`` variable (a developer's
-credentials never reach a test), plus ``env``.
+credentials never reach a test) but ``EVSCHED_PURE_PYTHON`` (the build of the core), plus ``env``.
 """
 
 from __future__ import annotations
@@ -26,8 +26,10 @@ def evsched_argv(*args: str) -> list[str]:
 
 
 def evsched_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """This process's environment without ``EVSCHED_*`` variables, plus ``env``."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("EVSCHED_")} | dict(env or {})
+    """This process's environment without ``EVSCHED_*`` variables (but EVSCHED_PURE_PYTHON, which
+    chooses the build of the core, docs/native.md), plus ``env``."""
+    keep = {k: v for k, v in os.environ.items() if not k.startswith("EVSCHED_") or k == "EVSCHED_PURE_PYTHON"}
+    return keep | dict(env or {})
 
 
 @overload

@@ -19,12 +19,32 @@ class _Parser(argparse.ArgumentParser):
         self.exit(1, f"{self.prog}: error: {message}\n")
 
 
+class _Version(argparse.Action):
+    """``evsched --version``: the package version and the build of the core that runs (events.native)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> NoReturn:
+        from importlib.metadata import PackageNotFoundError, version
+
+        from events.native import loaded_build
+
+        try:
+            number = version("evsched")
+        except PackageNotFoundError:
+            number = "(not installed)"
+        print(f"evsched {number}, core: {loaded_build()}")
+        parser.exit(0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (subcommands register themselves in cli_commands)."""
     parser = _Parser(
         prog="evsched",
         description="An event-sourced cluster scheduler with YuniKorn semantics.",
     )
+    parser.add_argument("--version", action=_Version, help="the version and which core runs (compiled or pure Python)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     add_commands(sub)

@@ -18,6 +18,7 @@ from events.log.credentials import CredentialError, redact_logs
 from events.log.open import open_log
 from events.log.port import LogError, LogFenced, LogRefused
 from events.models import InputRejected
+from events.native import loaded_build
 from events.producer import key_of
 from scheduler.cli.config_arg import load_config_arg
 from scheduler.cli.credentials import prepare_run
@@ -159,6 +160,7 @@ class KafkaOutage:
 
 
 async def _run(settings: ServiceSettings, config: SchedulerConfig | None, collector: CycleCollector) -> int:
+    LOG.info("core: %s", loaded_build())
     kafka = settings.log.kafka
     if kafka and settings.log.partitions:
         from scheduler.cli.shards import run_shards

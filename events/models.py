@@ -269,6 +269,7 @@ class CycleStarted(Frozen):
     time: str
     inputs_from: dict[str, int]
     inputs_through: dict[str, int]
+    rules_version: int = 1  # the scheduling rules that ran the cycle; absent in logs before it: 1
 
 
 class CycleCompleted(Frozen):
@@ -277,6 +278,7 @@ class CycleCompleted(Frozen):
     inputs_through: dict[str, int]
     decisions: int
     state_digest: str
+    rules_version: int = 1  # as in CycleStarted
 
 
 OutputData = (

@@ -24,6 +24,7 @@ from events.seen import SeenIds
 from scheduler.config import SchedulerConfig
 from scheduler.core.apply import apply
 from scheduler.core.cycle import run_cycle
+from scheduler.core.rules_version import RULES_VERSION
 from scheduler.core.state import SchedulerState
 from scheduler.core.state_form import state_digest, state_form
 
@@ -83,6 +84,7 @@ class Engine:
                 inputs_through=dict(sorted(inputs_through.items())),
                 decisions=decisions,
                 state_digest=self.digest(),
+                rules_version=RULES_VERSION,
             )
         )
         cycle = self.state.cycle

@@ -18,6 +18,7 @@ from events.codec import decode_input, format_time
 from events.log.port import LogRecord
 from events.models import OUTPUT_TYPE, CycleStarted, InputEvent, InputRejected, OutputEvent
 from scheduler.core.engine import Engine
+from scheduler.core.rules_version import RULES_VERSION
 
 
 class Decoded(NamedTuple):
@@ -74,7 +75,7 @@ def started_event(engine: Engine, cycle: int, now_us: int, inputs_from: Mapping[
     """The ``cycle.started`` record that opens a cycle's batch of outputs."""
     data = CycleStarted(
         cycle=cycle, time=format_time(now_us), inputs_from=dict(sorted(inputs_from.items())),
-        inputs_through=dict(sorted(inputs_through.items())),
+        inputs_through=dict(sorted(inputs_through.items())), rules_version=RULES_VERSION,
     )
     return OutputEvent.model_construct(
         specversion="1.0", id=f"{cycle}-start", source=engine.source, type=OUTPUT_TYPE[CycleStarted],
@@ -100,6 +101,17 @@ def run_logged_cycle(
     Replay and recovery leave it out; the outputs are the same either way.
     """
     start = started_event(engine, engine.cycle_number + 1, now_us, inputs_from, inputs_through)
+    apply_batch(engine, records, channel_order, unreadable)
+    return [start, *engine.cycle(now_us, inputs_through)]
+
+
+def apply_batch(
+    engine: Engine,
+    records: Sequence[LogRecord],
+    channel_order: Sequence[str],
+    unreadable: list[tuple[LogRecord, str]] | None = None,
+) -> None:
+    """Decode, merge and apply a cycle's input records (their outputs wait in the engine)."""
     for d in merge(decode_records(records), channel_order):
         if isinstance(d.result, InputRejected):
             engine.reject_raw(d.result)
@@ -107,7 +119,6 @@ def run_logged_cycle(
                 unreadable.append((d.record, f"{d.result.reason}: {d.result.message}"))
         else:
             engine.apply(d.result)
-    return [start, *engine.cycle(now_us, inputs_through)]
 
 
 def advance(positions: Mapping[str, int], records: Sequence[LogRecord]) -> dict[str, int]:

@@ -64,8 +64,22 @@ class SchedulerState:
             app = part.apps.get(timer.app_id) if part else None
             if app is None or part is None or app.state != timer.state or app.state_since_us != timer.since_us:
                 continue  # the app moved on since the timer was armed
-            if timer.state == "Starting":
-                part.transition(app, "Running", timer.since_us + STARTING_TIMEOUT_US, self, out)
-            elif timer.state == "Completing":
-                part.transition(app, "Completed", timer.since_us + COMPLETING_TIMEOUT_US, self, out)
-                part.detach(app)  # a Completed app leaves queue and partition (YuniKorn moveTerminatedApp)
+            self.expire(part, app, out)
+
+    def drop_due_timers(self, now_us: int) -> None:
+        """Discard every timer due at ``now_us`` (a recorded cycle says which of them fired)."""
+        while self._timers and self._timers[0].deadline_us <= now_us:
+            heapq.heappop(self._timers)
+
+    def expire(self, part: PartitionState, app: App, out: list[OutputData], *, leave: bool = True) -> None:
+        """The timer transition of an app's current state, at the time its timer was due.
+
+        A Completed app leaves queue and partition (YuniKorn moveTerminatedApp); under rules
+        version 1 it stayed, so folding a cycle of that version passes ``leave=False``.
+        """
+        if app.state == "Starting":
+            part.transition(app, "Running", app.state_since_us + STARTING_TIMEOUT_US, self, out)
+        elif app.state == "Completing":
+            part.transition(app, "Completed", app.state_since_us + COMPLETING_TIMEOUT_US, self, out)
+            if leave:
+                part.detach(app)

@@ -1,11 +1,13 @@
-"""Crash recovery: rebuild the engine from the log's cycle records and finish a torn cycle.
+"""Crash recovery: rebuild the engine from the log's recorded cycles and finish a torn cycle.
 
 The output log holds, per cycle, ``cycle.started`` (positions and time), the cycle's
-outputs, then ``cycle.completed``. Recovery re-runs every complete cycle from its recorded
-inputs and time (the same code as the live loop), checks each re-derived state digest
-against the recorded one, and re-runs a cycle that has a start but no completion, writing
-only the outputs that are missing. Output ids are deterministic, so what was already
-written is byte-identical to what the re-run produces.
+outputs, then ``cycle.completed``. What a complete cycle recorded is fact: recovery applies
+its inputs and folds its recorded outputs (``scheduler.core.fact_fold``) — it never re-runs
+the allocation search, so code with other scheduling rules resumes from exactly the
+decisions the resource managers acted on. The folded state digest is checked against the
+recorded one. A cycle that has a start but no completion is re-run with the current code,
+writing only the outputs that are missing; output ids are deterministic, so what was
+already written is byte-identical to what the re-run produces (under the same rules).
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ import orjson
 
 from events.codec import encode_output, parse_time
 from events.log.port import EventLog, LogError, LogRecord
-from events.models import CycleCompleted
 from scheduler.core.engine import Engine
+from scheduler.core.fact_fold import FoldError, fold_recorded_cycle
 from scheduler.core.logged_cycle import run_logged_cycle
-from scheduler.core.recorded_cycles import LogStructureError, recorded_cycles
+from scheduler.core.recorded_cycles import LogStructureError, RecordedCycle, parse_record, recorded_cycles
 from scheduler.storage.snapshot_files import Restored, SnapshotStore
 
 LOG = logging.getLogger("evsched.recovery")
@@ -89,6 +91,26 @@ async def _from_snapshot(log: EventLog, store: SnapshotStore) -> Restored | None
     return None
 
 
+def fold_cycle(engine: Engine, rec: RecordedCycle, records: list[LogRecord], channels: list[str], now_us: int) -> str:
+    """Fold one complete recorded cycle into the engine; its state digest after."""
+    outputs = []
+    for out in rec.records[1:-1]:
+        obj = parse_record(out)
+        if obj is None or not isinstance(obj.get("data"), dict):
+            raise LogError(f"cycle {rec.number}: unreadable output record at offset {out.offset}")
+        outputs.append(obj)
+    try:
+        folded = fold_recorded_cycle(engine, records, channels, now_us, outputs)
+    except (FoldError, KeyError, TypeError) as exc:
+        raise LogError(f"cycle {rec.number}: cannot fold its recorded outputs: {exc}") from None
+    if folded.input_outputs != folded.recorded_input_outputs:
+        LOG.warning(
+            "cycle %d: applying its inputs made %d outputs, the record has %d (the input rules changed)",
+            rec.number, folded.input_outputs, folded.recorded_input_outputs,
+        )
+    return folded.digest
+
+
 async def recover(
     log: EventLog, *, source: str, engine: Engine | None = None, snapshots: SnapshotStore | None = None
 ) -> Recovered:
@@ -114,13 +136,12 @@ async def recover(
         if rec.number <= engine.cycle_number:
             continue  # already in the engine (restored from a snapshot)
         records = await read_range(log, started.inputs_from, started.inputs_through)
-        outputs = run_logged_cycle(
-            engine, records, channels, parse_time(started.time), started.inputs_from, started.inputs_through
-        )
-        rederived = outputs[-1].data
-        assert isinstance(rederived, CycleCompleted)  # the engine always ends a cycle with it
+        now_us = parse_time(started.time)
         completed = rec.completed_data
         if completed is None:
+            outputs = run_logged_cycle(
+                engine, records, channels, now_us, started.inputs_from, started.inputs_through
+            )
             encoded = [encode_output(o) for o in outputs[1:]]
             written = [r.value for r in rec.records[1:]]
             if encoded[: len(written)] != written:
@@ -129,9 +150,11 @@ async def recover(
             await log.append_outputs(missing)
             result.repaired_outputs = len(missing)
             LOG.warning("cycle %d was cut short: re-ran it and wrote the %d missing outputs", rec.number, len(missing))
-        elif rederived.state_digest != completed["state_digest"]:
-            result.digest_mismatches.append(rec.number)
-            LOG.error("cycle %d: re-derived state digest differs from the recorded one", rec.number)
+        else:
+            digest = fold_cycle(engine, rec, records, channels, now_us)
+            if digest != completed["state_digest"]:
+                result.digest_mismatches.append(rec.number)
+                LOG.error("cycle %d: the state folded from the record differs from the recorded digest", rec.number)
         positions = dict(started.inputs_through)
         result.cycles += 1
     result.positions = positions or dict.fromkeys(channels, 0)

@@ -1,0 +1,163 @@
+"""Fold a recorded cycle as fact: apply its inputs, then its recorded outputs — no search.
+
+A complete cycle in the output log is what happened: the resource manager started what
+``allocation.decided`` said, on the node it named. Recovery therefore rebuilds the state
+from the inputs *and* the recorded outputs, whatever rules made them; re-running the
+allocation search is verification (``replay verify``), never recovery.
+
+A cycle's outputs come in two phases (``Engine.cycle``): first those made by applying the
+inputs (rejections, ``config.applied``, ``New → Accepted``, revocations of a removed node,
+…), then those of the cycle itself (timers, then decisions and the state changes they
+cause). Applying the inputs again makes the first phase; the second is folded from the
+record. Each output type says, in ``FOLDS``, whether it opens the cycle phase and how it
+changes the state; a type with no entry (written by a newer evsched) stops the fold with a
+``FoldError`` instead of being skipped. Adding an output type means adding its entry.
+
+Timers due at the cycle's time are dropped: the record says which of them fired (the
+others found their app moved on, as in ``SchedulerState.fire_timers``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from events.log.port import LogRecord
+from events.models import OutputData
+from scheduler.core.engine import Engine
+from scheduler.core.logged_cycle import apply_batch
+from scheduler.core.objects import App
+from scheduler.core.partition import PartitionState
+from scheduler.core.state import SchedulerState
+
+TIMER_TARGET = {"Starting": "Running", "Completing": "Completed"}
+
+
+class FoldError(Exception):
+    """A recorded output cannot be folded into the state (names something that is not there,
+    or a type this build does not know)."""
+
+
+@dataclass
+class _Cycle:
+    """What the fold of one cycle's outputs has seen so far."""
+
+    state: SchedulerState
+    now_us: int
+    decided: set[tuple[str, str]] = field(default_factory=set)  # (partition, app) allocated this cycle
+    last_partition: str | None = None
+    sink: list[OutputData] = field(default_factory=list)  # outputs re-made by the fold: already recorded
+
+
+@dataclass(frozen=True)
+class OutputFold:
+    """How one output type enters the state when it is recorded in a complete cycle."""
+
+    opens_cycle_phase: Callable[[Mapping[str, Any]], bool]
+    fold: Callable[[_Cycle, Mapping[str, Any]], None] | None  # None: made only by applying inputs
+
+
+@dataclass(frozen=True)
+class Folded:
+    """The result of folding one recorded cycle."""
+
+    digest: str
+    input_outputs: int  # outputs this code made applying the inputs
+    recorded_input_outputs: int  # outputs recorded before the cycle phase
+
+
+def _partition(cyc: _Cycle, name: str) -> PartitionState:
+    part = cyc.state.partitions.get(name)
+    if part is None:
+        raise FoldError(f"partition {name!r} does not exist")
+    return part
+
+
+def _fold_decided(cyc: _Cycle, data: Mapping[str, Any]) -> None:
+    part = _partition(cyc, data["partition"])
+    app = part.apps.get(data["app_id"])
+    ask = app.asks.get(data["ask_id"]) if app is not None else None
+    node = part.nodes.get(data["node_id"])
+    if app is None or ask is None or node is None:
+        raise FoldError(
+            f"decision {data['decision_id']}: ask {data['ask_id']!r} of {data['app_id']!r} or node "
+            f"{data['node_id']!r} is not in the state"
+        )
+    part.allocate(app, ask, node, data["decision_id"])
+    cyc.decided.add((part.name, app.app_id))
+    cyc.last_partition = part.name
+
+
+def _find_app(cyc: _Cycle, app_id: str, frm: str) -> tuple[PartitionState, App]:
+    names = sorted(cyc.state.partitions)
+    if cyc.last_partition is not None:
+        names.insert(0, cyc.last_partition)
+    for name in names:
+        part = cyc.state.partitions[name]
+        app = part.apps.get(app_id)
+        if app is not None and app.state == frm:
+            return part, app
+    raise FoldError(f"no application {app_id!r} in state {frm}")
+
+
+def _fold_state_changed(cyc: _Cycle, data: Mapping[str, Any]) -> None:
+    frm, to = data["from"], data["to"]
+    part, app = _find_app(cyc, data["app_id"], frm)
+    if (part.name, app.app_id) in cyc.decided:
+        part.transition(app, to, cyc.now_us, cyc.state, cyc.sink)  # caused by a decision (cycle.commit)
+    elif TIMER_TARGET.get(frm) == to:
+        cyc.state.expire(part, app, cyc.sink)  # a timer that fired at the start of the cycle
+    else:
+        raise FoldError(f"application {app.app_id!r}: {frm} → {to} is neither a timer nor after a decision")
+
+
+def _never(data: Mapping[str, Any]) -> bool:
+    return False
+
+
+FOLDS: dict[str, OutputFold] = {
+    "allocation.decided": OutputFold(lambda d: True, _fold_decided),
+    # Timer transitions open the cycle phase; other changes there follow a decision.
+    "app.state_changed": OutputFold(lambda d: TIMER_TARGET.get(d.get("from", "")) == d.get("to"),
+                                    _fold_state_changed),
+    "allocation.revoked": OutputFold(_never, None),  # node-removed: made by applying node.removed
+    "input.rejected": OutputFold(_never, None),
+    "config.applied": OutputFold(_never, None),
+}
+
+
+def _entry(kind: str) -> OutputFold:
+    entry = FOLDS.get(kind)
+    if entry is None:
+        raise FoldError(f"output type {kind!r} is not known to this version of evsched")
+    return entry
+
+
+def fold_recorded_cycle(
+    engine: Engine,
+    records: Sequence[LogRecord],
+    channel_order: Sequence[str],
+    now_us: int,
+    outputs: Sequence[Mapping[str, Any]],
+) -> Folded:
+    """Apply a complete cycle's inputs, then fold its recorded outputs (between ``cycle.started``
+    and ``cycle.completed``, as JSON objects) into the engine; returns the state digest after."""
+    apply_batch(engine, records, channel_order)
+    made = len(engine.pending_outputs)
+    engine.pending_outputs = []
+    state = engine.state
+    state.cycle += 1
+    state.drop_due_timers(now_us)
+    cyc = _Cycle(state, now_us)
+    boundary = len(outputs)
+    for i, obj in enumerate(outputs):
+        if _entry(obj.get("type", "")).opens_cycle_phase(obj["data"]):
+            boundary = i
+            break
+    for obj in outputs[boundary:]:
+        entry = _entry(obj["type"])
+        if entry.fold is None:
+            raise FoldError(f"output {obj.get('id')} ({obj['type']}) is not one a cycle makes after its inputs")
+        entry.fold(cyc, obj["data"])
+    return Folded(engine.digest(), made, boundary)

@@ -3,7 +3,7 @@
 The service saves snapshots (``scheduler.storage.snapshot_files``) every N cycles. A replay that needs
 the state after cycle ``k`` can restore the newest snapshot of a cycle ``<= k`` and
 re-derive only the cycles after it. A snapshot is used only when recovery would use it:
-made by this code (schema and code digest), its cycle's ``cycle.completed`` sits in the
+readable by this code (its snapshot schema), its cycle's ``cycle.completed`` sits in the
 log just before the snapshot's output offset with the same state digest, and the
 restored engine has that digest. Anything else is passed over (``SnapshotStore`` says
 why on the ``evsched.snapshots`` logger) in favour of an older snapshot, or none.
@@ -31,7 +31,7 @@ class SnapshotPick:
     start: StartPoint | None
     path: Path | None = None
     candidates: int = 0  # snapshot files at or before the wanted cycle
-    stale: int = 0  # of those, unreadable or made by other code (told apart by their header alone)
+    stale: int = 0  # of those, unreadable or of another schema (told apart by their header alone)
 
     @property
     def cycle(self) -> int:

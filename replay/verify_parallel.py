@@ -12,7 +12,7 @@ included: ``scheduler.core.snapshot.dump``) is hashed and compared with the hash
 snapshot file the next range started from. So each range starts from exactly the state
 a sequential run would have reached, and the first divergence in log order is the
 divergence of the first range (in log order) that has one; the ranges after it are
-cancelled. A snapshot that cannot be used (unreadable, other code, not vouched for by the
+cancelled. A snapshot that cannot be used (unreadable, another schema, not vouched for by the
 log, or not equal to the state re-derived up to it) is dropped as a boundary and the
 ranges around it are re-planned as one.
 

@@ -71,7 +71,7 @@ def pick_start(
         elif pick.candidates:
             why = f"none of the {pick.candidates} snapshots at or before {where} matches this log and code"
             if pick.stale:
-                why += f" ({pick.stale} unreadable or made by another version of the code)"
+                why += f" ({pick.stale} unreadable or of another snapshot schema)"
         else:
             why = f"no snapshot at or before {where} in {store.directory}"
         print(f"{prog}: {why}: re-deriving from the first cycle", file=sys.stderr)

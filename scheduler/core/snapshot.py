@@ -19,6 +19,8 @@ from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.priorityclass import PriorityClass
 from scheduler.core.state import _Timer
 
+# The snapshot schema: bump it whenever ``dump``'s form changes (a field added, moved or
+# re-meant), not when decisions change — snapshots are valid across rules versions.
 SNAPSHOT_VERSION = 3  # 2: seen input ids grouped by source, in log order; 3: reservations, draining queues
 
 

@@ -1,16 +1,17 @@
 """Snapshot files: save the engine every N cycles, and find a trustworthy one on restart.
 
 A snapshot file holds the engine (``scheduler.core.snapshot``), the input positions and
-output offset it corresponds to, the snapshot schema version and a digest of the code
-that made it. On restart the newest snapshot is used only when its version and code
-digest match and its state digest equals the one recorded in the log's
-``cycle.completed`` for that cycle; anything else is discarded (with a log line) and
-recovery falls back to an older snapshot or to the whole log.
+output offset it corresponds to, the snapshot schema version and (for people) the rules
+version of the code that wrote it. A snapshot is the state folded from the recorded log,
+which no change of scheduling rules alters, so it stays valid for any code that reads its
+schema. On restart the newest snapshot is used only when its schema matches and its state
+digest equals the one recorded in the log's ``cycle.completed`` for that cycle; anything
+else is discarded (with a log line) and recovery falls back to an older snapshot or to
+the whole log.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from dataclasses import dataclass
@@ -21,20 +22,14 @@ import orjson
 
 from scheduler.core import snapshot
 from scheduler.core.engine import Engine
+from scheduler.core.rules_version import RULES_VERSION
 
 LOG = logging.getLogger("evsched.snapshots")
-_CODE_DIRS = ("events", "projections", "scheduler/core", "scheduler/config")
 
 
-def code_digest() -> str:
-    """sha256 over the source that determines decisions: a snapshot from other code is stale."""
-    root = Path(__file__).resolve().parents[2]
-    h = hashlib.sha256()
-    paths = [p for d in _CODE_DIRS for p in sorted((root / d).rglob("*.py"))]
-    for path in paths:
-        h.update(str(path.relative_to(root)).encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()
+def readable_schema(body: dict[str, Any]) -> bool:
+    """True when a snapshot's schema is the one this code reads (the rules that made it do not matter)."""
+    return body.get("schema") == snapshot.SNAPSHOT_VERSION
 
 
 @dataclass
@@ -56,14 +51,13 @@ class SnapshotStore:
             raise ValueError(f"snapshots to keep must be at least 1 (or 0: keep all), not {keep}")
         self.directory = Path(directory)
         self.keep = keep
-        self._code = code_digest()
 
     def save(self, engine: Engine, positions: dict[str, int], output_offset: int) -> Path:
         """Write a snapshot of the engine after its last cycle (tmp file, fsync, rename)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         body = {
             "schema": snapshot.SNAPSHOT_VERSION,
-            "code_digest": self._code,
+            "rules_version": RULES_VERSION,
             "cycle": engine.cycle_number,
             "state_digest": engine.digest(),
             "positions": positions,
@@ -94,7 +88,7 @@ class SnapshotStore:
         return sorted(self.directory.glob("snapshot-*.json"), reverse=True)
 
     def read(self, path: Path) -> dict[str, Any] | None:
-        """A snapshot file's contents if it is readable and made by this code, else None."""
+        """A snapshot file's contents if it is readable in a schema this code reads, else None."""
         try:
             body: Any = orjson.loads(path.read_bytes())
         except (OSError, orjson.JSONDecodeError) as exc:
@@ -103,8 +97,9 @@ class SnapshotStore:
         if not isinstance(body, dict):
             LOG.warning("discarding snapshot %s: not a snapshot (a JSON %s)", path.name, type(body).__name__)
             return None
-        if body.get("schema") != snapshot.SNAPSHOT_VERSION or body.get("code_digest") != self._code:
-            LOG.warning("discarding snapshot %s: made by another version of the code", path.name)
+        if not readable_schema(body):
+            LOG.warning("discarding snapshot %s: schema %r, this code reads %d", path.name, body.get("schema"),
+                        snapshot.SNAPSHOT_VERSION)
             return None
         return body
 
@@ -134,7 +129,7 @@ class SnapshotStore:
         """A snapshot's small fields (everything but ``engine``) without parsing the engine.
 
         ``save`` writes them first, so only the head of the file is read. None when the
-        file is unreadable or made by other code (as ``read``, but without a log line).
+        file is unreadable or of another schema (as ``read``, but without a log line).
         """
         marker = b',"engine":'
         head = b""
@@ -148,6 +143,4 @@ class SnapshotStore:
             body: dict[str, Any] = orjson.loads(head[:cut] + b"}")
         except (OSError, orjson.JSONDecodeError):
             return None
-        if body.get("schema") != snapshot.SNAPSHOT_VERSION or body.get("code_digest") != self._code:
-            return None
-        return body
+        return body if readable_schema(body) else None

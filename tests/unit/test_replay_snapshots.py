@@ -132,7 +132,7 @@ def test_snapshots_the_log_does_not_vouch_for_are_passed_over(snap_log: Path, tm
     store = SnapshotStore(snaps)
     name = "snapshot-{:012d}.json"
     tamper_snapshot(snaps / name.format(3 * EVERY), lambda b: b.update(state_digest="sha256:" + "0" * 64))
-    tamper_snapshot(snaps / name.format(2 * EVERY), lambda b: b.update(code_digest="other code"))
+    tamper_snapshot(snaps / name.format(2 * EVERY), lambda b: b.update(schema=-1))
     with open_file_log(snap_log) as source:
         pick = pick_snapshot(source, store, None)
         assert pick.cycle == EVERY and pick.candidates == 3

@@ -145,6 +145,29 @@ def input_total(source: LogSource) -> int | None:
     return sum(end().values()) if end is not None else None
 
 
+def read_range(source: LogSource, start: Mapping[str, int], end: Mapping[str, int]) -> Iterator[LogRecord]:
+    """Input records with ``start[ch] <= offset < end[ch]`` for the channels ``end`` names."""
+    remaining = {ch for ch, stop in end.items() if start.get(ch, 0) < stop}
+    if not remaining:
+        return
+    ends = getattr(source, "inputs_end", None)
+    # Channels the range does not name start at their end, so they are not read at all.
+    begin = {**(ends() if ends is not None else {}), **{ch: start.get(ch, 0) for ch in end}}
+    for rec in source.iter_inputs(begin):
+        if rec.channel not in remaining:
+            continue
+        if rec.offset >= end[rec.channel]:
+            remaining.discard(rec.channel)
+            if not remaining:
+                return
+            continue
+        yield rec
+        if rec.offset + 1 >= end[rec.channel]:
+            remaining.discard(rec.channel)
+            if not remaining:
+                return
+
+
 class InputGap(Exception):
     """The inputs a cycle names are not all in the log (or not where they should be)."""
 

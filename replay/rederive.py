@@ -16,6 +16,14 @@ and the output offset of the next cycle's ``cycle.started``; its engine's
 
 Channels of one cycle are merged in the source's channel order
 (``replay.reader.channel_order``), which is the order the service merged them in.
+
+Rules versions: only cycles made under a rules version this build implements
+(``scheduler.core.rules_version.IMPLEMENTED``) can be re-derived. A complete cycle of
+another version is folded as fact (``scheduler.core.fact_fold``: its inputs, then its
+recorded outputs), as recovery does, so the cycles after it start from the recorded state;
+its step has ``folded`` set and no re-derived outputs. ``rederive_versions=None`` re-runs
+every cycle with the current rules, ``rederive_from=N`` every cycle from N on (what-if: how
+this code would have decided).
 """
 
 from __future__ import annotations
@@ -28,8 +36,10 @@ from events.log.port import LogRecord
 from events.models import OutputEvent
 from replay.reader import InputCursor, InputGap, LogSource, channel_order
 from scheduler.core.engine import DEFAULT_SOURCE, Engine
+from scheduler.core.fact_fold import FoldError, fold_recorded_cycle
 from scheduler.core.logged_cycle import run_logged_cycle
 from scheduler.core.recorded_cycles import LogStructureError, RecordedCycle, parse_record, recorded_cycles
+from scheduler.core.rules_version import IMPLEMENTED
 
 
 @dataclass
@@ -50,11 +60,26 @@ class Step:
     derived: list[OutputEvent]
     inputs: list[LogRecord]
     engine: Engine
+    folded: bool = False  # made under rules this build does not implement: folded from the record
+    folded_digest: str | None = None
 
     @property
     def number(self) -> int:
         """The cycle number."""
         return self.recorded.number
+
+    @property
+    def rules_version(self) -> int:
+        """The rules version that made the cycle (recorded in its ``cycle.started``)."""
+        return self.recorded.started.rules_version
+
+    def state_digest(self) -> str | None:
+        """The state digest after this step: re-derived, or folded from the record."""
+        if self.folded:
+            return self.folded_digest
+        final = self.derived[-1].data if self.derived else None
+        digest = getattr(final, "state_digest", None)
+        return digest if isinstance(digest, str) else None
 
 
 RecordFilter = Callable[[int, LogRecord], bool]
@@ -82,8 +107,12 @@ class Rederiver:
         before_cycle: CycleHook | None = None,
         channel_order: Callable[[Iterable[str]], list[str]] | None = None,
         through_cycle: int | None = None,
+        rederive_versions: frozenset[int] | None = IMPLEMENTED,
+        rederive_from: int | None = None,
     ) -> None:
         self.source = source
+        self.rederive_versions = rederive_versions
+        self.rederive_from = rederive_from
         self._start = start
         self._factory = engine_factory or (lambda src: Engine(source=src))
         self._keep = keep
@@ -139,10 +168,30 @@ class Rederiver:
         if self._before is not None:
             self._before(engine, recorded.number, now_us)
         channels = self._channel_order(set(started.inputs_through) | set(started.inputs_from))
+        versions = self.rederive_versions
+        always = self.rederive_from is not None and recorded.number >= self.rederive_from
+        if recorded.complete and not always and versions is not None and started.rules_version not in versions:
+            return self._fold(recorded, applied, channels, now_us, records, engine)
         derived = run_logged_cycle(
             engine, applied, channels, now_us, started.inputs_from, started.inputs_through
         )
         return Step(recorded, derived, records, engine)
+
+
+    def _fold(self, recorded: RecordedCycle, applied: list[LogRecord], channels: list[str], now_us: int,
+              records: list[LogRecord], engine: Engine) -> Step:
+        outputs = [parse_record(rec) for rec in recorded.records[1:-1]]
+        off = recorded.records[0].offset
+        try:
+            if any(obj is None or not isinstance(obj.get("data"), dict) for obj in outputs):
+                raise FoldError("an output record is unreadable")
+            folded = fold_recorded_cycle(engine, applied, channels, now_us, outputs)  # type: ignore[arg-type]
+        except (FoldError, KeyError, TypeError) as exc:
+            raise LogStructureError(
+                f"cycle {recorded.number} (rules version {recorded.started.rules_version}): cannot fold its "
+                f"recorded outputs: {exc}", cycle=recorded.number, output_offset=off,
+            ) from None
+        return Step(recorded, [], records, engine, folded=True, folded_digest=folded.digest)
 
 
 def _source_order(source: LogSource, names: Iterable[str]) -> list[str]:

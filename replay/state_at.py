@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from events.display import printable_lines
-from events.models import CycleCompleted
 from replay.reader import LogSource
 from replay.rederive import Rederiver, StartPoint
 from scheduler.core.engine import Engine
@@ -74,12 +73,10 @@ def states_at(source: LogSource, cycles: Iterable[int], start: StartPoint | None
                 break
             last_complete = step.number
             if step.number in wanted:
-                final = step.derived[-1].data
-                assert isinstance(final, CycleCompleted)
                 recorded = (step.recorded.completed_data or {}).get("state_digest")
                 found[step.number] = StateAt(
                     step.number, step.engine.state_form(), recorded if isinstance(recorded, str) else None,
-                    final.state_digest,
+                    step.state_digest() or "",
                 )
     except LogStructureError as exc:
         raise StateError(f"cannot re-derive the log: {exc.message}", structural=True) from None

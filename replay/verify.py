@@ -7,11 +7,19 @@ returned as a ``Divergence`` with its coordinates. A trailing cycle that has a
 ``cycle.started`` but no ``cycle.completed`` is not a divergence: the service re-runs it
 on restart (its records so far must still match). An interrupted attempt followed by a
 re-run of the same cycle must be a prefix of the re-run.
+
+Rules versions: only cycles made under a rules version this build implements are
+re-derived. An older (or newer) cycle cannot be, honestly: it is folded as fact (its
+inputs and recorded outputs, as recovery does), its folded state must equal its recorded
+``state_digest``, and its recorded outputs are checked against the audit's invariants
+(``replay.audit``: pending asks, node capacity, queue max, cycle sequence, …). The report
+counts, per rules version, the cycles it re-derived and those it could only check.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,9 +29,11 @@ from events.codec import encode_output
 from events.display import printable_lines
 from events.log.port import LogRecord
 from events.models import AllocationDecided, CycleCompleted
-from replay.reader import LogSource
+from replay.audit.checks import Auditor
+from replay.reader import LogSource, read_range
 from replay.rederive import Rederiver, StartPoint, Step, inputs_range
 from scheduler.core.recorded_cycles import LogStructureError
+from scheduler.core.rules_version import RULES_VERSION
 
 MAX_FIELD_DIFFS = 8
 
@@ -129,6 +139,8 @@ class VerifyReport:
     incomplete_cycle: int | None = None
     rerun_cycles: list[int] = field(default_factory=list)
     unconsumed_inputs: int = 0
+    rederived: Counter[int] = field(default_factory=Counter)  # rules version → cycles re-derived
+    checked: Counter[int] = field(default_factory=Counter)  # rules version → cycles only checked
 
     @property
     def ok(self) -> bool:
@@ -142,6 +154,12 @@ class VerifyReport:
         out = [f"ok: {self.cycles} cycles verified ({self.inputs} inputs, {self.outputs} outputs)"]
         if self.cycles == 0 and self.incomplete_cycle is None:
             out = ["ok: no cycles recorded"]
+        if self.checked:
+            out.append(f"re-derived under rules version {RULES_VERSION} (this build): "
+                       f"{sum(self.rederived.values())} cycles")
+            out.append(f"checked only, not re-derived: {sum(self.checked.values())} cycles made under rules "
+                       f"version {_versions(self.checked)} — their recorded outputs were folded as fact and "
+                       "meet the audit's invariants and their recorded state digests")
         if self.rerun_cycles:
             out.append(f"cycles re-run after an interruption (identical): {_numbers(self.rerun_cycles)}")
         if self.incomplete_cycle is not None:
@@ -149,6 +167,10 @@ class VerifyReport:
         if self.unconsumed_inputs:
             out.append(f"{self.unconsumed_inputs} inputs after the last cycle, not yet consumed")
         return out
+
+
+def _versions(counts: Mapping[int, int]) -> str:
+    return ", ".join(f"{v} ({n} cycles)" if len(counts) > 1 else str(v) for v, n in sorted(counts.items()))
 
 
 def _numbers(values: list[int]) -> str:
@@ -246,12 +268,71 @@ def verify(
     return verify_with(Rederiver(source, start=start, through_cycle=through_cycle), progress=progress)
 
 
+class _Audit:
+    """The audit's invariants over the output log, fed from its start up to each checked cycle."""
+
+    def __init__(self, source: LogSource) -> None:
+        order = list(getattr(source, "input_channel_order", None) or ["inputs"])
+        self.source = source
+        self.auditor = Auditor(lambda a, b: self._inputs(a, b), channel_order=order)
+        self.offset = 0
+        self.reported = 0
+
+    def _inputs(self, start: Mapping[str, int], end: Mapping[str, int]) -> Iterator[LogRecord]:
+        return read_range(self.source, start, end)
+
+    def through(self, step: Step) -> Divergence | None:
+        """Feed the outputs through ``step``'s cycle; its first new violation, if any."""
+        last = step.recorded.records[-1].offset
+        for rec in self.source.iter_outputs(self.offset):
+            if rec.offset > last:
+                break
+            self.auditor.feed(rec)
+            self.offset = rec.offset + 1
+        fresh = self.auditor.violations[self.reported:]
+        self.reported = len(self.auditor.violations)
+        if not fresh:
+            return None
+        v = fresh[0]
+        more = [f"{w.rule}: {w.message}" for w in fresh[1:MAX_FIELD_DIFFS]]
+        return Divergence(
+            reason=f"recorded outputs break an invariant ({v.rule}): {v.message}", cycle=v.cycle,
+            details=(f"cycle {step.number} was made under rules version {step.rules_version}: checked, not "
+                     "re-derived", *more),
+        )
+
+
+def _check_folded(step: Step, audit: _Audit) -> Divergence | None:
+    recorded = (step.recorded.completed_data or {}).get("state_digest")
+    if step.folded_digest != recorded:
+        return Divergence(
+            reason="the state folded from the recorded outputs differs from the recorded state_digest",
+            cycle=step.number, output_offset=step.recorded.records[-1].offset,
+            inputs=inputs_range(step.recorded.started.inputs_from, step.recorded.started.inputs_through),
+            details=(f"recorded {recorded}, folded {step.folded_digest}",
+                     f"cycle {step.number} was made under rules version {step.rules_version}"),
+        )
+    return audit.through(step)
+
+
 def verify_with(rederiver: Rederiver, *, progress: Callable[[VerifyReport], None] | None = None) -> VerifyReport:
     """``verify`` over a given ``Rederiver`` (whose engine the caller may inspect afterwards)."""
     report = VerifyReport()
     incomplete: tuple[Step, list[bytes]] | None = None
+    audit: _Audit | None = None
     try:
         for step in rederiver.steps():
+            if step.folded:
+                audit = audit or _Audit(rederiver.source)
+                report.inputs, report.outputs = rederiver.inputs_consumed, rederiver.outputs_read
+                report.divergence = _check_folded(step, audit)
+                if report.divergence is not None:
+                    return report
+                report.checked[step.rules_version] += 1
+                report.cycles += 1
+                if progress is not None:
+                    progress(report)
+                continue
             if incomplete is not None:
                 prev, derived = incomplete
                 report.divergence = _divergence(
@@ -268,6 +349,7 @@ def verify_with(rederiver: Rederiver, *, progress: Callable[[VerifyReport], None
                 report.rerun_cycles.append(step.number)
             if step.recorded.complete:
                 report.cycles += 1
+                report.rederived[step.rules_version] += 1
             else:
                 incomplete = (step, [encode_output(o) for o in step.derived])
             if progress is not None:

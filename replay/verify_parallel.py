@@ -241,6 +241,8 @@ def merge_results(ranges: list[Range], results: dict[tuple[int, int | None], Ran
         merged.inputs += part.inputs
         merged.outputs += part.outputs
         merged.rerun_cycles.extend(part.rerun_cycles)
+        merged.rederived.update(part.rederived)
+        merged.checked.update(part.checked)
         merged.incomplete_cycle = part.incomplete_cycle
         merged.unconsumed_inputs = part.unconsumed_inputs
     return merged

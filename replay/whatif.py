@@ -1,4 +1,11 @@
-"""What-if: re-run the log under another queue configuration and report how decisions change.
+"""What-if: re-run the log under another queue configuration, or under the current scheduling
+rules, and report how decisions change.
+
+``config=None`` keeps the recorded configurations: the re-run differs from the record only
+where this build's rules (``scheduler.core.rules_version``) decide differently from the
+rules that made the log — the preview of an upgrade (``replay whatif --rules current``).
+Cycles re-run always use the current rules; cycles before ``from_cycle`` are taken as
+recorded (folded as fact when this build cannot re-derive their rules version).
 
 The recorded inputs and cycle boundaries (times, input ranges) stay as they are. From
 cycle 1 (the default) the new config replaces the initial one: the engine starts with
@@ -23,12 +30,13 @@ import orjson
 
 from events.display import printable_lines
 from events.log.port import LogRecord
-from events.models import AllocationDecided, ConfigUpdated, CycleCompleted, InputEvent, InputRejected
+from events.models import AllocationDecided, ConfigUpdated, InputEvent, InputRejected
 from replay.reader import LogSource
 from replay.rederive import Rederiver, StartPoint
 from scheduler.config import SchedulerConfig
 from scheduler.core.engine import Engine
 from scheduler.core.recorded_cycles import LogStructureError, parse_record
+from scheduler.core.rules_version import RULES_VERSION
 
 WHATIF_SOURCE = "evsched-replay-whatif"
 
@@ -69,6 +77,8 @@ class WhatIfReport:
     rejections_after: int = 0
     incomplete_cycle: int | None = None
     warnings: list[str] = field(default_factory=list)
+    new_config: bool = True
+    recorded_versions: Counter[int] = field(default_factory=Counter)  # rules versions of the cycles re-run
 
     def per_queue(self) -> dict[str, tuple[int, int]]:
         """Allocation counts per queue: ``{queue: (before, after)}``."""
@@ -104,14 +114,22 @@ class WhatIfReport:
             "first_difference": None if first is None else {"index": first[0], "before": first[1], "after": first[2]},
             "incomplete_cycle": self.incomplete_cycle,
             "warnings": self.warnings,
+            "rules": {"current": RULES_VERSION,
+                      "recorded": {str(v): n for v, n in sorted(self.recorded_versions.items())}},
+            "config": "new" if self.new_config else "recorded",
         }
 
     def lines(self) -> list[str]:
         """The report in words."""
         out = [f"what-if over cycles {self.from_cycle}..{self.last_cycle} ({self.cycles} cycles, recorded boundaries)"]
-        place = "the initial config" if self.from_cycle == 1 else f"the config in force at cycle {self.from_cycle}"
-        out.append(f"the new config replaces {place}; config.updated events from cycle {self.from_cycle} on are"
-                   f" ignored ({self.ignored_config_updates} in the log)")
+        made = ", ".join(f"version {v}: {n} cycles" for v, n in sorted(self.recorded_versions.items()))
+        out.append(f"rules: current (version {RULES_VERSION}); the cycles were made under {made or 'no rules'}")
+        if self.new_config:
+            place = "the initial config" if self.from_cycle == 1 else f"the config in force at cycle {self.from_cycle}"
+            out.append(f"the new config replaces {place}; config.updated events from cycle {self.from_cycle} on are"
+                       f" ignored ({self.ignored_config_updates} in the log)")
+        else:
+            out.append("config: as recorded")
         out.extend(f"warning: {w}" for w in self.warnings)
         out.append(f"decisions: {len(self.before)} before, {len(self.after)} after, {self.differing()} differ")
         out.append(f"input rejections: {self.rejections_before} before, {self.rejections_after} after")
@@ -155,9 +173,10 @@ def _recorded(records: list[LogRecord]) -> Iterator[dict[str, Any]]:
 
 
 def whatif(
-    source: LogSource, config: SchedulerConfig, *, from_cycle: int = 1, start: StartPoint | None = None
+    source: LogSource, config: SchedulerConfig | None, *, from_cycle: int = 1, start: StartPoint | None = None
 ) -> WhatIfReport:
-    """Re-run ``source`` with ``config`` from ``from_cycle`` on (see the module docstring).
+    """Re-run ``source`` with ``config`` (None: the recorded ones) and the current rules from
+    ``from_cycle`` on (see the module docstring).
 
     ``start`` (a snapshot of a cycle before ``from_cycle``) saves re-deriving the cycles
     up to it; they run as recorded either way.
@@ -166,16 +185,16 @@ def whatif(
         raise WhatIfError(f"--from-cycle must be at least 1, got {from_cycle}")
     if start is not None and start.engine.cycle_number >= from_cycle:
         raise WhatIfError(f"the start point holds cycle {start.engine.cycle_number}, not one before {from_cycle}")
-    report = WhatIfReport(from_cycle)
+    report = WhatIfReport(from_cycle, new_config=config is not None)
 
     def keep(cycle: int, rec: LogRecord) -> bool:
-        if cycle >= from_cycle and _is_config_update(rec):
+        if config is not None and cycle >= from_cycle and _is_config_update(rec):
             report.ignored_config_updates += 1
             return False
         return True
 
     def switch(engine: Engine, cycle: int, now_us: int) -> None:
-        if cycle != from_cycle or from_cycle == 1:
+        if config is None or cycle != from_cycle or from_cycle == 1:
             return
         event = InputEvent.model_construct(
             id=f"whatif-config-{cycle}", source=WHATIF_SOURCE, type="config.updated", time_us=now_us,
@@ -189,21 +208,22 @@ def whatif(
     def factory(src: str) -> Engine:
         return Engine(config if from_cycle == 1 else None, source=src)
 
-    rederiver = Rederiver(source, start=start, engine_factory=factory, keep=keep, before_cycle=switch)
+    rederiver = Rederiver(source, start=start, engine_factory=factory, keep=keep, before_cycle=switch,
+                          rederive_from=from_cycle)
     try:
         for step in rederiver.steps():
             if not step.recorded.complete:
                 report.incomplete_cycle = step.number
                 break
             if step.number < from_cycle:
-                final = step.derived[-1].data
                 recorded = (step.recorded.completed_data or {}).get("state_digest")
-                if isinstance(final, CycleCompleted) and final.state_digest != recorded and not report.warnings:
+                if step.state_digest() != recorded and not report.warnings:
                     report.warnings.append(f"cycle {step.number} does not re-derive to its recorded state digest;"
                                            " run `evsched replay verify`")
                 continue
             report.cycles += 1
             report.last_cycle = step.number
+            report.recorded_versions[step.rules_version] += 1
             for obj in _recorded(step.recorded.records[1:]):
                 if obj.get("type") == "allocation.decided":
                     report.before.append(obj["data"])

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from events.codec import decode_input, decode_output, parse_time
-from events.models import AllocationDecided, AskAdded, CycleCompleted, InputEvent
+from events.models import AllocationDecided, AskAdded, InputEvent
 from replay.explain.decision import CycleBatch, ExplainError, Explanation, explain_decision, parse_decision_id
 from replay.explain.pending import PendingExplanation, explain_pending
 from replay.find_cycle import find_cycle
@@ -24,6 +24,7 @@ from replay.reader import InputGap, LogSource, channel_order
 from replay.rederive import Rederiver, StartPoint, Step
 from scheduler.core.engine import Engine
 from scheduler.core.recorded_cycles import LogStructureError, RecordedCycle
+from scheduler.core.rules_version import IMPLEMENTED, RULES_VERSION
 
 
 def recorded_decisions(cycle: RecordedCycle) -> list[AllocationDecided]:
@@ -41,10 +42,10 @@ def recorded_decisions(cycle: RecordedCycle) -> list[AllocationDecided]:
 
 def _digest_note(step: Step) -> str | None:
     logged = step.recorded.completed_data
-    derived = step.derived[-1].data if step.derived else None
-    if logged is None or not isinstance(derived, CycleCompleted):
+    derived = step.state_digest()
+    if logged is None or derived is None:
         return None
-    if logged.get("state_digest") != derived.state_digest:
+    if logged.get("state_digest") != derived:
         return f"re-derived state after cycle {step.number} differs from the log's state_digest"
     return None
 
@@ -99,6 +100,9 @@ def explain_from_log(source: LogSource, decision_id: str, start: StartPoint | St
         channel_order(source, set(started.inputs_through) | set(started.inputs_from)),
     )
     explanation = explain_decision(engine, batch, decision_id, recorded)
+    if started.rules_version not in IMPLEMENTED:
+        notes.append(f"cycle {number} was decided under rules version {started.rules_version}; this build walks"
+                     f" rules version {RULES_VERSION}, so the walk shown may not be the one that decided")
     explanation.notes.extend(notes)
     return explanation
 

@@ -21,7 +21,7 @@ from events.display import printable
 from events.log.port import LogError, LogRecord
 from replay.audit.checks import Auditor, InputSource, Violation
 from replay.open_source import open_source
-from replay.reader import LogSource, LogUnavailable
+from replay.reader import LogSource, LogUnavailable, read_range
 from scheduler.cli.settings import log_settings
 from scheduler.cli.sources import add_source_arguments
 
@@ -42,29 +42,6 @@ def add_audit(subparsers: Any) -> None:
     p.add_argument("--follow", action="store_true", help="keep tailing the log until interrupted")
     p.add_argument("--json", action="store_true", help="JSON lines instead of text")
     p.set_defaults(handler=cmd_audit)
-
-
-def read_range(source: LogSource, start: Mapping[str, int], end: Mapping[str, int]) -> Iterator[LogRecord]:
-    """Input records with ``start[ch] <= offset < end[ch]`` for the channels ``end`` names."""
-    remaining = {ch for ch, stop in end.items() if start.get(ch, 0) < stop}
-    if not remaining:
-        return
-    ends = getattr(source, "inputs_end", None)
-    # Channels the range does not name start at their end, so they are not read at all.
-    begin = {**(ends() if ends is not None else {}), **{ch: start.get(ch, 0) for ch in end}}
-    for rec in source.iter_inputs(begin):
-        if rec.channel not in remaining:
-            continue
-        if rec.offset >= end[rec.channel]:
-            remaining.discard(rec.channel)
-            if not remaining:
-                return
-            continue
-        yield rec
-        if rec.offset + 1 >= end[rec.channel]:
-            remaining.discard(rec.channel)
-            if not remaining:
-                return
 
 
 def source_inputs(source: LogSource) -> InputSource:

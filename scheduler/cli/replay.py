@@ -109,6 +109,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
             "ok": report.ok, "cycles": report.cycles, "inputs": report.inputs, "outputs": report.outputs,
             "incomplete_cycle": report.incomplete_cycle, "rerun_cycles": report.rerun_cycles,
             "unconsumed_inputs": report.unconsumed_inputs,
+            "rederived_by_rules_version": {str(v): n for v, n in sorted(report.rederived.items())},
+            "checked_only_by_rules_version": {str(v): n for v, n in sorted(report.checked.items())},
             "divergence": None if report.divergence is None else report.divergence.to_dict(),
         }
         print(dumps(body).decode())
@@ -180,20 +182,25 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_whatif(args: argparse.Namespace) -> int:
-    """``replay whatif --config NEW.yaml``: how decisions change under another queue config."""
+    """``replay whatif --config NEW.yaml | --rules current``: how decisions change under another
+    queue config, or under this build's scheduling rules."""
     log = log_settings(args)
     snaps = snapshot_settings(args, log)
-    from scheduler.config import ConfigError, load_config
+    from scheduler.config import ConfigError, SchedulerConfig, load_config
 
-    try:
-        with open(args.config, "rb") as fh:
-            text = fh.read()
-    except OSError as exc:
-        return _fail(f"cannot read config {args.config}: {exc.strerror}")
-    try:
-        config = load_config(text)
-    except ConfigError as exc:
-        return _fail(f"config {args.config} is invalid:\n" + "\n".join(f"  - {r}" for r in exc.reasons))
+    if args.config is None and args.rules is None:
+        return _fail("whatif needs --config NEW.yaml, --rules current, or both")
+    config: SchedulerConfig | None = None
+    if args.config is not None:
+        try:
+            with open(args.config, "rb") as fh:
+                text = fh.read()
+        except OSError as exc:
+            return _fail(f"cannot read config {args.config}: {exc.strerror}")
+        try:
+            config = load_config(text)
+        except ConfigError as exc:
+            return _fail(f"config {args.config} is invalid:\n" + "\n".join(f"  - {r}" for r in exc.reasons))
     with open_source(log) as source:
         start = pick_start(source, snaps, args.from_cycle - 1, f"{PROG} whatif") if args.from_cycle > 1 else None
         report = whatif(source, config, from_cycle=args.from_cycle, start=start)
@@ -254,8 +261,10 @@ def add_replay_commands(sub: Any) -> None:
     p.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     p.set_defaults(handler=_guarded(cmd_export))
 
-    p = rsub.add_parser("whatif", help="re-run the log under another queue configuration")
-    p.add_argument("--config", required=True, metavar="NEW.yaml", help="the queue configuration to try")
+    p = rsub.add_parser("whatif", help="re-run the log under another queue configuration or the current rules")
+    p.add_argument("--config", metavar="NEW.yaml", help="the queue configuration to try")
+    p.add_argument("--rules", choices=["current"],
+                   help="re-run under this build's scheduling rules (with the recorded configs unless --config)")
     p.add_argument("--from-cycle", type=int, default=1, metavar="N", help="apply it from cycle N (default: 1)")
     p.add_argument("--json", action="store_true", help="the report as one JSON object")
     add_source_arguments(p)

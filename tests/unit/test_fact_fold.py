@@ -147,5 +147,5 @@ def test_an_output_type_this_build_does_not_know_stops_recovery() -> None:
     asyncio.run(other.append_inputs([(rec.key, rec.value) for rec in log.iter_inputs()]))
     asyncio.run(other.append_outputs([values[0], extra, *values[1:]]))
     assert "ask.parked" not in FOLDS
-    with pytest.raises(LogError, match="ask.parked"):
+    with pytest.raises(LogError, match=r"ask\.parked"):
         asyncio.run(recover(other, source="evsched"))

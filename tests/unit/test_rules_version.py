@@ -53,7 +53,8 @@ def _random_mix(seed: int, n: int) -> Iterator[dict[str, Any]]:
         kind = rnd.randrange(10)
         if kind == 0:
             tags = {"application.stateaware.disable": "true"} if rnd.random() < 0.2 else {}
-            line = {"type": "app.added", "data": {"app_id": app, "queue": rnd.choice(LEAVES), "user": "u", "tags": tags}}
+            line = {"type": "app.added",
+                    "data": {"app_id": app, "queue": rnd.choice(LEAVES), "user": "u", "tags": tags}}
         elif kind == 1:
             line = {"type": "app.removed", "data": {"app_id": app}}
         elif kind in (2, 3, 4):

@@ -27,7 +27,7 @@ from events.log.port import LogRecord
 from events.models import OutputData
 from scheduler.core.engine import Engine
 from scheduler.core.logged_cycle import apply_batch
-from scheduler.core.objects import App
+from scheduler.core.objects import App, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.state import SchedulerState
 
@@ -46,6 +46,7 @@ class _Cycle:
     state: SchedulerState
     now_us: int
     decided: set[tuple[str, str]] = field(default_factory=set)  # (partition, app) allocated this cycle
+    unsettled: dict[str, tuple[dict[str, Node], dict[str, App]]] = field(default_factory=dict)  # per partition
     last_partition: str | None = None
     sink: list[OutputData] = field(default_factory=list)  # outputs re-made by the fold: already recorded
 
@@ -84,7 +85,10 @@ def _fold_decided(cyc: _Cycle, data: Mapping[str, Any]) -> None:
             f"decision {data['decision_id']}: ask {data['ask_id']!r} of {data['app_id']!r} or node "
             f"{data['node_id']!r} is not in the state"
         )
-    part.allocate(app, ask, node, data["decision_id"])
+    part.allocate(app, ask, node, data["decision_id"], settle=False)
+    nodes, apps = cyc.unsettled.setdefault(part.name, ({}, {}))
+    nodes[node.node_id] = node
+    apps[app.app_id] = app
     cyc.decided.add((part.name, app.app_id))
     cyc.last_partition = part.name
 
@@ -160,4 +164,6 @@ def fold_recorded_cycle(
         if entry.fold is None:
             raise FoldError(f"output {obj.get('id')} ({obj['type']}) is not one a cycle makes after its inputs")
         entry.fold(cyc, obj["data"])
+    for name, (nodes, apps) in sorted(cyc.unsettled.items()):
+        state.partitions[name].settle(nodes.values(), apps.values())
     return Folded(engine.digest(), made, boundary)

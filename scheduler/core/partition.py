@@ -7,7 +7,7 @@ operation updates all of them together. Operations append their outputs to ``out
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from sortedcontainers import SortedList
@@ -240,8 +240,12 @@ class PartitionState:
 
     # -- allocations --------------------------------------------------------------
 
-    def allocate(self, app: App, ask: Ask, node: Node, decision_id: str) -> Allocation:
-        """Turn a pending ask into an allocation on a node (fit already checked)."""
+    def allocate(self, app: App, ask: Ask, node: Node, decision_id: str, *, settle: bool = True) -> Allocation:
+        """Turn a pending ask into an allocation on a node (fit already checked).
+
+        ``settle=False`` (folding recorded decisions, where nothing is searched in between)
+        leaves the node index and the app's sorted place to one ``settle`` call per cycle.
+        """
         self._drop_ask(app, ask)
         self.allocation_seq += 1
         alloc = Allocation(
@@ -255,9 +259,18 @@ class PartitionState:
             self.limits.add_resources(app, ask.resources)
         add_into(node.allocated, ask.resources)
         node.allocations[(app.app_id, ask.ask_id)] = alloc
-        self._reindex(node)
-        self._refresh(app)
+        if settle:
+            self._reindex(node)
+            self._refresh(app)
         return alloc
+
+    def settle(self, nodes: Iterable[Node], apps: Iterable[App]) -> None:
+        """Re-index nodes and re-place apps that ``allocate(settle=False)`` left, once each."""
+        for node in nodes:
+            if node.node_id in self.nodes:
+                self._reindex(node)
+        for app in apps:
+            self._refresh(app)
 
     def restore_allocations(self, app: App, allocations: list[Allocation], state: str) -> None:
         """Re-attach an app's allocations and state read from a snapshot.

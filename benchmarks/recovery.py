@@ -24,7 +24,7 @@ from pathlib import Path
 
 from harness import ROOT, write_workload_jsonl  # puts the repository on sys.path
 
-from scheduler.simulation.workload import WorkloadSpec
+from scheduler.simulation.workload import PRIORITY_CLASSES, WorkloadSpec
 
 PROBE = """
 import asyncio, gc, json, sys, time
@@ -49,10 +49,12 @@ def _env(code: Path) -> dict[str, str]:
 
 def build(directory: Path, events: int, writer: Path) -> None:
     """The workload as an embedded log, written by ``writer``'s ``evsched run --once``."""
-    asks = int(events * 0.9)
-    spec = WorkloadSpec(nodes=max(100, events // 30), apps=200, asks=asks, leaves=20, departments=4)
+    nodes, apps = max(100, events // 30), 200
+    asks = events - nodes - apps - 1 - len(PRIORITY_CLASSES)  # the config line, the classes: exactly `events`
+    spec = WorkloadSpec(nodes=nodes, apps=apps, asks=asks, leaves=20, departments=4)
     directory.mkdir(parents=True, exist_ok=True)
     count = write_workload_jsonl(spec, directory / "in.jsonl")
+    assert count == events, count
     run = [sys.executable, "-m", "scheduler"]
     log = str(directory / "log")
     subprocess.run([*run, "submit", "--log", log, str(directory / "in.jsonl")], cwd=writer, env=_env(writer),

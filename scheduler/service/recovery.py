@@ -24,6 +24,7 @@ from scheduler.core.engine import Engine
 from scheduler.core.fact_fold import FoldError, fold_recorded_cycle
 from scheduler.core.logged_cycle import run_logged_cycle
 from scheduler.core.recorded_cycles import LogStructureError, RecordedCycle, parse_record, recorded_cycles
+from scheduler.core.rules_version import RULES_VERSION
 from scheduler.storage.snapshot_files import Restored, SnapshotStore
 
 LOG = logging.getLogger("evsched.recovery")
@@ -139,6 +140,12 @@ async def recover(
         now_us = parse_time(started.time)
         completed = rec.completed_data
         if completed is None:
+            if started.rules_version != RULES_VERSION:
+                LOG.warning(
+                    "cycle %d was started under rules version %d and is finished under version %d: its outputs"
+                    " written so far stand, the rest follow the current rules (docs/upgrading.md)",
+                    rec.number, started.rules_version, RULES_VERSION,
+                )
             outputs = run_logged_cycle(
                 engine, records, channels, now_us, started.inputs_from, started.inputs_through
             )

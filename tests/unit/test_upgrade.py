@@ -256,3 +256,17 @@ def test_under_other_rules_fact_recovery_keeps_the_record_and_rederiving_would_n
     with open_file_log(old_log) as source:
         preview = whatif(source, None)
     assert preview.differing() > 0 and dict(preview.recorded_versions) == {1: OLD_CYCLES}
+
+
+def test_whatif_rules_current_previews_an_old_log(old_log: Path) -> None:
+    """The upgrade preview on the command line: the old log's cycles re-run under this build's
+    rules with the recorded configs, compared with the recorded decisions."""
+    out = _evsched("replay", "whatif", "--rules", "current", "--log", str(old_log), "--json")
+    assert out.returncode == 0, out.stderr.decode()
+    body = orjson.loads(out.stdout)
+    assert body["rules"] == {"current": RULES_VERSION, "recorded": {"1": OLD_CYCLES}}
+    assert body["config"] == "recorded" and body["cycles"] == OLD_CYCLES
+    recorded = sum(o["type"] == "allocation.decided" for o in _outputs(old_log))
+    assert body["decisions"]["before"] == recorded
+    bare = _evsched("replay", "whatif", "--log", str(old_log))
+    assert bare.returncode == 1 and b"--rules current" in bare.stderr

@@ -185,7 +185,9 @@ class Rederiver:
         try:
             if any(obj is None or not isinstance(obj.get("data"), dict) for obj in outputs):
                 raise FoldError("an output record is unreadable")
-            folded = fold_recorded_cycle(engine, applied, channels, now_us, outputs)  # type: ignore[arg-type]
+            folded = fold_recorded_cycle(
+                engine, applied, channels, now_us, outputs, recorded.started.rules_version  # type: ignore[arg-type]
+            )
         except (FoldError, KeyError, TypeError) as exc:
             raise LogStructureError(
                 f"cycle {recorded.number} (rules version {recorded.started.rules_version}): cannot fold its "

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from events.log.port import LogRecord
-from events.models import OutputData
+from events.models import AskReserved, AskUnreserved, OutputData
+from scheduler.core import reservations
 from scheduler.core.engine import Engine
 from scheduler.core.logged_cycle import apply_batch
 from scheduler.core.objects import App, Node
@@ -32,6 +33,7 @@ from scheduler.core.partition import PartitionState
 from scheduler.core.state import SchedulerState
 
 TIMER_TARGET = {"Starting": "Running", "Completing": "Completed"}
+COMPLETED_LEAVES_SINCE = 2  # rules version from which a Completed app leaves its queue and partition
 
 
 class FoldError(Exception):
@@ -45,6 +47,7 @@ class _Cycle:
 
     state: SchedulerState
     now_us: int
+    rules_version: int
     decided: set[tuple[str, str]] = field(default_factory=set)  # (partition, app) allocated this cycle
     unsettled: dict[str, tuple[dict[str, Node], dict[str, App]]] = field(default_factory=dict)  # per partition
     last_partition: str | None = None
@@ -111,7 +114,8 @@ def _fold_state_changed(cyc: _Cycle, data: Mapping[str, Any]) -> None:
     if (part.name, app.app_id) in cyc.decided:
         part.transition(app, to, cyc.now_us, cyc.state, cyc.sink)  # caused by a decision (cycle.commit)
     elif TIMER_TARGET.get(frm) == to:
-        cyc.state.expire(part, app, cyc.sink)  # a timer that fired at the start of the cycle
+        # A timer that fired at the start of the cycle; under rules 1 a Completed app stayed listed.
+        cyc.state.expire(part, app, cyc.sink, leave=cyc.rules_version >= COMPLETED_LEAVES_SINCE)
     else:
         raise FoldError(f"application {app.app_id!r}: {frm} → {to} is neither a timer nor after a decision")
 
@@ -120,11 +124,25 @@ def _never(data: Mapping[str, Any]) -> bool:
     return False
 
 
+def _fold_reserved(cyc: _Cycle, data: Mapping[str, Any]) -> None:
+    reservations.fold(cyc.state.partitions, AskReserved.model_validate(data), cyc.state.cycle)
+
+
+def _fold_unreserved(cyc: _Cycle, data: Mapping[str, Any]) -> None:
+    reservations.fold(cyc.state.partitions, AskUnreserved.model_validate(data), cyc.state.cycle)
+
+
+# ask.unreserved reasons a cycle's steps make (the others come from applying inputs)
+_STEP_UNRESERVE = frozenset({"allocated", "required-node"})
+
+
 FOLDS: dict[str, OutputFold] = {
     "allocation.decided": OutputFold(lambda d: True, _fold_decided),
     # Timer transitions open the cycle phase; other changes there follow a decision.
     "app.state_changed": OutputFold(lambda d: TIMER_TARGET.get(d.get("from", "")) == d.get("to"),
                                     _fold_state_changed),
+    "ask.reserved": OutputFold(lambda d: True, _fold_reserved),
+    "ask.unreserved": OutputFold(lambda d: d.get("reason") in _STEP_UNRESERVE, _fold_unreserved),
     "allocation.revoked": OutputFold(_never, None),  # node-removed: made by applying node.removed
     "input.rejected": OutputFold(_never, None),
     "config.applied": OutputFold(_never, None),
@@ -144,6 +162,7 @@ def fold_recorded_cycle(
     channel_order: Sequence[str],
     now_us: int,
     outputs: Sequence[Mapping[str, Any]],
+    rules_version: int,
 ) -> Folded:
     """Apply a complete cycle's inputs, then fold its recorded outputs (between ``cycle.started``
     and ``cycle.completed``, as JSON objects) into the engine; returns the state digest after."""
@@ -153,7 +172,7 @@ def fold_recorded_cycle(
     state = engine.state
     state.cycle += 1
     state.drop_due_timers(now_us)
-    cyc = _Cycle(state, now_us)
+    cyc = _Cycle(state, now_us, rules_version)
     boundary = len(outputs)
     for i, obj in enumerate(outputs):
         if _entry(obj.get("type", "")).opens_cycle_phase(obj["data"]):

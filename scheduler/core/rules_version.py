@@ -9,7 +9,8 @@ Every ``cycle.started`` and ``cycle.completed`` carries ``rules_version``; logs 
 before the field existed are version 1 (the field's default when read).
 
 * 1 — evsched up to commit 9056fd4 (no ``rules_version`` field in the log).
-* 2 — the same decisions as 1; the cycle records carry ``rules_version``.
+* 2 — issue 16 (YuniKorn-exact fixes, reservations; a Completed app leaves its queue and
+  partition) and issue 18 (the cycle records carry ``rules_version``).
 """
 
 from __future__ import annotations

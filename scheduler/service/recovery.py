@@ -101,7 +101,7 @@ def fold_cycle(engine: Engine, rec: RecordedCycle, records: list[LogRecord], cha
             raise LogError(f"cycle {rec.number}: unreadable output record at offset {out.offset}")
         outputs.append(obj)
     try:
-        folded = fold_recorded_cycle(engine, records, channels, now_us, outputs)
+        folded = fold_recorded_cycle(engine, records, channels, now_us, outputs, rec.started.rules_version)
     except (FoldError, KeyError, TypeError) as exc:
         raise LogError(f"cycle {rec.number}: cannot fold its recorded outputs: {exc}") from None
     if folded.input_outputs != folded.recorded_input_outputs:

@@ -24,6 +24,7 @@ from replay.verify import verify
 from replay.whatif import whatif
 from scheduler.core import cycle as cycle_module
 from scheduler.core.engine import Engine
+from scheduler.core.reservations import Step
 from scheduler.core.rules_version import RULES_VERSION
 from scheduler.service.recovery import recover
 from scheduler.storage.snapshot_files import SnapshotStore
@@ -213,17 +214,15 @@ def test_a_tampered_old_cycle_fails_the_check(old_log: Path, tmp_path: Path) -> 
     assert "(node-unschedulable)" in report.divergence.reason
 
 
-def _reversed_place(part: Any, app: Any, ask: Any, memo: Any) -> Any:
+def _reversed_place(part: Any, app: Any, ask: Any, memo: Any, now_us: int) -> Any:
     """Other scheduling rules: the fitting node with the highest id wins (not the least used)."""
-    if ask.required_node is not None:
-        return ORIGINAL_PLACE(part, app, ask, memo)
     if not cycle_module.fits_queue_headroom(part, app.queue, ask.resources):
         return None
     for node_id in sorted(part.nodes, reverse=True):
         node = part.nodes[node_id]
         if node_id in part.index and fits(ask.resources, node.available()):
-            return node
-    return None
+            return Step(app, ask, node)
+    return ORIGINAL_PLACE(part, app, ask, memo, now_us)  # fits nowhere: reserve as the rules say
 
 
 ORIGINAL_PLACE = cycle_module.place

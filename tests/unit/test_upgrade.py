@@ -123,6 +123,9 @@ def test_upgrade_resumes_from_the_record_and_verify_tells_both_parts(old_log: Pa
     assert recovered.digest_mismatches == []
     assert recovered.engine.cycle_number == OLD_CYCLES
     assert engine_allocations(recovered.engine) == recorded
+    # The recovery before issue 18 re-ran the cycles: rules version 2 decides this log otherwise
+    # (e.g. s1-pin goes to its unschedulable required node), so it would resume with other work.
+    assert _rederived_allocations(old_log) != recorded
 
     # The service itself: new inputs, then `evsched run` of this build over the old log.
     feed = tmp_path / "new.jsonl"

@@ -144,6 +144,7 @@ FOLDS: dict[str, OutputFold] = {
     "ask.reserved": OutputFold(lambda d: True, _fold_reserved),
     "ask.unreserved": OutputFold(lambda d: d.get("reason") in _STEP_UNRESERVE, _fold_unreserved),
     "allocation.revoked": OutputFold(_never, None),  # node-removed: made by applying node.removed
+    "app.placed": OutputFold(_never, None),  # made by applying app.added (placement rules)
     "input.rejected": OutputFold(_never, None),
     "config.applied": OutputFold(_never, None),
 }

@@ -10,7 +10,7 @@ before the field existed are version 1 (the field's default when read).
 
 * 1 — evsched up to commit 9056fd4 (no ``rules_version`` field in the log).
 * 2 — issue 16 (YuniKorn-exact fixes, reservations; a Completed app leaves its queue and
-  partition) and issue 18 (the cycle records carry ``rules_version``).
+  partition), issue 21 (placement rules, user/group limits) and issue 18 (the cycle records carry ``rules_version``).
 """
 
 from __future__ import annotations

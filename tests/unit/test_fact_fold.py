@@ -160,3 +160,11 @@ def test_an_output_type_this_build_does_not_know_stops_recovery() -> None:
     assert "ask.parked" not in FOLDS
     with pytest.raises(LogError, match=r"ask\.parked"):
         asyncio.run(recover(other, source="evsched"))
+
+
+def test_every_output_type_says_how_it_folds() -> None:
+    """A new output type must declare whether a cycle's steps make it and how it enters the
+    state (``fact_fold.FOLDS``); otherwise recovery would refuse every log that holds one."""
+    from events.models import OUTPUT_DATA
+
+    assert set(FOLDS) == set(OUTPUT_DATA) - {"cycle.started", "cycle.completed"}

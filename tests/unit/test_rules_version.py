@@ -30,6 +30,8 @@ from tests.unit.test_core_properties import APPS, CONFIG, LEAVES, NODES
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = ROOT / "tests" / "golden" / "rules_versions.json"
 FIXTURE = ROOT / "tests" / "fixtures" / "upgrade-v0"
+# A fixed set: a golden scenario added later would change the digest without any rule changing.
+GOLDEN = ("binpacking_weights", "fence_and_offsets")
 
 
 def _run(lines: Iterable[dict[str, Any] | bytes], config_text: str | None = None) -> Iterator[bytes]:
@@ -97,9 +99,9 @@ def _fixture_inputs() -> Iterator[dict[str, Any]]:
 def scenario_outputs() -> Iterator[bytes]:
     """Every output of every scenario, ``rules_version`` left out."""
     streams: list[Iterator[bytes]] = []
-    for path in sorted((ROOT / "tests" / "golden" / "scenarios").glob("*.jsonl")):
-        if not path.name.endswith(".expected.jsonl"):
-            streams.append(_run(path.read_bytes().splitlines()))
+    for name in GOLDEN:
+        path = ROOT / "tests" / "golden" / "scenarios" / f"{name}.jsonl"
+        streams.append(_run(path.read_bytes().splitlines()))
     streams += [_run(_fixture_inputs()), _run(_workload())]
     streams += [_run(_random_mix(seed, 400), CONFIG) for seed in range(6)]
     for stream in streams:

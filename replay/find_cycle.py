@@ -95,3 +95,26 @@ def find_cycle(source: LogSource, number: int) -> RecordedCycle | None:
     if isinstance(found, str):
         return scan_for_cycle(source, number)
     return found
+
+
+def latest_cycle(source: LogSource) -> int:
+    """The number of the last complete cycle in the output log (0 when there is none): ``--cycle latest``.
+
+    Steps back from the end to the last ``cycle.completed`` when the source reads single
+    records; otherwise scans forward.
+    """
+    end = outputs_end(source)
+    if end is not None:
+        for offset in range(end - 1, -1, -1):
+            rec = output_at(source, offset)
+            obj = parse_record(rec) if rec is not None else None
+            if obj is not None and obj.get("type") == "cycle.completed" and rec is not None:
+                number = output_cycle(rec)
+                if number is not None:
+                    return number
+        return 0
+    last = 0
+    for cycle in recorded_cycles(source.iter_outputs()):
+        if cycle.complete:
+            last = cycle.number
+    return last

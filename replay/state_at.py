@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from events.display import printable_lines
+from events.units import fmt_quantity
 from replay.reader import LogSource
 from replay.rederive import Rederiver, StartPoint
 from scheduler.core.engine import Engine
@@ -118,28 +119,35 @@ def diff_states(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]
     return out
 
 
-def _value(value: Any) -> str:
+def _value(value: Any, raw: bool = False) -> str:
+    """A field's value; resource maps ({vcore: 64000}) in human units (``events.units``) unless ``raw``."""
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {_value(v)}" for k, v in sorted(value.items())) + "}"
+        return "{" + ", ".join(
+            f"{k}: {fmt_quantity(k, v, raw=raw) if isinstance(v, int) and not isinstance(v, bool) else _value(v, raw)}"
+            for k, v in sorted(value.items())
+        ) + "}"
     return str(value)
 
 
-def _fields(entry: dict[str, Any]) -> str:
-    return ", ".join(f"{name} {_value(value)}" for name, value in sorted(entry.items()))
+def _fields(entry: dict[str, Any], raw: bool) -> str:
+    return ", ".join(f"{name} {_value(value, raw)}" for name, value in sorted(entry.items()))
 
 
-def format_diff(diff: dict[str, Any], first: int, second: int) -> list[str]:
-    """A state diff in words: one header per section, one line per added/removed/changed entry."""
+def format_diff(diff: dict[str, Any], first: int, second: int, *, raw: bool = False) -> list[str]:
+    """A state diff in words: one header per section, one line per added/removed/changed entry.
+
+    Resource maps are in human units (``memory: 256 GiB``); ``raw`` keeps the exact integers.
+    """
     lines = [f"state after cycle {first} → after cycle {second}"]
     for section in SECTIONS:
         part = diff[section]
         added, removed, changed = part["added"], part["removed"], part["changed"]
         lines.append(f"{section}: {len(added)} added, {len(removed)} removed, {len(changed)} changed")
         for key, entry in added.items():
-            lines.append(f"  + {key}: {_fields(entry)}")
+            lines.append(f"  + {key}: {_fields(entry, raw)}")
         for key, entry in removed.items():
-            lines.append(f"  - {key}: {_fields(entry)}")
+            lines.append(f"  - {key}: {_fields(entry, raw)}")
         for key, fields in changed.items():
-            text = "; ".join(f"{name} {_value(c['from'])} → {_value(c['to'])}" for name, c in fields.items())
+            text = "; ".join(f"{name} {_value(c['from'], raw)} → {_value(c['to'], raw)}" for name, c in fields.items())
             lines.append(f"  ~ {key}: {text}")
     return printable_lines(lines)

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from events.codec import format_time
+from events.units import fmt_quantity, fmt_resources
 from projections.priority import MIN_PRIORITY
 from projections.queues import QueueNode
 
@@ -45,10 +46,9 @@ class Blocker:
         return {"rule": self.rule, "message": self.message}
 
 
-def fmt_res(res: Mapping[str, int]) -> str:
-    """``{vcore: 1000, memory: 2}`` → ``memory 2, vcore 1000`` (sorted; ``nothing`` when empty)."""
-    items = [f"{k} {v}" for k, v in sorted(res.items()) if v]
-    return ", ".join(items) if items else "nothing"
+def fmt_res(res: Mapping[str, int], *, raw: bool = False) -> str:
+    """``{vcore: 1000, memory: 2**30}`` → ``memory 1 GiB, vcore 1 core`` (``events.units``; ``raw``: exact)."""
+    return fmt_resources(res, raw=raw)
 
 
 def fmt_priority(value: int) -> str:
@@ -98,8 +98,11 @@ def shortfall(request: Mapping[str, int], available: Mapping[str, int]) -> dict[
 
 
 def fmt_shortfall(short: Mapping[str, tuple[int, int]]) -> str:
-    """``vcore short: needs 2000, has 1500`` for each short type."""
-    return "; ".join(f"{name} short: needs {need}, has {have}" for name, (need, have) in short.items())
+    """``vcore short: needs 2 cores, has 1500m`` for each short type (human units; JSON fields stay exact)."""
+    return "; ".join(
+        f"{name} short: needs {fmt_quantity(name, need)}, has {fmt_quantity(name, have)}"
+        for name, (need, have) in short.items()
+    )
 
 
 def ordinal(n: int) -> str:

@@ -36,18 +36,18 @@ def _tail(section: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _queues(level: dict[str, Any]) -> list[str]:
+def _queues(level: dict[str, Any], raw: bool = False) -> list[str]:
     state = "on" if level["priority_sorting"] else "off (application.sort.priority: disabled)"
     lines = [f"  under {level['parent']} — priority sorting {state}; order: {level['order_rule']}"]
     for e in level["candidates"]:
         lines.append(
             f"    {e['position']}. {e['queue']}  priority {e['priority_formula']}  fair share "
-            f"{fmt_share(e['fair_share'])}  pending {fmt_res(e['pending'])}  — {_outcome(e)}"
+            f"{fmt_share(e['fair_share'])}  pending {fmt_res(e['pending'], raw=raw)}  — {_outcome(e)}"
         )
     return lines + _tail(level)
 
 
-def _leaf(leaf: dict[str, Any]) -> list[str]:
+def _leaf(leaf: dict[str, Any], raw: bool = False) -> list[str]:
     sorting = "on" if leaf["priority_sorting"] else "off"
     lines = [
         f"Apps in {leaf['queue']} ({leaf['rule']}): policy {leaf['sort_policy']}, priority sorting {sorting}; "
@@ -63,18 +63,18 @@ def _leaf(leaf: dict[str, Any]) -> list[str]:
     return lines + _tail(leaf)
 
 
-def _asks(asks: dict[str, Any]) -> list[str]:
+def _asks(asks: dict[str, Any], raw: bool = False) -> list[str]:
     lines = [f"Asks of app {asks['app_id']} ({asks['rule']}): {asks['order_rule']}"]
     for k in asks["asks"]:
         req = f"  required node {k['required_node']}" if k["required_node"] else ""
         lines.append(
             f"    {k['position']}. {k['ask_id']}  priority {k['priority']}  created {k['created']}  "
-            f"{fmt_res(k['resources'])}{req}  — {_outcome(k)}"
+            f"{fmt_res(k['resources'], raw=raw)}{req}  — {_outcome(k)}"
         )
     return lines
 
 
-def _nodes(nodes: dict[str, Any]) -> list[str]:
+def _nodes(nodes: dict[str, Any], raw: bool = False) -> list[str]:
     lines = [
         f"Nodes ({nodes['rule']}): policy {nodes['policy']}, weights {nodes['weights']}; {nodes['order_rule']}",
         f"  {nodes['schedulable']} schedulable; {nodes['unschedulable_count']} unschedulable (not in the order)"
@@ -83,7 +83,7 @@ def _nodes(nodes: dict[str, Any]) -> list[str]:
     for n in nodes["nodes"]:
         rank = n["rank"] if n["rank"] is not None else "required"
         lines.append(
-            f"    {rank}. {n['node_id']}  score {n['usage_score']:.4g}  available {fmt_res(n['available'])}"
+            f"    {rank}. {n['node_id']}  score {n['usage_score']:.4g}  available {fmt_res(n['available'], raw=raw)}"
             f"  — {_outcome(n)}"
         )
     if nodes["passed_over_not_shown"]:
@@ -93,8 +93,11 @@ def _nodes(nodes: dict[str, Any]) -> list[str]:
     return lines
 
 
-def render_explanation(e: Explanation) -> str:
-    """The explanation as text: headline, summary, then queues, apps, asks and nodes."""
+def render_explanation(e: Explanation, *, raw: bool = False) -> str:
+    """The explanation as text: headline, summary, then queues, apps, asks and nodes.
+
+    Quantities in the tables are in human units (``events.units``); ``raw`` prints the exact integers.
+    """
     chosen = e.chosen or {}
     check = "verified against the scheduler core and the log" if e.verified else "NOT VERIFIED"
     lines = [
@@ -104,10 +107,10 @@ def render_explanation(e: Explanation) -> str:
     lines += [f"WARNING: {p}" for p in e.problems]
     lines += ["", "Summary:", *_wrap(e.summary), "", f"Queues ({e.queue_walk[0]['rule'] if e.queue_walk else ''}):"]
     for level in e.queue_walk:
-        lines += _queues(level)
+        lines += _queues(level, raw)
     for section, render in ((e.leaf, _leaf), (e.asks, _asks), (e.nodes, _nodes)):
         if section is not None:
-            lines += ["", *render(section)]
+            lines += ["", *render(section, raw)]
     if e.notes:
         lines += ["", "Notes:", *(f"  {n}" for n in e.notes)]
     return "\n".join(printable_lines(lines)) + "\n"

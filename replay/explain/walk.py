@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from events.resources import Resources
+from events.units import fmt_quantity as fq
 from projections.queues import QueueNode
 from replay.explain.format import (
     RULE_MAX_APPS,
@@ -123,11 +124,12 @@ class Walker:
             parts = [
                 f"no node has resource type {name!r} at all"
                 if name not in self.part.cluster_capacity
-                else f"no schedulable node has {need} {name} available (the most on any node is {have})"
+                else f"no schedulable node has {name} {fq(name, need)} available (the most on any node is "
+                f"{fq(name, have)})"
                 for name, (need, have) in short.items()
             ]
             return Blocker(RULE_NODE_FIT, "; ".join(parts))
-        most = ", ".join(f"{name} {best.get(name, 0)}" for name in sorted(request))
+        most = ", ".join(f"{name} {fq(name, best.get(name, 0))}" for name in sorted(request))
         return Blocker(
             RULE_NODE_FIT,
             f"each type is available somewhere (most on any one node: {most}) but no single schedulable node has all",
@@ -148,7 +150,8 @@ class Walker:
                     if used + qty > cap[name]:
                         return Blocker(
                             RULE_ROOT_MAX,
-                            f"root: {name} {used} allocated + {qty} asked exceeds the cluster's capacity {cap[name]}",
+                            f"root: {name} {fq(name, used)} allocated + {fq(name, qty)} asked exceeds the cluster's "
+                            f"capacity {fq(name, cap[name])}",
                         )
             elif q.max:
                 for name, qty in sorted(request.items()):
@@ -157,7 +160,8 @@ class Walker:
                     if limit is not None and used + qty > limit:
                         return Blocker(
                             RULE_QUEUE_MAX,
-                            f"queue {q.path} max {name} {limit}: {used} allocated + {qty} asked exceeds it",
+                            f"queue {q.path} max {name} {fq(name, limit)}: {fq(name, used)} allocated + "
+                            f"{fq(name, qty)} asked exceeds it",
                         )
         return None
 

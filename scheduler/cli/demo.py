@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from events.log.file import FileLog
+from events.units import fmt_resources
 from projections.priority import MIN_PRIORITY
 from scheduler.core.engine import DEFAULT_SOURCE
 from scheduler.service.recovery import recover
@@ -57,8 +58,8 @@ def summarize(log_dir: Path) -> None:
     state = asyncio.run(_final_state(log_dir))
     for path, q in sorted(state["queues"].items()):
         prio = "-" if q["priority"] == MIN_PRIORITY else str(q["priority"])
-        pending = q["pending"].get("vcore", 0) / 1000
-        print(f"  {path:<24} priority {prio:>6}  pending {pending:>8.1f} vcore  running apps {q['running_apps']}")
+        pending = fmt_resources(q["pending"])
+        print(f"  {path:<24} priority {prio:>6}  running apps {q['running_apps']:>3}  pending {pending}")
     print()
     print("allocations per ask priority:")
     for prio, count in sorted(Counter(d["priority"] for d in decided).items(), reverse=True):
@@ -66,7 +67,7 @@ def summarize(log_dir: Path) -> None:
     print()
     print("first decisions:")
     for d in decided[:5]:
-        res = ", ".join(f"{k}={v}" for k, v in sorted(d["resources"].items()))
+        res = fmt_resources(d["resources"])
         where = f"({d['queue']}, P{d['priority']}, {res})"
         print(f"  {d['decision_id']:<16} {d['app_id']}/{d['ask_id']} -> {d['node_id']}  {where}")
     if decided:

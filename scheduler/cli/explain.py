@@ -41,6 +41,8 @@ def add_explain(replay_subparsers: Any) -> None:
     add_source_arguments(p)
     add_snapshot_arguments(p)
     p.add_argument("--json", action="store_true", help="print the explanation as one JSON object")
+    p.add_argument("--raw", action="store_true",
+                   help="exact integers (milli-cores, bytes) in the text instead of human units (256 GiB, 64 cores)")
     p.set_defaults(handler=cmd_explain)
 
 
@@ -78,5 +80,5 @@ def cmd_explain(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     except LogError as exc:
         return _fail(f"cannot read the log: {exc}")
-    sys.stdout.write(dumps(explanation.to_dict()).decode() + "\n" if args.json else render_explanation(explanation))
+    sys.stdout.write(dumps(explanation.to_dict()).decode() + "\n" if args.json else render_explanation(explanation, raw=args.raw))
     return 2 if explanation.problems else 0

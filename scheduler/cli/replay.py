@@ -23,6 +23,7 @@ from typing import IO, Any, NoReturn
 from events.codec import dumps
 from events.log.port import LogError
 from replay.export import ExportError, ExportStats, export_lines
+from replay.find_cycle import latest_cycle
 from replay.open_source import open_source
 from replay.reader import LogUnavailable, input_total
 from replay.state_at import StateError, diff_states, format_diff, state_at, states_at
@@ -119,12 +120,29 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0 if report.ok else 2
 
 
+LATEST = -1
+
+
+def cycle_arg(text: str) -> int:
+    """An argparse type: a cycle number (0 or more), or ``latest`` (LATEST: the last complete cycle)."""
+    if text == "latest":
+        return LATEST
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a cycle number nor 'latest'") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is not a cycle number (0 or more)")
+    return value
+
+
 def cmd_state(args: argparse.Namespace) -> int:
     """``replay state --cycle N``: the state form after cycle N, one canonical JSON line."""
     log = log_settings(args)
     snaps = snapshot_settings(args, log)
     with open_source(log) as source:
-        found = state_at(source, args.cycle, pick_start(source, snaps, args.cycle, f"{PROG} state"))
+        cycle = latest_cycle(source) if args.cycle == LATEST else args.cycle
+        found = state_at(source, cycle, pick_start(source, snaps, cycle, f"{PROG} state"))
     sys.stdout.write(dumps(found.form).decode() + "\n")
     if not found.digest_matches:
         return _fail(f"divergence: the re-derived state digest after cycle {found.cycle} ({found.derived_digest})"
@@ -147,7 +165,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps({"from_cycle": first, "to_cycle": second, **diff}).decode())
     else:
-        print("\n".join(format_diff(diff, first, second)))
+        print("\n".join(format_diff(diff, first, second, raw=args.raw)))
     bad = [s for s in (found[first], found[second]) if not s.digest_matches]
     if bad:
         return _fail(f"divergence: the re-derived state digest after cycle {bad[0].cycle} differs from the"
@@ -243,7 +261,8 @@ def add_replay_commands(sub: Any) -> None:
     p.set_defaults(handler=_guarded(cmd_verify))
 
     p = rsub.add_parser("state", help="the state after cycle N (one canonical JSON line)")
-    p.add_argument("--cycle", type=int, required=True, metavar="N", help="0 is the state before the first cycle")
+    p.add_argument("--cycle", type=cycle_arg, required=True, metavar="N|latest",
+                   help="0 is the state before the first cycle; 'latest' the last complete cycle")
     add_source_arguments(p)
     add_snapshot_arguments(p)
     p.set_defaults(handler=_guarded(cmd_state))
@@ -251,6 +270,8 @@ def add_replay_commands(sub: Any) -> None:
     p = rsub.add_parser("diff", help="what changed in the state between two cycles")
     p.add_argument("--cycle", type=int, action="append", metavar="N", help="give twice: --cycle N --cycle M")
     p.add_argument("--json", action="store_true", help="the diff as one JSON object")
+    p.add_argument("--raw", action="store_true",
+                   help="exact integers (milli-cores, bytes) in the text instead of human units (256 GiB, 64 cores)")
     add_source_arguments(p)
     add_snapshot_arguments(p)
     p.set_defaults(handler=_guarded(cmd_diff))

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from events.units import fmt_quantity
+
 Resource = Mapping[str, int]
 INT64_MAX = (1 << 63) - 1
 
@@ -49,5 +51,5 @@ def strictly_positive(resource: Resource) -> bool:
 
 
 def fmt(resource: Resource) -> str:
-    """``{memory: 5, vcore: 1000}`` with sorted types, internal units."""
-    return "{" + ", ".join(f"{name}: {resource[name]}" for name in sorted(resource)) + "}"
+    """``{memory: 256 GiB, vcore: 1 core}`` with sorted types, in human units (``events.units``)."""
+    return "{" + ", ".join(f"{name}: {fmt_quantity(name, resource[name])}" for name in sorted(resource)) + "}"

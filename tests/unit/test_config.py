@@ -139,18 +139,18 @@ INVALID = [
     (
         "guaranteed-over-max",
         part("- name: a\n  resources: {guaranteed: {memory: 2G}, max: {memory: 1G}}"),
-        "queue 'root.a': guaranteed resources {memory: 2000000000} are larger than max",
+        "queue 'root.a': guaranteed resources {memory: 2 GB} are larger than max",
     ),
     (
         "guaranteed-over-zero-max-type",
         part("- name: a\n  resources: {guaranteed: {vcore: 1}, max: {vcore: 0, memory: 5}}"),
-        "guaranteed resources {vcore: 1000} are larger than max",
+        "guaranteed resources {vcore: 1 core} are larger than max",
     ),
     # child max vs parent max
     (
         "child-max-over-parent-max",
         part("- name: p\n  resources: {max: {memory: 10}}\n  queues: [{name: c, resources: {max: {memory: 11}}}]"),
-        "queue 'root.p.c': max resources {memory: 11} are larger than the max {memory: 10}",
+        "queue 'root.p.c': max resources {memory: 11 B} are larger than the max {memory: 10 B}",
     ),
     (
         "grandchild-max-over-grandparent-max",
@@ -158,7 +158,7 @@ INVALID = [
             "- name: p\n  resources: {max: {vcore: 2}}\n  queues:\n  - name: m\n    queues:\n"
             "    - name: c\n      resources: {max: {vcore: 3}}"
         ),
-        "queue 'root.p.m.c': max resources {vcore: 3000}",
+        "queue 'root.p.m.c': max resources {vcore: 3 cores}",
     ),
     # sum of children's guaranteed
     (
@@ -168,8 +168,8 @@ INVALID = [
             "  - {name: a, resources: {guaranteed: {memory: 6}}}\n"
             "  - {name: b, resources: {guaranteed: {memory: 5}}}"
         ),
-        "queue 'root.p': guaranteed resources {memory: 10} are smaller than the sum of the "
-        "children's guaranteed resources {memory: 11}",
+        "queue 'root.p': guaranteed resources {memory: 10 B} are smaller than the sum of the "
+        "children's guaranteed resources {memory: 11 B}",
     ),
     (
         "children-guaranteed-over-parent-max",
@@ -178,7 +178,7 @@ INVALID = [
             "  - {name: a, resources: {guaranteed: {vcore: 600m}}}\n"
             "  - {name: b, resources: {guaranteed: {vcore: 600m}}}"
         ),
-        "queue 'root.p': max resources {vcore: 1000} are smaller than the sum",
+        "queue 'root.p': max resources {vcore: 1 core} are smaller than the sum",
     ),
     (
         "grandchildren-guaranteed-count-for-child-without-own",
@@ -187,7 +187,7 @@ INVALID = [
             "    queues:\n    - {name: a, resources: {guaranteed: {memory: 7}}}\n"
             "    - {name: b, resources: {guaranteed: {memory: 7}}}"
         ),
-        "queue 'root.p': guaranteed resources {memory: 10} are smaller than the sum",
+        "queue 'root.p': guaranteed resources {memory: 10 B} are smaller than the sum",
     ),
     (
         "children-guaranteed-over-grandparent-max",
@@ -196,7 +196,7 @@ INVALID = [
             "    queues:\n    - {name: a, resources: {guaranteed: {memory: 7}}}\n"
             "    - {name: b, resources: {guaranteed: {memory: 7}}}"
         ),
-        "queue 'root.p.m': max resources {memory: 10} are smaller than the sum",
+        "queue 'root.p.m': max resources {memory: 10 B} are smaller than the sum",
     ),
     # bad quantities
     (
@@ -317,7 +317,7 @@ INVALID = [
     (
         "limit-resources-over-queue-max",
         part("- name: a\n  resources: {max: {memory: 5}}\n  limits: [{users: [u], maxresources: {memory: 6}}]"),
-        "maxresources {memory: 6} exceed the queue's max resources {memory: 5}",
+        "maxresources {memory: 6 B} exceed the queue's max resources {memory: 5 B}",
     ),
     (
         "limit-user-over-parent-user",
@@ -325,7 +325,7 @@ INVALID = [
             "- name: p\n  limits: [{users: [u], maxresources: {memory: 5}}]\n  queues:\n"
             "  - {name: c, limits: [{users: [u], maxresources: {memory: 6}}]}"
         ),
-        "queue 'root.p.c': key 'limits': user 'u' maxresources {memory: 6} exceed {memory: 5}",
+        "queue 'root.p.c': key 'limits': user 'u' maxresources {memory: 6 B} exceed {memory: 5 B}",
     ),
     (
         "limit-user-over-parent-wildcard",
@@ -333,7 +333,7 @@ INVALID = [
             "- name: p\n  limits: [{users: ['*'], maxresources: {memory: 5}}]\n  queues:\n"
             "  - {name: c, limits: [{users: [u], maxresources: {memory: 6}}]}"
         ),
-        "exceed the wildcard user limit {memory: 5}",
+        "exceed the wildcard user limit {memory: 5 B}",
     ),
     (
         "limit-apps-over-parent",

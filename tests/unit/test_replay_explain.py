@@ -190,7 +190,7 @@ def test_binpacking_picks_the_most_used_node_that_fits(tmp_path: Path) -> None:
     assert nodes["policy"] == "binpacking"
     first = nodes["nodes"][0]
     assert first["node_id"] == "n3" and first["outcome"] == "passed over"
-    assert "vcore short: needs 1000, has 500" in first["why_not"]["message"]
+    assert "vcore short: needs 1 core, has 500m" in first["why_not"]["message"]
     chosen = next(n for n in nodes["nodes"] if n["outcome"] == "chosen")
     assert chosen["node_id"] == e["chosen"]["node_id"] == "n4"
     # Independently: among the nodes with room for 1000/1000, n4 has the highest usage (75%).
@@ -228,7 +228,7 @@ def test_skipped_queue_and_app_are_explained(tmp_path: Path) -> None:
     e = explain(tmp_path / "skip", "default-1-1")
     assert e.verified and e.chosen is not None and e.chosen["ask_id"] == "y1"
     a = entry(e.queue_walk[0], "root.a")
-    assert a["outcome"] == "skipped" and "the most on any node is 4000" in a["why_not"]["message"]
+    assert a["outcome"] == "skipped" and "the most on any node is 4 cores" in a["why_not"]["message"]
     assert "root.a sorted earlier but could not allocate" in e.summary
 
 

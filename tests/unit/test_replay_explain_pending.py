@@ -45,9 +45,9 @@ def test_pending_because_of_queue_max(tmp_path: Path) -> None:
     p = pending(tmp_path, node("n1"), app("x", "root.capped"), ask("x", "k1", vcore=1500), ask("x", "k2", vcore=1000),
                 target=("x", "k2"))
     assert p.status == "pending" and not p.allocatable_now
-    assert messages(p) == ["queue root.capped max vcore 2000: 1500 allocated + 1000 asked exceeds it"]
+    assert messages(p) == ["queue root.capped max vcore 2 cores: 1500m allocated + 1 core asked exceeds it"]
     assert p.reasons[0]["rule"] == "docs/semantics.md#queue-max"
-    assert "is still pending after cycle 1 because queue root.capped max vcore 2000" in p.summary
+    assert "is still pending after cycle 1 because queue root.capped max vcore 2 cores" in p.summary
 
 
 def test_pending_because_no_node_fits(tmp_path: Path) -> None:
@@ -55,12 +55,12 @@ def test_pending_because_no_node_fits(tmp_path: Path) -> None:
                 ask("x", "big", vcore=5000, memory=3000), target=("x", "big"))
     # 9000 memory and 10000 vcore in the cluster, so root's max holds it; no one node does.
     assert messages(p) == [
-        "each type is available somewhere (most on any one node: memory 4000, vcore 6000) "
+        "each type is available somewhere (most on any one node: memory 4 kB, vcore 6 cores) "
         "but no single schedulable node has all"
     ]
     p = pending(tmp_path / "2", node("n1"), node("n2"), app("x", "root.open"), ask("x", "big", vcore=5000),
                 target=("x", "big"))
-    assert messages(p) == ["no schedulable node has 5000 vcore available (the most on any node is 4000)"]
+    assert messages(p) == ["no schedulable node has vcore 5 cores available (the most on any node is 4 cores)"]
     assert p.reasons[0]["rule"]== "docs/semantics.md#choosing-a-node"
 
 
@@ -97,7 +97,7 @@ def test_unschedulable_node_that_would_fit_is_named(tmp_path: Path) -> None:
     p = pending(tmp_path, node("n1"), node("n2", vcore=8000, memory=8000, schedulable=False), app("x", "root.open"),
                 ask("x", "big", vcore=6000), target=("x", "big"))
     assert messages(p) == [
-        "no schedulable node has 6000 vcore available (the most on any node is 4000)"
+        "no schedulable node has vcore 6 cores available (the most on any node is 4 cores)"
         " (unschedulable node(s) n2 would fit)"
     ]
 
@@ -131,7 +131,7 @@ def test_cli_ask(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         return code, out.out, out.err
 
     code, out, _ = cli("--ask", "x/k2")
-    assert code == 0 and "Held back by:" in out and "root.capped max vcore 2000" in out
+    assert code == 0 and "Held back by:" in out and "root.capped max vcore 2 cores" in out
     code, out, _ = cli("--ask", "x/k2", "--json")
     assert code == 0 and json.loads(out)["reasons"][0]["rule"] == "docs/semantics.md#queue-max"
     code, _, err = cli("--ask", "x/zzz")

@@ -97,3 +97,21 @@ def test_diff_states_shapes() -> None:
 def test_negative_cycle_is_rejected(driven: tuple[Path, list[dict[str, Any]]]) -> None:
     with open_file_log(driven[0]) as source, pytest.raises(StateError):
         state_at(source, -1)
+
+
+def test_state_latest_is_the_last_complete_cycle(driven: tuple[Path, list[dict[str, Any]]],
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    path, forms = driven
+    assert main(["replay", "state", "--cycle", "latest", "--log", str(path)]) == 0
+    assert capsys.readouterr().out == dumps(forms[-1]).decode() + "\n"
+    with pytest.raises(SystemExit):
+        main(["replay", "state", "--cycle", "newest", "--log", str(path)])
+    assert "neither a cycle number nor 'latest'" in capsys.readouterr().err
+
+
+def test_diff_text_in_human_units_and_raw(capsys: pytest.CaptureFixture[str]) -> None:
+    before: dict[str, Any] = {"queues": {}, "apps": {}, "nodes": {}}
+    after = {"queues": {}, "apps": {}, "nodes": {"n": {"capacity": {"memory": 256 << 30, "vcore": 64000, "pods": 3}}}}
+    diff = diff_states(before, after)
+    assert "  + n: capacity {memory: 256 GiB, pods: 3, vcore: 64 cores}" in format_diff(diff, 1, 2)
+    assert f"  + n: capacity {{memory: {256 << 30}, pods: 3, vcore: 64000}}" in format_diff(diff, 1, 2, raw=True)

@@ -80,5 +80,6 @@ def cmd_explain(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     except LogError as exc:
         return _fail(f"cannot read the log: {exc}")
-    sys.stdout.write(dumps(explanation.to_dict()).decode() + "\n" if args.json else render_explanation(explanation, raw=args.raw))
+    text = dumps(explanation.to_dict()).decode() + "\n" if args.json else render_explanation(explanation, raw=args.raw)
+    sys.stdout.write(text)
     return 2 if explanation.problems else 0

@@ -24,6 +24,7 @@ from replay.open_source import open_source
 from replay.reader import LogSource, LogUnavailable, read_range
 from scheduler.cli.settings import log_settings
 from scheduler.cli.sources import add_source_arguments
+from scheduler.cli.stopping import sigterm_interrupts
 
 POLL_SECONDS = 0.5
 PROG = "evsched audit"
@@ -96,17 +97,18 @@ def cmd_audit(args: argparse.Namespace) -> int:
             order = list(getattr(source, "input_channel_order", None) or ["inputs"])
             auditor = Auditor(source_inputs(source), channel_order=order)
             try:
-                offset = _drain(auditor, source, 0, args.json)
-                if args.follow:  # on stderr, so --json's stdout stays JSON lines
-                    print(f"{PROG}: {offset} outputs read; following the log (Ctrl-C ends)",
-                          file=sys.stderr, flush=True)
-                while args.follow:
-                    time.sleep(POLL_SECONDS)
-                    offset = _drain(auditor, source, offset, args.json)
+                with sigterm_interrupts():
+                    offset = _drain(auditor, source, 0, args.json)
+                    if args.follow:  # on stderr, so --json's stdout stays JSON lines
+                        print(f"{PROG}: {offset} outputs read; following the log (Ctrl-C or SIGTERM ends)",
+                              file=sys.stderr, flush=True)
+                    while args.follow:
+                        time.sleep(POLL_SECONDS)
+                        offset = _drain(auditor, source, offset, args.json)
             except KeyboardInterrupt:
                 if not args.follow:
                     raise
-                # SIGINT is how following ends: the summary and exit code follow as in batch mode.
+                # SIGINT or SIGTERM is how following ends: the summary and exit code follow as in batch mode.
     except LogUnavailable as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 1

@@ -58,7 +58,7 @@ def add_commands(sub: Any) -> None:
     """Register every subcommand on the parser's subparsers object."""
     from scheduler.cli.http_wiring import add_http_arguments
     from scheduler.cli.logging_setup import add_logging_arguments
-    from scheduler.cli.run import cmd_run, cmd_submit
+    from scheduler.cli.run import cmd_config_apply, cmd_run, cmd_submit
 
     p = sub.add_parser("run", help="the scheduler service")
     p.add_argument("--config", metavar="F", help="queue configuration YAML, appended to the log as config.updated")
@@ -85,7 +85,10 @@ def add_commands(sub: Any) -> None:
     p.set_defaults(handler=cmd_run)
 
     p = sub.add_parser("submit", help="validate and append input events")
-    p.add_argument("file", metavar="FILE.jsonl", help="input events, one per line ('-' for stdin)")
+    p.add_argument("file", metavar="FILE.jsonl", help="input events, one per line ('-' for stdin); a simulate "
+                   "file's 'schedule' lines are skipped")
+    p.add_argument("--config", metavar="F", help="queue configuration YAML, appended first (config.updated), so "
+                   "the file's events are read under it")
     add_log_arguments(p)
     p.set_defaults(handler=cmd_submit)
 
@@ -96,10 +99,12 @@ def add_commands(sub: Any) -> None:
     p.set_defaults(handler=cmd_simulate)
 
     from scheduler.cli.audit import add_audit
+    from scheduler.cli.logcat import add_log_commands
     from scheduler.cli.replay import add_replay_commands
     from scheduler.cli.serve import add_serve
 
     add_replay_commands(sub)
+    add_log_commands(sub)
     add_audit(sub)
     add_serve(sub)
 
@@ -109,3 +114,8 @@ def add_commands(sub: Any) -> None:
     c = csub.add_parser("check", help="validate a YuniKorn queue configuration")
     c.add_argument("file", metavar="F.yaml")
     c.set_defaults(handler=cmd_config_check)
+    c = csub.add_parser("apply", help="validate a queue configuration and append it to the input log "
+                        "(config.updated): it applies to the inputs after it")
+    c.add_argument("file", metavar="F.yaml")
+    add_log_arguments(c)
+    c.set_defaults(handler=cmd_config_apply)

@@ -23,7 +23,13 @@ from events.producer import key_of
 from scheduler.cli.config_arg import load_config_arg
 from scheduler.cli.credentials import prepare_run
 from scheduler.cli.logging_setup import setup_logging
-from scheduler.cli.service_wiring import append_config, open_service, stop_on_signals, use_transactions
+from scheduler.cli.service_wiring import (
+    ConfigAfterInputs,
+    append_config,
+    open_service,
+    stop_on_signals,
+    use_transactions,
+)
 from scheduler.cli.settings import ServiceSettings, log_settings, service_settings
 from scheduler.config import SchedulerConfig
 from scheduler.service.cycle_gc import CycleCollector
@@ -32,7 +38,9 @@ SUBMIT_SOURCE = "evsched-submit"
 LOG = logging.getLogger("evsched")
 
 
-def prepare_submission(lines: list[bytes]) -> tuple[list[tuple[bytes, bytes]], list[str]]:
+def prepare_submission(
+    lines: list[bytes], schedule_lines: list[int] | None = None
+) -> tuple[list[tuple[bytes, bytes]], list[str]]:
     """Validate JSONL lines for ``submit``: ((key, record) pairs to append, one error per bad line).
 
     A missing ``source`` becomes ``evsched-submit`` and a missing ``id`` a hash of the
@@ -40,6 +48,8 @@ def prepare_submission(lines: list[bytes]) -> tuple[list[tuple[bytes, bytes]], l
     an identical line repeated in one file is a new event (the same ask added again after
     its release), while submitting the same file twice is harmless (the copies are
     duplicates).
+    A simulate file's ``{"type": "schedule"}`` lines are skipped (the service decides when
+    cycles run); their line numbers go to ``schedule_lines``.
     """
     good: list[tuple[bytes, bytes]] = []
     errors: list[str] = []
@@ -51,6 +61,10 @@ def prepare_submission(lines: list[bytes]) -> tuple[list[tuple[bytes, bytes]], l
             obj = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
             errors.append(f"line {number}: not valid JSON: {exc}")
+            continue
+        if isinstance(obj, dict) and obj.get("type") == "schedule":
+            if schedule_lines is not None:
+                schedule_lines.append(number)
             continue
         if isinstance(obj, dict):
             obj.setdefault("source", SUBMIT_SOURCE)
@@ -66,15 +80,42 @@ def prepare_submission(lines: list[bytes]) -> tuple[list[tuple[bytes, bytes]], l
     return good, errors
 
 
+def config_line(config: SchedulerConfig, source: str) -> bytes:
+    """A ``config.updated`` input line carrying ``config`` (id from its checksum: the same file twice is a copy)."""
+    record = {"id": f"config-{config.checksum[:16]}", "source": source, "type": "config.updated",
+              "data": {"yaml": config.yaml}}
+    return orjson.dumps(record)
+
+
 def cmd_submit(args: argparse.Namespace) -> int:
-    """``evsched submit [--log DIR | --kafka …] FILE.jsonl|-``."""
+    """``evsched submit [--config F] [--log DIR | --kafka …] FILE.jsonl|-``."""
     setup_logging()
+    config = load_config_arg(args.config)  # exits 1 with every reason when invalid
     try:
         raw = sys.stdin.buffer.read() if args.file == "-" else open(args.file, "rb").read()  # noqa: SIM115
     except OSError as exc:
         print(f"evsched: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
         return 1
-    good, errors = prepare_submission(raw.splitlines())
+    schedule_lines: list[int] = []
+    good, errors = prepare_submission(raw.splitlines(), schedule_lines)
+    if config is not None:  # first, so every input of the file is read under it
+        good.insert(0, (b"default", config_line(config, SUBMIT_SOURCE)))
+    if schedule_lines:
+        print(f"evsched submit: skipped {len(schedule_lines)} 'schedule' lines (first: line {schedule_lines[0]}): "
+              "a simulate file's cycle marks; the service decides when cycles run", file=sys.stderr)
+    return _append(args, good, errors)
+
+
+def cmd_config_apply(args: argparse.Namespace) -> int:
+    """``evsched config apply F [--log DIR | --kafka …]``: append a config change to the input log, deliberately."""
+    setup_logging()
+    config = load_config_arg(args.file)
+    assert config is not None
+    return _append(args, [(b"default", config_line(config, "evsched-config-apply"))], [])
+
+
+def _append(args: argparse.Namespace, good: list[tuple[bytes, bytes]], errors: list[str]) -> int:
+    """Append validated records to the log ``args`` names; report on stderr; exit code."""
     settings = log_settings(args)
 
     async def append() -> None:
@@ -117,6 +158,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                 return asyncio.run(_run(settings, config, collector))
         except (LogFenced, LogRefused) as exc:  # fenced: restarting would fence the new owner back
             LOG.error("%s; stopping", exc)
+            return 1
+        except ConfigAfterInputs as exc:
+            LOG.error("%s", exc)
             return 1
         except LogError as exc:
             delay = outage.next_delay(time.monotonic())
@@ -198,7 +242,7 @@ async def _run(settings: ServiceSettings, config: SchedulerConfig | None, collec
             if take_over is not None:
                 await take_over()  # fences the previous active instance before the log is read
         await service.start()
-        await append_config(service, config, settings.config)
+        await append_config(service, config, settings.config, settings)
         await service.run(once=settings.once)
         if lease is not None and not lease.held.is_set():
             return 1

@@ -16,7 +16,7 @@ import orjson
 
 from events.log.port import EventLog, LogRefused
 from scheduler.cli.settings import ServiceSettings
-from scheduler.config import SchedulerConfig
+from scheduler.config import SchedulerConfig, default_config
 
 if TYPE_CHECKING:
     from scheduler.service.bridge_wiring import MqttBridge
@@ -55,11 +55,56 @@ def stop_on_signals(stop: Callable[[], None]) -> None:
         loop.add_signal_handler(sig, stop)
 
 
-async def append_config(service: Service, config: SchedulerConfig | None, path: str | None) -> None:
+class ConfigAfterInputs(Exception):
+    """``run --config`` on a log whose waiting inputs were submitted before any config: they would be read
+    under the built-in config (and those naming its queues rejected), so ``run`` refuses and says what to do."""
+
+
+async def _config_waiting(service: Service, waiting: int, look: int = 10_000) -> bool:
+    """Whether the first waiting inputs (at most ``look``) hold a ``config.updated`` (``config apply``, say)."""
+    records = await service.log.read_inputs(dict(service.positions), min(waiting, look))
+    for rec in records:
+        if b"config.updated" in rec.value:
+            try:
+                if orjson.loads(rec.value).get("type") == "config.updated":
+                    return True
+            except (orjson.JSONDecodeError, AttributeError):
+                continue
+    return False
+
+
+def _where(settings: ServiceSettings | None) -> str:
+    if settings is None:
+        return "--log DIR"
+    if settings.log.kafka is not None:
+        return f"--kafka {settings.log.kafka.bootstrap}"
+    return f"--log {settings.log.directory}"
+
+
+async def append_config(
+    service: Service, config: SchedulerConfig | None, path: str | None, settings: ServiceSettings | None = None
+) -> None:
     """Append ``--config`` to the service's input log as ``config.updated`` when it differs
-    from the config in force (keyed by the service's shard name, ``default`` when unsharded)."""
+    from the config in force (keyed by the service's shard name, ``default`` when unsharded).
+
+    Raises ``ConfigAfterInputs`` when no config was ever applied and inputs are already
+    waiting: the config would land after them.
+    """
     if config is None or config.checksum == service.engine.state.config.checksum:
         return
+    waiting = await service.lag()
+    untouched = not any(service.positions.values())  # no input read yet: none decided under the built-in config
+    if (waiting and untouched and service.engine.state.config.checksum == default_config().checksum
+            and not await _config_waiting(service, waiting)):
+        where = _where(settings)
+        raise ConfigAfterInputs(
+            f"--config {path}: the log already holds {waiting} inputs submitted before any queue configuration; "
+            f"appended now, the config would land after them and they would be read under the built-in config "
+            f"(inputs for its queues rejected). Nothing has been decided from them yet. Either put the config "
+            f"first: remove the log and submit again with `evsched submit --config {path} {where} FILE.jsonl`; "
+            f"or append it after them deliberately: `evsched config apply {path} {where}`, then "
+            f"`evsched run {where}`"
+        )
     end = await service.log.input_end()
     record = {
         "id": f"config-{config.checksum[:16]}-{sum(end.values())}",
@@ -67,13 +112,12 @@ async def append_config(service: Service, config: SchedulerConfig | None, path: 
         "type": "config.updated",
         "data": {"yaml": config.yaml},
     }
-    waiting = await service.lag()
     await service.log.append_inputs([((service.name or "default").encode(), orjson.dumps(record))])
     LOG.info("appended config %s from %s to the input log", config.checksum[:12], path)
     if waiting:
         LOG.warning(
             "the config takes effect after the %d inputs already waiting in the log; to apply it to "
-            "them, submit it first (a config.updated event) or start the service before submitting",
+            "them, submit it first (`evsched submit --config F …`) or start the service before submitting",
             waiting,
         )
 

@@ -60,17 +60,20 @@ class ConfigAfterInputs(Exception):
     under the built-in config (and those naming its queues rejected), so ``run`` refuses and says what to do."""
 
 
-async def _config_waiting(service: Service, waiting: int, look: int = 10_000) -> bool:
-    """Whether the first waiting inputs (at most ``look``) hold a ``config.updated`` (``config apply``, say)."""
-    records = await service.log.read_inputs(dict(service.positions), min(waiting, look))
-    for rec in records:
-        if b"config.updated" in rec.value:
-            try:
-                if orjson.loads(rec.value).get("type") == "config.updated":
-                    return True
-            except (orjson.JSONDecodeError, AttributeError):
-                continue
-    return False
+async def _waiting_configs(service: Service, waiting: int, look: int = 10_000) -> list[str]:
+    """The YAML of each ``config.updated`` among the first waiting inputs (at most ``look``): ``config apply``'s,
+    or ``submit --config``'s."""
+    found: list[str] = []
+    for rec in await service.log.read_inputs(dict(service.positions), min(waiting, look)):
+        if b"config.updated" not in rec.value:
+            continue
+        try:
+            obj = orjson.loads(rec.value)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(obj, dict) and obj.get("type") == "config.updated" and isinstance(obj.get("data"), dict):
+            found.append(str(obj["data"].get("yaml")))
+    return found
 
 
 def _where(settings: ServiceSettings | None) -> str:
@@ -94,8 +97,11 @@ async def append_config(
         return
     waiting = await service.lag()
     untouched = not any(service.positions.values())  # no input read yet: none decided under the built-in config
-    if (waiting and untouched and service.engine.state.config.checksum == default_config().checksum
-            and not await _config_waiting(service, waiting)):
+    queued = await _waiting_configs(service, waiting) if waiting else []
+    if queued and queued[-1] == config.yaml:
+        LOG.info("config %s from %s is already in the log, waiting to be read", config.checksum[:12], path)
+        return
+    if waiting and untouched and not queued and service.engine.state.config.checksum == default_config().checksum:
         where = _where(settings)
         raise ConfigAfterInputs(
             f"--config {path}: the log already holds {waiting} inputs submitted before any queue configuration; "

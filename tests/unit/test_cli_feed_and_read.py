@@ -11,10 +11,8 @@ from pathlib import Path
 import orjson
 
 from events.log.file import FileLog
-
 from tests.cli import ROOT, evsched, evsched_argv, evsched_env
 
-TEAMS = ROOT / "examples" / "teams"
 CONFIG = """\
 partitions:
   - name: default

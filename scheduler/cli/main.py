@@ -51,6 +51,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The optional extras (pyproject.toml) and the modules they bring: a command that needs one says which.
+EXTRAS = {"aiokafka": "kafka", "kafka": "kafka", "aiomqtt": "mqtt", "paho": "mqtt", "aiohttp": "http",
+          "prometheus_client": "http"}
+
+
+def missing_extra(exc: ModuleNotFoundError) -> str | None:
+    """The message for a missing optional dependency (None when the module is not one of an extra's)."""
+    top = (exc.name or "").split(".")[0]
+    extra = EXTRAS.get(top)
+    if extra is None:
+        return None
+    return (f"evsched: this needs the optional extra [{extra}] ({top} is not installed); "
+            f"install it with: pip install 'evsched[{extra}]'")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     parser = build_parser()
@@ -62,6 +77,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except ModuleNotFoundError as exc:
+        message = missing_extra(exc)
+        if message is None:
+            raise
+        print(message, file=sys.stderr)
+        return 1
     return code
 
 

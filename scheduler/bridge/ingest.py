@@ -51,8 +51,10 @@ class IngestStats:
 IngestResult = tuple[bytes, None] | tuple[None, Rejection]
 
 
-def validate_ingest(topic: str, payload: bytes, *, partition: str, now_us: int) -> IngestResult:
-    """Check one message from ``evsched/<partition>/ingest/nodes/<node_id>``.
+def validate_ingest(
+    topic: str, payload: bytes, *, partition: str, now_us: int, prefix: str = "evsched"
+) -> IngestResult:
+    """Check one message from ``<prefix>/<partition>/ingest/nodes/<node_id>`` (prefix: ``evsched``).
 
     Returns ``(raw, None)`` with the bytes to append to the input log unchanged (so the
     log's usual decoding, dedup and time stamping apply), or ``(None, Rejection)``.
@@ -60,9 +62,9 @@ def validate_ingest(topic: str, payload: bytes, *, partition: str, now_us: int) 
     """
     if len(payload) > MAX_INGEST_BYTES:
         return None, Rejection("ingest-too-large", f"message of {len(payload)} bytes exceeds {MAX_INGEST_BYTES} bytes")
-    parsed = parse_ingest_topic(topic)
+    parsed = parse_ingest_topic(topic, prefix=prefix)
     if parsed is None:
-        return None, Rejection("ingest-topic", f"topic {topic!r} is not evsched/<partition>/ingest/nodes/<node_id>")
+        return None, Rejection("ingest-topic", f"topic {topic!r} is not {prefix}/<partition>/ingest/nodes/<node_id>")
     topic_partition, topic_node = parsed
     if topic_partition != partition:
         return None, Rejection("ingest-partition", f"topic partition {topic_partition!r} is not {partition!r}")

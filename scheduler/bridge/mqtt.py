@@ -316,7 +316,7 @@ class MqttPublisher(_Reconnecting):
 
 
 class MqttIngest(_Reconnecting):
-    """Subscribes (QoS 1) to ``evsched/<partition>/ingest/nodes/+`` and validates each message.
+    """Subscribes (QoS 1) to ``<prefix>/<partition>/ingest/nodes/+`` and validates each message.
 
     Accepted messages go to ``on_accept(raw_bytes)`` (the service appends them to the input
     log), refused ones to ``on_reject(topic, Rejection)``, one at a time in arrival order.
@@ -338,10 +338,12 @@ class MqttIngest(_Reconnecting):
         keepalive: int = 15,
         clock_us: Callable[[], int] = wall_clock_us,
         now: Callable[[], float] = time.monotonic,
+        prefix: str = "evsched",
     ) -> None:
         super().__init__(url, tls, client_id, username, password, keepalive, now)
         self._partition = partition
-        self._filter = ingest_filter(partition)
+        self._prefix = prefix
+        self._filter = ingest_filter(partition, prefix=prefix)
         self._on_accept = on_accept
         self._on_reject = on_reject
         self._clock_us = clock_us
@@ -366,7 +368,8 @@ class MqttIngest(_Reconnecting):
         raise aiomqtt.MqttError("message stream ended")
 
     async def _handle(self, topic: str, payload: bytes) -> None:
-        raw, rejection = validate_ingest(topic, payload, partition=self._partition, now_us=self._clock_us())
+        raw, rejection = validate_ingest(topic, payload, partition=self._partition, now_us=self._clock_us(),
+                                          prefix=self._prefix)
         try:
             if raw is not None:
                 self._accepted += 1
@@ -382,3 +385,40 @@ class MqttIngest(_Reconnecting):
 def _payload_bytes(payload: object) -> bytes:
     # paho delivers bytes; aiomqtt's type also allows str/int/float/None.
     return bytes(payload) if isinstance(payload, bytes | bytearray) else str(payload or "").encode()
+
+
+async def clear_retained(
+    url: str, partition: str, *, prefix: str = "evsched", username: str | None = None, password: str | None = None,
+    tls: ssl.SSLContext | None = None,
+) -> list[str]:
+    """Empty every retained queue status topic of ``partition`` under ``prefix``; returns the topics cleared.
+
+    Subscribes to ``<prefix>/<partition>/queues/#`` and to a marker topic of its own, then
+    publishes to the marker: the broker sends the retained messages when the subscription
+    is made, so once the marker comes back every retained message has arrived. Each is then
+    overwritten by an empty retained message (MQTT's way to delete one).
+    """
+    import uuid
+
+    from scheduler.bridge.topics import escape_level, queues_filter
+
+    a = parse_broker_url(url)
+    if tls is None and a.tls:
+        tls = ssl.create_default_context()
+    marker = f"{prefix}/{escape_level(partition)}/clear-marker/{uuid.uuid4().hex}"
+    found: list[str] = []
+    async with aiomqtt.Client(a.host, a.port, username=username or a.username, password=password or a.password,
+                              tls_context=tls) as client:
+        await client.subscribe(queues_filter(partition, prefix=prefix), qos=1)
+        await client.subscribe(marker, qos=1)
+        await client.publish(marker, b"", qos=1)
+        async for message in client.messages:
+            topic = message.topic.value
+            if topic == marker:
+                break
+            if message.retain and _payload_bytes(message.payload):
+                found.append(topic)
+        await client.unsubscribe(queues_filter(partition, prefix=prefix))
+        for topic in found:
+            await client.publish(topic, b"", qos=1, retain=True)
+    return sorted(found)

@@ -1,6 +1,8 @@
 """Topic mapping: which MQTT topic each output and queue status goes to, and what changed.
 
-Pure: no I/O, no clock. The layout (``<p>`` is the scheduler partition)::
+Pure: no I/O, no clock. The layout (``<p>`` is the scheduler partition; ``evsched`` is the
+default prefix, ``run --mqtt-prefix`` another — one per deployment sharing a broker, so
+one deployment's retained queue status never shows up in another's)::
 
     evsched/<p>/decisions                   every output event, in order
     evsched/<p>/nodes/<node_id>/allocations allocation.decided / allocation.revoked of that node
@@ -17,6 +19,8 @@ one), so one hostile node id would otherwise cut the bridge off for good.
 'evsched/default/queues/root/a/b'
 >>> node_topic("default", "n#1")
 'evsched/default/nodes/n%231/allocations'
+>>> queue_topic("default", "root.a", prefix="site-a/evsched")
+'site-a/evsched/default/queues/root/a'
 """
 
 from __future__ import annotations
@@ -75,25 +79,45 @@ def unescape_level(level: str) -> str:
     return _UNESCAPE_RE.sub(_unpercent, level)
 
 
-def decisions_topic(partition: str) -> str:
-    return f"{ROOT}/{escape_level(partition)}/decisions"
+def check_prefix(prefix: str) -> str:
+    """A topic prefix as given (``evsched``, ``site-a/evsched``), or ValueError saying what is wrong with it.
+
+    >>> check_prefix("site-a/evsched")
+    'site-a/evsched'
+    >>> check_prefix("a/#")
+    Traceback (most recent call last):
+    ValueError: MQTT prefix 'a/#': no wildcards (+ #), no empty levels, no leading or trailing '/'
+    """
+    levels = prefix.split("/")
+    if not prefix or any(not level or "+" in level or "#" in level or "\0" in level for level in levels):
+        raise ValueError(f"MQTT prefix {prefix!r}: no wildcards (+ #), no empty levels, no leading or trailing '/'")
+    return prefix
 
 
-def node_topic(partition: str, node_id: str) -> str:
-    return f"{ROOT}/{escape_level(partition)}/nodes/{escape_level(node_id)}/allocations"
+def decisions_topic(partition: str, *, prefix: str = ROOT) -> str:
+    return f"{prefix}/{escape_level(partition)}/decisions"
 
 
-def queue_topic(partition: str, queue_path: str) -> str:
+def node_topic(partition: str, node_id: str, *, prefix: str = ROOT) -> str:
+    return f"{prefix}/{escape_level(partition)}/nodes/{escape_level(node_id)}/allocations"
+
+
+def queue_topic(partition: str, queue_path: str, *, prefix: str = ROOT) -> str:
     levels = "/".join(escape_level(name) for name in queue_path.split("."))
-    return f"{ROOT}/{escape_level(partition)}/queues/{levels}"
+    return f"{prefix}/{escape_level(partition)}/queues/{levels}"
 
 
-def ingest_filter(partition: str) -> str:
+def queues_filter(partition: str, *, prefix: str = ROOT) -> str:
+    """Every retained queue status topic of one partition (what ``mqtt clear`` empties)."""
+    return f"{prefix}/{escape_level(partition)}/queues/#"
+
+
+def ingest_filter(partition: str, *, prefix: str = ROOT) -> str:
     """The subscription filter for node agents' events of one partition."""
-    return f"{ROOT}/{escape_level(partition)}/ingest/nodes/+"
+    return f"{prefix}/{escape_level(partition)}/ingest/nodes/+"
 
 
-def parse_ingest_topic(topic: str) -> tuple[str, str] | None:
+def parse_ingest_topic(topic: str, *, prefix: str = ROOT) -> tuple[str, str] | None:
     """``evsched/<p>/ingest/nodes/<node>`` → (partition, node_id), unescaped; else ``None``.
 
     >>> parse_ingest_topic("evsched/default/ingest/nodes/n1")
@@ -101,8 +125,10 @@ def parse_ingest_topic(topic: str) -> tuple[str, str] | None:
     >>> parse_ingest_topic("evsched/default/ingest/nodes/n1/extra") is None
     True
     """
-    levels = topic.split("/")
-    if len(levels) != 5 or levels[0] != ROOT or levels[2:4] != ["ingest", "nodes"]:
+    if not topic.startswith(prefix + "/"):
+        return None
+    levels = ["", *topic[len(prefix) + 1:].split("/")]
+    if len(levels) != 5 or levels[2:4] != ["ingest", "nodes"]:
         return None
     if not levels[1] or not levels[4]:
         return None
@@ -173,24 +199,27 @@ class StatusTracker:
         self._last = {}
 
 
-def route_status(partition: str, queue_status: Mapping[str, QueueStatus], tracker: StatusTracker) -> list[Outgoing]:
+def route_status(
+    partition: str, queue_status: Mapping[str, QueueStatus], tracker: StatusTracker, *, prefix: str = ROOT
+) -> list[Outgoing]:
     """Retained status messages for the queues that changed (all of them after ``resync``)."""
-    return [Outgoing(queue_topic(partition, path), payload, True) for path, payload in tracker.changes(queue_status)]
+    return [Outgoing(queue_topic(partition, path, prefix=prefix), payload, True)
+            for path, payload in tracker.changes(queue_status)]
 
 
-def route_outputs(partition: str, outputs: Iterable[OutputEvent]) -> list[Outgoing]:
+def route_outputs(partition: str, outputs: Iterable[OutputEvent], *, prefix: str = ROOT) -> list[Outgoing]:
     """Each output to the decisions topic, and allocation events also to their node's topic.
 
     ``allocation.revoked`` carries no partition, so the partition is the caller's: one
     scheduler instance owns one partition.
     """
-    decisions = decisions_topic(partition)
+    decisions = decisions_topic(partition, prefix=prefix)
     out: list[Outgoing] = []
     for event in outputs:
         payload = encode_output(event)
         out.append(Outgoing(decisions, payload, False))
         if isinstance(event.data, AllocationDecided | AllocationRevoked):
-            out.append(Outgoing(node_topic(partition, event.data.node_id), payload, False))
+            out.append(Outgoing(node_topic(partition, event.data.node_id, prefix=prefix), payload, False))
     return out
 
 
@@ -199,12 +228,14 @@ def route_cycle(
     outputs: Iterable[OutputEvent],
     queue_status: Mapping[str, QueueStatus] | None,
     tracker: StatusTracker,
+    *,
+    prefix: str = ROOT,
 ) -> list[Outgoing]:
     """Everything one cycle publishes, in order: its outputs, then changed queue status.
 
     ``queue_status`` is the full map after the cycle (``None``: no status this cycle).
     """
-    routed = route_outputs(partition, outputs)
+    routed = route_outputs(partition, outputs, prefix=prefix)
     if queue_status is not None:
-        routed.extend(route_status(partition, queue_status, tracker))
+        routed.extend(route_status(partition, queue_status, tracker, prefix=prefix))
     return routed

@@ -8,7 +8,7 @@ from typing import Any
 
 from events.codec import dumps, encode_output
 from scheduler.cli.config_arg import load_config_arg
-from scheduler.cli.flags import add_log_arguments, add_service_arguments, positive_int
+from scheduler.cli.flags import add_log_arguments, add_service_arguments, mqtt_prefix, positive_int
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -67,6 +67,9 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--mqtt", metavar="URL", help="publish outputs to MQTT: mqtt://[user@]host:port "
                    "(the password: EVSCHED_MQTT_PASSWORD or --mqtt-password-file, never in the URL)")
     p.add_argument("--mqtt-ingest", action="store_true", help="accept node events from MQTT into the input log")
+    p.add_argument("--mqtt-prefix", type=mqtt_prefix, default="evsched", metavar="P",
+                   help="first topic level(s) of every MQTT topic (default evsched): one per deployment sharing "
+                   "a broker, e.g. site-a/evsched")
     p.add_argument("--once", action="store_true", help="process every input present, then exit")
     p.add_argument("--batch", type=positive_int, default=5_000, metavar="N",
                    help="inputs per cycle (default 5000); under a backlog batches double up to --max-batch")
@@ -100,6 +103,7 @@ def add_commands(sub: Any) -> None:
 
     from scheduler.cli.audit import add_audit
     from scheduler.cli.logcat import add_log_commands
+    from scheduler.cli.mqtt import add_mqtt_commands
     from scheduler.cli.replay import add_replay_commands
     from scheduler.cli.serve import add_serve
 
@@ -107,6 +111,7 @@ def add_commands(sub: Any) -> None:
     add_log_commands(sub)
     add_audit(sub)
     add_serve(sub)
+    add_mqtt_commands(sub)
 
     p = sub.add_parser("config", help="queue configuration tools")
     csub = p.add_subparsers(dest="config_command", metavar="SUBCOMMAND")

@@ -22,6 +22,16 @@ def positive_int(text: str) -> int:
     return value
 
 
+def mqtt_prefix(text: str) -> str:
+    """An argparse type: an MQTT topic prefix (``evsched``, ``site-a/evsched``: no wildcards, no empty levels)."""
+    from scheduler.bridge.topics import check_prefix
+
+    try:
+        return check_prefix(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_log_arguments(p: argparse.ArgumentParser, *, mqtt: bool = False) -> None:
     """``--log DIR | --kafka HOST:PORT`` and Kafka's options (``mqtt``: also ``--mqtt-password-file``)."""
     where = p.add_mutually_exclusive_group()

@@ -41,7 +41,8 @@ async def open_service(
     if settings.mqtt:
         from scheduler.service.bridge_wiring import start_bridge
 
-        bridge = await start_bridge(settings.mqtt, log, ingest=settings.mqtt_ingest, partition=partition)
+        bridge = await start_bridge(settings.mqtt, log, ingest=settings.mqtt_ingest, partition=partition,
+                                    prefix=settings.mqtt_prefix)
         listeners.append(bridge)
     service = Service(log, batch_records=settings.batch, max_batch_records=settings.max_batch or 4 * settings.batch,
                       listeners=listeners, snapshots=store, snapshot_every=settings.snapshot_every, **service_args)

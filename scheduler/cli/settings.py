@@ -60,6 +60,7 @@ class ServiceSettings:
     config: str | None = None
     mqtt: str | None = None
     mqtt_ingest: bool = False
+    mqtt_prefix: str = "evsched"
     once: bool = False
     batch: int = 5_000
     max_batch: int | None = None  # None: 4 x batch
@@ -90,7 +91,8 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
     """``evsched run``'s settings from its parsed flags."""
     log = log_settings(args)
     return ServiceSettings(
-        log=log, config=args.config, mqtt=args.mqtt, mqtt_ingest=args.mqtt_ingest, once=args.once,
+        log=log, config=args.config, mqtt=args.mqtt, mqtt_ingest=args.mqtt_ingest,
+        mqtt_prefix=args.mqtt_prefix, once=args.once,
         batch=args.batch, max_batch=args.max_batch, snapshot_dir=args.snapshot_dir,
         snapshot_every=args.snapshot_every, snapshot_keep=args.snapshot_keep, standby=args.standby,
         transactions=args.transactions, no_transactions=args.no_transactions,

@@ -34,9 +34,10 @@ def queue_status(engine: Engine, partition: str) -> dict[str, dict[str, Any]]:
 class MqttBridge:
     """Publishes each cycle's outputs and changed queue status; re-syncs status on reconnect."""
 
-    def __init__(self, publisher: Publisher, partition: str = "default") -> None:
+    def __init__(self, publisher: Publisher, partition: str = "default", prefix: str = "evsched") -> None:
         self.publisher = publisher
         self.partition = partition
+        self.prefix = prefix
         self.tracker = StatusTracker()
         self.last_status: dict[str, dict[str, Any]] = {}
         self.ingest: Any = None
@@ -45,13 +46,13 @@ class MqttBridge:
     def cycle_done(self, engine: Engine, outputs: list[OutputEvent]) -> None:
         """Route one cycle (outputs first, then changed status) to the publisher."""
         self.last_status = queue_status(engine, self.partition)
-        for msg in route_cycle(self.partition, outputs, self.last_status, self.tracker):
+        for msg in route_cycle(self.partition, outputs, self.last_status, self.tracker, prefix=self.prefix):
             self.publisher.publish(msg.topic, msg.payload, retain=msg.retain)
 
     def resync(self) -> None:
         """After a reconnect the broker may have lost retained status: publish all of it."""
         self.tracker.resync()
-        for msg in route_status(self.partition, self.last_status, self.tracker):
+        for msg in route_status(self.partition, self.last_status, self.tracker, prefix=self.prefix):
             self.publisher.publish(msg.topic, msg.payload, retain=True)
         LOG.info("MQTT reconnected: re-published status of %d queues", len(self.last_status))
 
@@ -65,14 +66,16 @@ class MqttBridge:
                  stats.published, stats.dropped, stats.reconnects)
 
 
-async def start_bridge(url: str, log: EventLog, *, ingest: bool, partition: str = "default") -> MqttBridge:
-    """Connect the publisher (and, when asked, node ingest into ``log``)."""
+async def start_bridge(
+    url: str, log: EventLog, *, ingest: bool, partition: str = "default", prefix: str = "evsched"
+) -> MqttBridge:
+    """Connect the publisher (and, when asked, node ingest into ``log``); topics under ``prefix``."""
     from scheduler.bridge.mqtt import MqttIngest, MqttPublisher
 
     creds = mqtt_credentials(os.environ)  # EVSCHED_MQTT_PASSWORD or EVSCHED_MQTT_PASSWORD_FILE
     username, password = creds.username, creds.password
     publisher = MqttPublisher(url, username=username, password=password)
-    bridge = MqttBridge(publisher, partition)
+    bridge = MqttBridge(publisher, partition, prefix)
     await publisher.start()
     if ingest:
         async def accept(raw: bytes) -> None:
@@ -82,6 +85,7 @@ async def start_bridge(url: str, log: EventLog, *, ingest: bool, partition: str 
         async def refuse(topic: str, rejection: Rejection) -> None:
             LOG.warning("MQTT ingest refused a message on %s: %s: %s", topic, rejection.reason, rejection.message)
 
-        bridge.ingest = MqttIngest(url, partition, accept, refuse, username=username, password=password)
+        bridge.ingest = MqttIngest(url, partition, accept, refuse, username=username, password=password,
+                                   prefix=prefix)
         await bridge.ingest.start()
     return bridge

@@ -26,6 +26,9 @@ def test_compose_broker_settings_equal_the_harness() -> None:
     env = compose_kafka()["environment"]
     assert isinstance(env, dict)
     props = {k.removeprefix("KAFKA_").lower().replace("_", "."): str(v) for k, v in env.items()}
+    # The compose file adds one listener the harness does not need: HOST, for clients on the host.
+    for key in ("listeners", "advertised.listeners", "listener.security.protocol.map"):
+        props[key] = ",".join(p for p in props[key].split(",") if not p.startswith("HOST:"))
     expected = broker_properties(1, 9092, 9093, {1: 9093}, "/var/lib/kafka/data",
                                  host="", advertised_host="kafka", voter_host="kafka")
     assert props == expected

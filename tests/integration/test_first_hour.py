@@ -71,12 +71,14 @@ def test_the_readme_first_hour_on_a_fresh_clone(clone: Path, capsys: pytest.Capt
     assert "asking memory 8 GiB, vcore 2 cores" in pending.stdout
 
     assert "decisions: 12 before, 17 after" in whatif.stdout
-    assert re.search(r"root\.ml\s+6\s+3\s+-3", whatif.stdout) and re.search(r"root\.search\s+4\s+9\s+\+5", whatif.stdout)
+    assert re.search(r"root\.ml\s+6\s+3\s+-3", whatif.stdout)
+    assert re.search(r"root\.search\s+4\s+9\s+\+5", whatif.stdout)
 
     raw = run_in(clone, [*steps[4], "--raw"]).stdout
     assert "available memory 68719476736, vcore 16000" in raw
 
-    latest = json.loads(run_in(clone, ["evsched", "replay", "state", "--cycle", "latest", "--log", "first-hour"]).stdout)
+    state = run_in(clone, ["evsched", "replay", "state", "--cycle", "latest", "--log", "first-hour"])
+    latest = json.loads(state.stdout)
     assert latest["queues"]["root.ml"]["allocated"] == {"memory": 192 << 30, "vcore": 48000}
 
     from scheduler.cli.demo import summarize

@@ -53,6 +53,8 @@ from events.models import (
     InputRejected,
     OutputEvent,
 )
+from events.units import fmt_quantity as fq
+from events.units import fmt_resources
 from replay.audit.state import AuditState, queue_prefixes
 
 InputSource = Callable[[Mapping[str, int], Mapping[str, int]], Iterable[LogRecord]]
@@ -262,7 +264,8 @@ class Auditor:
             self._flag("ask-not-pending", k, f"decision {did} names ask {d.app_id}/{d.ask_id}, which {what}", did)
             return True
         if pending != {n: v for n, v in d.resources.items() if v}:
-            self._flag("decision-mismatch", k, f"decision {did} allocates {d.resources}, the ask asks {pending}", did)
+            self._flag("decision-mismatch", k, f"decision {did} allocates {fmt_resources(d.resources)}, the ask asks "
+                       f"{fmt_resources(pending)}", did)
         if d.queue != queue:
             self._flag("decision-mismatch", k, f"decision {did} names queue {d.queue}, the app is in {queue}", did)
         node = st.nodes.get((d.partition, d.node_id))
@@ -283,7 +286,7 @@ class Auditor:
                     self._flag(
                         "node-capacity", k,
                         f"decision {did} puts node {d.node_id} over capacity: {name} allocated + occupied "
-                        f"{used} > capacity {node.capacity.get(name, 0)}", did,
+                        f"{fq(name, used)} > capacity {fq(name, node.capacity.get(name, 0))}", did,
                     )
         for path in queue_prefixes(queue):
             self._check_queue(d.partition, path, pending, k, did)
@@ -303,7 +306,8 @@ class Auditor:
                 what = "the cluster's capacity" if is_root else "its max"
                 self._flag(
                     "queue-max", k,
-                    f"decision {did} puts queue {path} over {what}: {name} allocated {allocated.get(name, 0)} > {cap}",
+                    f"decision {did} puts queue {path} over {what}: {name} allocated "
+                    f"{fq(name, allocated.get(name, 0))} > {fq(name, cap)}",
                     did,
                 )
 

@@ -117,7 +117,7 @@ def test_node_over_capacity(tmp_path: Path) -> None:
     auditor = tampered(tmp_path, crowd)
     assert "node-capacity" in rules(auditor) and set(rules(auditor)) == {"node-capacity"}
     assert "puts node n1 over capacity: vcore allocated + occupied" in auditor.violations[0].message
-    assert "> capacity 2000" in auditor.violations[0].message
+    assert "> capacity 2 cores" in auditor.violations[0].message
 
 
 def test_queue_over_max(tmp_path: Path) -> None:
@@ -133,7 +133,7 @@ def test_queue_over_max(tmp_path: Path) -> None:
 
     auditor = tampered(tmp_path, overfill)
     assert rules(auditor) == ["queue-max"]
-    assert "queue root.capped over its max: vcore allocated 2500 > 2000" in auditor.violations[0].message
+    assert "queue root.capped over its max: vcore allocated 2500m > 2 cores" in auditor.violations[0].message
 
 
 def test_duplicate_decision_id_with_other_content(tmp_path: Path) -> None:

@@ -144,3 +144,23 @@ def test_an_unreadable_record_is_still_one_json_line() -> None:
     wrapped = orjson.loads(render("inputs", rec, None, True) or b"")
     assert (wrapped["offset"], wrapped["record"]) == (7, {"unreadable": "\ufffdnot json"})
     assert render("inputs", rec, frozenset({"ask.added"}), False) is None
+
+
+def test_sigterm_stops_run_after_the_cycle_in_hand(tmp_path: Path) -> None:
+    import time
+
+    config, inputs = _files(tmp_path)
+    log = tmp_path / "log"
+    evsched("submit", "--config", str(config), "--log", str(log), str(inputs))
+    with subprocess.Popen(evsched_argv("run", "--log", str(log)), cwd=ROOT, env=evsched_env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # paced by progress: until its first cycle is in the log
+            with FileLog(log, readonly=True) as reader:
+                if any(b"cycle.completed" in r.value for r in reader.iter_outputs()):
+                    break
+            assert proc.poll() is None, proc.communicate()[1]
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "stopped after cycle 1" in err and "Traceback" not in err, err

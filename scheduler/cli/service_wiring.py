@@ -108,7 +108,8 @@ async def append_config(
             f"--config {path}: the log already holds {waiting} inputs submitted before any queue configuration; "
             f"appended now, the config would land after them and they would be read under the built-in config "
             f"(inputs for its queues rejected). Nothing has been decided from them yet. Either put the config "
-            f"first: remove the log and submit again with `evsched submit --config {path} {where} FILE.jsonl`; "
+            f"first: start a fresh log (remove the directory, or new topics on Kafka) and submit again with "
+            f"`evsched submit --config {path} {where} FILE.jsonl`; "
             f"or append it after them deliberately: `evsched config apply {path} {where}`, then "
             f"`evsched run {where}`"
         )

@@ -46,8 +46,6 @@ def test_links_in_readme_and_docs_resolve() -> None:
                 continue
             if not (page.parent / target).exists():
                 broken.append(f"{page.relative_to(ROOT)} → {target}")
-    # docs/semantics.md is written by the semantics issue; until it lands, only that link may dangle.
-    broken = [b for b in broken if not b.endswith("semantics.md")]
     assert not broken, broken
 
 

@@ -81,7 +81,7 @@ def test_pending_because_of_max_applications(tmp_path: Path) -> None:
 def test_required_node_and_missing_resource_type(tmp_path: Path) -> None:
     p = pending(tmp_path, node("n1"), node("n2", vcore=500, schedulable=False), app("x", "root.open"),
                 ask("x", "pin", required_node="n2"), ask("x", "ghost", required_node="nope"), target=("x", "pin"))
-    assert messages(p) == ["required node n2 could never hold it (capacity memory 4000, vcore 500), "
+    assert messages(p) == ["required node n2 could never hold it (capacity memory 4 kB, vcore 500m), "
                            "so app x's turn ends here"]
     with FileLog(tmp_path / "log", readonly=True) as log:
         assert messages(explain_ask_from_log(log, "x", "ghost")) == [

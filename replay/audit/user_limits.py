@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from events.resources import Resources, add_into, sub_into
+from events.units import fmt_quantity as fq
 from scheduler.config import QueueSpec, SchedulerConfig
 
 AskKey = tuple[str, str, str]
@@ -107,5 +108,6 @@ class UserLimitAudit:
                 used = self.usage.get((key[0], path, who), {})
                 for name in sorted(res):
                     if name in cap and used.get(name, 0) > cap[name]:
-                        out.append(f"{label} on {path}: {name} used {used.get(name, 0)} > maxresources {cap[name]}")
+                        out.append(f"{label} on {path}: {name} used {fq(name, used.get(name, 0))} > maxresources "
+                                   f"{fq(name, cap[name])}")
         return out

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from events.resources import Resources, add_into, sub_into
+from events.units import fmt_resources
 from projections.queues import RUNNING_STATES, QueueNode
 from scheduler.config.specs import LimitSpec, QueueSpec
 from scheduler.core.objects import App
@@ -170,8 +171,8 @@ class UserLimits:
                     cap = max_res.get(rtype)
                     if cap is not None and used.get(rtype, 0) + qty > cap:
                         return (
-                            f"{kind} {name!r} limit on {q.path}: maxresources {dict(max_res)}, "
-                            f"used {dict(sorted(used.items()))}, asked {dict(request)}"
+                            f"{kind} {name!r} limit on {q.path}: maxresources {fmt_resources(max_res)}, "
+                            f"used {fmt_resources(used)}, asked {fmt_resources(request)}"
                         )
         return None
 

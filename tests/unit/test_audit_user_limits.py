@@ -60,7 +60,7 @@ def test_decision_past_a_user_limit_is_flagged(tmp_path: Path) -> None:
     rules = {v.rule for v in auditor.violations}
     assert "user-limit" in rules
     message = next(v.message for v in auditor.violations if v.rule == "user-limit")
-    assert "user 'alice' on root.users: vcore used 3000 > maxresources 2000" in message
+    assert "user 'alice' on root.users: vcore used 3 cores > maxresources 2 cores" in message
 
 
 def test_replay_verify_state_and_whatif_with_placement_and_limits(

@@ -25,7 +25,7 @@ def test_explain_ask_names_the_user_limit_and_usage(tmp_path: Path) -> None:
     assert [r["rule"] for r in waiting.reasons] == ["docs/semantics.md#user-and-group-limits"]
     message = waiting.reasons[0]["message"]
     assert "user 'alice' limit on root.shared" in message
-    assert "maxresources {'vcore': 2000}" in message and "used {'memory': 2000, 'vcore': 2000}" in message
+    assert "maxresources vcore 2 cores" in message and "used memory 2 kB, vcore 2 cores" in message
     assert bob.status == "allocated"  # bob, same queue, got his third ask
 
 

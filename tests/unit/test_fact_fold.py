@@ -64,7 +64,11 @@ def _live_and_recovered(records: list[dict[str, Any]], batch: int, step_us: int,
     log = MemoryLog(now_us=lambda: START_US)
     write_inputs(log, records)
     live: dict[str, Engine] = {}
-    drive(log, batch, start_us=START_US, step_us=step_us, config=config, on_cycle=lambda e: live.setdefault("e", e))
+
+    def keep(engine: Engine) -> None:
+        live.setdefault("e", engine)
+
+    drive(log, batch, start_us=START_US, step_us=step_us, config=config, on_cycle=keep)
     recovered = asyncio.run(recover(log, source="evsched", engine=Engine(config)))
     return live["e"], recovered, log
 

@@ -18,6 +18,7 @@ from events.models import (
     INPUT_DATA,
     MAX_RECORD_BYTES,
     OUTPUT_DATA,
+    CycleStarted,
     Frozen,
     InputEnvelope,
     InputEvent,
@@ -185,7 +186,14 @@ _FLAT_OUTPUTS = frozenset(model for model in OUTPUT_DATA.values() if _is_flat(mo
 
 def output_to_dict(event: OutputEvent) -> dict[str, Any]:
     """An output event as the plain JSON object it is published as (a fresh copy)."""
-    return _envelope(event, event.data.model_dump(by_alias=True))
+    return _envelope(event, _omit_unset(event.data, event.data.model_dump(by_alias=True)))
+
+
+def _omit_unset(data: object, plain: dict[str, Any]) -> dict[str, Any]:
+    """``cycle.started`` without ``admin_channels`` when unset: as logs before the field have it."""
+    if type(data) is CycleStarted and plain.get("admin_channels", 0) is None:
+        return {k: v for k, v in plain.items() if k != "admin_channels"}
+    return plain
 
 
 def _envelope(event: OutputEvent, data: Any) -> dict[str, Any]:
@@ -201,7 +209,7 @@ def encode_output(event: OutputEvent) -> bytes:
     """
     data = event.data
     plain = data.__dict__ if type(data) in _FLAT_OUTPUTS else data.model_dump(by_alias=True)
-    return orjson.dumps(_envelope(event, plain), option=_DUMP_OPTS)
+    return orjson.dumps(_envelope(event, _omit_unset(data, plain)), option=_DUMP_OPTS)
 
 
 def decode_output(raw: bytes) -> OutputEvent:

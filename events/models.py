@@ -163,6 +163,11 @@ INPUT_DATA: dict[str, type[Frozen]] = {
 }
 
 
+# Input types that change the rules (queue configuration, priority classes): accepted only
+# from the admin channel in cycles that name one (CycleStarted.admin_channels).
+ADMIN_TYPES = frozenset({"config.updated", "priorityclass.upserted", "priorityclass.deleted"})
+
+
 class InputEnvelope(Frozen):
     """The CloudEvents envelope of an input record, before ``data`` is typed."""
 
@@ -270,6 +275,10 @@ class CycleStarted(Frozen):
     inputs_from: dict[str, int]
     inputs_through: dict[str, int]
     rules_version: int = 1  # the scheduling rules that ran the cycle; absent in logs before it: 1
+    # The input channels that may carry ADMIN_TYPES in this cycle; absent (None) in cycles
+    # that accept them from any channel: logs written before the admin channel, or a
+    # service run with --accept-admin-on-inputs. Written only when set (docs/events.md).
+    admin_channels: list[str] | None = None
 
 
 class CycleCompleted(Frozen):

@@ -21,7 +21,7 @@ from itertools import islice
 from os import PathLike
 from typing import Any, Protocol, TypeVar
 
-from events.log.file import INPUTS, FileLog
+from events.log.file import ADMIN, INPUTS, FileLog
 from events.log.port import LogError, LogRecord
 
 PULL_CHUNK = 1024  # input records buffered per read from the source
@@ -67,7 +67,7 @@ class FileSource:
 
     def __init__(self, log: FileLog) -> None:
         self.log = log
-        self.input_channel_order = [INPUTS]
+        self.input_channel_order = [INPUTS, ADMIN]
 
     def iter_inputs(self, start_positions: Mapping[str, int] | None = None) -> Iterator[LogRecord]:
         """Input records from ``start_positions`` to the end."""

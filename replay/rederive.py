@@ -173,7 +173,8 @@ class Rederiver:
         if recorded.complete and not always and versions is not None and started.rules_version not in versions:
             return self._fold(recorded, applied, channels, now_us, records, engine)
         derived = run_logged_cycle(
-            engine, applied, channels, now_us, started.inputs_from, started.inputs_through
+            engine, applied, channels, now_us, started.inputs_from, started.inputs_through,
+            admin_channels=started.admin_channels,
         )
         return Step(recorded, derived, records, engine)
 
@@ -186,7 +187,8 @@ class Rederiver:
             if any(obj is None or not isinstance(obj.get("data"), dict) for obj in outputs):
                 raise FoldError("an output record is unreadable")
             folded = fold_recorded_cycle(
-                engine, applied, channels, now_us, outputs, recorded.started.rules_version  # type: ignore[arg-type]
+                engine, applied, channels, now_us, outputs, recorded.started.rules_version,  # type: ignore[arg-type]
+                recorded.started.admin_channels,
             )
         except (FoldError, KeyError, TypeError) as exc:
             raise LogStructureError(

@@ -3,8 +3,14 @@
 Layout::
 
     <dir>/LOCK                              flock'ed by the one writer; holds its pid
-    <dir>/inputs/00000000000000000000.seg   input channel ``inputs``
+    <dir>/inputs/00000000000000000000.seg   input channel ``inputs`` (resource managers)
+    <dir>/admin/00000000000000000000.seg    input channel ``admin`` (config and priority
+                                            classes from ``config apply`` and the like)
     <dir>/outputs/00000000000000000000.seg  the outputs stream
+
+The input channels merge in the order ``inputs``, ``admin`` (``input_channels``). A log
+written before the admin channel has no ``admin`` directory: read-only it reads as an
+empty channel; a writer creates it.
 
 Segments and recovery are described in ``segments``, the frame format in ``framing``.
 The async port methods do their (short, local) file I/O directly; tools that must not
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import itertools
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -32,6 +39,7 @@ from events.log.segments import Channel, FsyncPolicy
 __all__ = ["FileLog", "FsyncPolicy"]
 
 INPUTS = "inputs"
+ADMIN = "admin"
 OUTPUTS = "outputs"
 MiB = 1 << 20
 _ITER_CHUNK = 1024
@@ -70,7 +78,7 @@ class FileLog:
                 raise LogError(f"cannot create log directory {self.directory}: {exc}") from exc
             self._lock()
         try:
-            for name in (INPUTS, OUTPUTS):
+            for name in (INPUTS, ADMIN, OUTPUTS):
                 self._channels.append(
                     Channel(
                         name,
@@ -87,7 +95,7 @@ class FileLog:
             if isinstance(exc, OSError):
                 raise LogError(f"cannot open log in {self.directory}: {exc}") from exc
             raise
-        self._inputs, self._outputs = self._channels
+        self._inputs, self._admin, self._outputs = self._channels
 
     def _lock(self) -> None:
         path = self.directory / "LOCK"
@@ -116,16 +124,25 @@ class FileLog:
     async def append_inputs(self, records: Sequence[tuple[bytes | None, bytes]]) -> None:
         self.append_inputs_sync(records)
 
+    async def append_admin(self, records: Sequence[tuple[bytes | None, bytes]]) -> None:
+        self.append_admin_sync(records)
+
     async def read_inputs(self, positions: Mapping[str, int], max_records: int) -> list[LogRecord]:
-        return self._inputs.read(positions.get(INPUTS, 0), max_records)
+        # The admin channel first: it is small, and a backlog of inputs must not hold it up.
+        admin = self._admin.read(positions.get(ADMIN, 0), max_records)
+        return admin + self._inputs.read(positions.get(INPUTS, 0), max_records - len(admin))
 
     async def input_channels(self) -> list[str]:
         self._inputs.check()
-        return [INPUTS]
+        return [INPUTS, ADMIN]
+
+    async def admin_channels(self) -> list[str]:
+        return [ADMIN]
 
     async def input_end(self) -> dict[str, int]:
         self._inputs.refresh()
-        return {INPUTS: self._inputs.end}
+        self._admin.refresh()
+        return {INPUTS: self._inputs.end, ADMIN: self._admin.end}
 
     async def append_outputs(self, values: Sequence[bytes]) -> None:
         self.append_outputs_sync(values)
@@ -147,14 +164,22 @@ class FileLog:
         if records:
             self._inputs.append(encode_batch(self._now_us(), records))
 
+    def append_admin_sync(self, records: Sequence[tuple[bytes | None, bytes]]) -> None:
+        """``append_admin`` without an event loop."""
+        if records:
+            self._admin.append(encode_batch(self._now_us(), records))
+
     def append_outputs_sync(self, values: Sequence[bytes]) -> None:
         """``append_outputs`` without an event loop."""
         if values:
             self._outputs.append(encode_batch(self._now_us(), [(None, v) for v in values]))
 
     def iter_inputs(self, start_positions: Mapping[str, int] | None = None) -> Iterator[LogRecord]:
-        """Input records from ``start_positions`` (default: the beginning) to the end."""
-        return self._iter(self._inputs, (start_positions or {}).get(INPUTS, 0))
+        """Input records from ``start_positions`` (default: the beginning) to the end: the
+        admin channel's, then the inputs' (each channel in offset order)."""
+        start = start_positions or {}
+        admin = self._iter(self._admin, start.get(ADMIN, 0))
+        return itertools.chain(admin, self._iter(self._inputs, start.get(INPUTS, 0)))
 
     def iter_outputs(self, start: int = 0) -> Iterator[LogRecord]:
         """Output records from offset ``start`` to the end."""

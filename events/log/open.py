@@ -34,6 +34,7 @@ class KafkaSettings:
     input_topics: tuple[str, ...] = (DEFAULT_INPUT_TOPIC,)
     decisions_topic: str = "evsched.decisions"
     deadletter_topic: str = "evsched.deadletter"
+    admin_topic: str = "evsched.admin"
     security_protocol: str = "PLAINTEXT"
     sasl_mechanism: str | None = None
     password_file: str | None = None  # the SASL password's file; the password itself never is a setting
@@ -86,7 +87,7 @@ class KafkaSettings:
 
         try:
             return shard_topics(shard, input_topics=list(self.input_topics), decisions_topic=self.decisions_topic,
-                                deadletter_topic=self.deadletter_topic)
+                                deadletter_topic=self.deadletter_topic, admin_topic=self.admin_topic)
         except ValueError as exc:
             raise LogError(f"--partition: {exc}") from None
 
@@ -110,7 +111,7 @@ class LogSettings:
             raise LogError(f"name one --partition to read, not {len(self.partitions)}: {', '.join(self.partitions)}")
         topics = self.kafka.topics_of(self.partitions[0] if self.partitions else DEFAULT_SHARD)
         return {"input_topics": list(topics.inputs), "decisions_topic": topics.decisions,
-                "deadletter_topic": topics.deadletter}
+                "deadletter_topic": topics.deadletter, "admin_topic": topics.admin}
 
 
 def transactional_id(kafka: KafkaSettings, shard: str = DEFAULT_SHARD) -> str:

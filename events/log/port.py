@@ -1,7 +1,8 @@
 """The EventLog port: what the service needs from a log, whatever stores it.
 
-A log has two sides. *Inputs* are one or more channels (the embedded log has one,
-``inputs``; Kafka has one per topic-partition, ``evsched.inputs/0``), each an ordered
+A log has two sides. *Inputs* are one or more channels (the embedded log has two,
+``inputs`` and ``admin``; Kafka has one per topic-partition, ``evsched.inputs/0``, and
+its admin topic's, ``evsched.admin/0``), each an ordered
 sequence of records at stable integer offsets (0, 1, 2, …). *Outputs* are a single
 ordered sequence (the embedded log's ``outputs`` stream, Kafka's decisions topic).
 
@@ -54,6 +55,13 @@ class EventLog(Protocol):
 
     async def append_inputs(self, records: Sequence[tuple[bytes | None, bytes]]) -> None:
         """Append input records ``(key, value)``; durable when this returns."""
+
+    async def append_admin(self, records: Sequence[tuple[bytes | None, bytes]]) -> None:
+        """Append records ``(key, value)`` to the admin channel (the only channel rules
+        changes are accepted from: ``events.models.ADMIN_TYPES``); durable when this returns."""
+
+    async def admin_channels(self) -> list[str]:
+        """The input channels (of ``input_channels``) that are admin channels."""
 
     async def read_inputs(self, positions: Mapping[str, int], max_records: int) -> list[LogRecord]:
         """Up to ``max_records`` input records after ``positions`` (missing channel → from 0).

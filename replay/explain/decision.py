@@ -30,7 +30,7 @@ from replay.explain.summary import summary
 from replay.explain.walk import Choice, Walker
 from scheduler.core.cycle import CycleMemo, commit, fits_queue_headroom, held_by_max_applications, next_step
 from scheduler.core.engine import Engine
-from scheduler.core.logged_cycle import decode_records, merge
+from scheduler.core.logged_cycle import admit, decode_records, merge
 from scheduler.core.partition import PartitionState
 from scheduler.core.reservations import Step, reserved_step
 
@@ -51,6 +51,7 @@ class CycleBatch:
     inputs_through: Mapping[str, int]
     records: Sequence[LogRecord]
     channel_order: Sequence[str] = ("inputs",)
+    admin_channels: Sequence[str] | None = None  # as cycle.started records them
 
 
 @dataclass
@@ -94,10 +95,11 @@ def parse_decision_id(decision_id: str) -> tuple[str, int, int]:
 def apply_batch(engine: Engine, batch: CycleBatch) -> None:
     """Fold the batch into the engine in the cycle runner's merge order (CONTRACT §4)."""
     for d in merge(decode_records(batch.records), batch.channel_order):
-        if isinstance(d.result, InputRejected):
-            engine.reject_raw(d.result)
+        result = admit(d, batch.admin_channels)
+        if isinstance(result, InputRejected):
+            engine.reject_raw(result)
         else:
-            engine.apply(d.result)
+            engine.apply(result)
 
 
 def _advance_to_step(engine: Engine, batch: CycleBatch, partition: str, step: int) -> tuple[PartitionState, CycleMemo]:

@@ -97,7 +97,7 @@ def explain_from_log(source: LogSource, decision_id: str, start: StartPoint | St
     engine = rederiver.engine or Engine()
     batch = CycleBatch(
         number, parse_time(started.time), started.inputs_from, started.inputs_through, records,
-        channel_order(source, set(started.inputs_through) | set(started.inputs_from)),
+        channel_order(source, set(started.inputs_through) | set(started.inputs_from)), started.admin_channels,
     )
     explanation = explain_decision(engine, batch, decision_id, recorded)
     if started.rules_version not in IMPLEMENTED:

@@ -71,6 +71,10 @@ def add_commands(sub: Any) -> None:
                    help="first topic level(s) of every MQTT topic (default evsched): one per deployment sharing "
                    "a broker, e.g. site-a/evsched")
     p.add_argument("--once", action="store_true", help="process every input present, then exit")
+    p.add_argument("--accept-admin-on-inputs", action="store_true",
+                   help="accept config.updated and priorityclass events from every input channel, as before the "
+                   "admin channel (the default: only from the admin channel — config apply, priorityclass apply, "
+                   "submit --config — else input.rejected 'not-authorized'); said at start-up (docs/security.md)")
     p.add_argument("--batch", type=positive_int, default=5_000, metavar="N",
                    help="inputs per cycle (default 5000); under a backlog batches double up to --max-batch")
     p.add_argument("--max-batch", type=positive_int, metavar="N",
@@ -92,6 +96,9 @@ def add_commands(sub: Any) -> None:
                    "file's 'schedule' lines are skipped")
     p.add_argument("--config", metavar="F", help="queue configuration YAML, appended first (config.updated), so "
                    "the file's events are read under it")
+    p.add_argument("--admin", action="store_true",
+                   help="the operator's submission: append every event to the admin channel, the only one "
+                   "config.updated and priorityclass events are accepted from (docs/security.md)")
     add_log_arguments(p)
     p.set_defaults(handler=cmd_submit)
 
@@ -109,6 +116,9 @@ def add_commands(sub: Any) -> None:
 
     add_replay_commands(sub)
     add_log_commands(sub)
+    from scheduler.cli.admin import add_admin_commands
+
+    add_admin_commands(sub)
     add_audit(sub)
     add_serve(sub)
     add_mqtt_commands(sub)

@@ -42,6 +42,9 @@ def add_log_arguments(p: argparse.ArgumentParser, *, mqtt: bool = False) -> None
     p.add_argument("--decisions-topic", default="evsched.decisions", help="Kafka topic for outputs")
     p.add_argument("--deadletter-topic", default="evsched.deadletter",
                    help="Kafka topic for unreadable input records (raw bytes, origin in headers)")
+    p.add_argument("--admin-topic", default="evsched.admin", metavar="TOPIC",
+                   help="Kafka topic of the admin channel: the only one config.updated and priorityclass events "
+                   "are accepted from; grant write on it to operators only (docs/security.md)")
     p.add_argument("--group", default="evsched", metavar="ID", help="Kafka consumer group id")
     p.add_argument("--security-protocol", default="PLAINTEXT", help="Kafka security protocol (SASL_SSL, SSL, …)")
     p.add_argument("--sasl-mechanism", default=None, help="Kafka SASL mechanism (PLAIN, SCRAM-SHA-256, …); "

@@ -13,13 +13,15 @@ from typing import Any
 
 import orjson
 
-from events.codec import decode_input_object
+from events.codec import decode_input_object, format_time, parse_time
+from events.log.clock import wall_clock_us
 from events.log.credentials import CredentialError, redact_logs
 from events.log.open import open_log
 from events.log.port import LogError, LogFenced, LogRefused
 from events.models import InputRejected
 from events.native import loaded_build
 from events.producer import key_of
+from scheduler.cli.admin import admin_lines, append_records
 from scheduler.cli.config_arg import load_config_arg
 from scheduler.cli.credentials import prepare_run
 from scheduler.cli.logging_setup import setup_logging
@@ -80,11 +82,28 @@ def prepare_submission(
     return good, errors
 
 
-def config_line(config: SchedulerConfig, source: str) -> bytes:
-    """A ``config.updated`` input line carrying ``config`` (id from its checksum: the same file twice is a copy)."""
-    record = {"id": f"config-{config.checksum[:16]}", "source": source, "type": "config.updated",
-              "data": {"yaml": config.yaml}}
+def config_line(config: SchedulerConfig, source: str, time_us: int | None = None) -> bytes:
+    """A ``config.updated`` input line carrying ``config`` (id from its checksum: the same file twice is a copy);
+    ``time_us``: its event time (absent: the log's append time)."""
+    record: dict[str, object] = {"id": f"config-{config.checksum[:16]}", "source": source, "type": "config.updated",
+                                 "data": {"yaml": config.yaml}}
+    if time_us is not None:
+        record["time"] = format_time(time_us)
     return orjson.dumps(record)
+
+
+def time_before(records: list[tuple[bytes, bytes]]) -> int:
+    """An event time before every record's (and before now): ``submit --config``'s config goes to
+    the admin channel, and the cycle merges channels by event time (docs/events.md)."""
+    earliest = wall_clock_us()
+    for _, value in records:
+        stamp = orjson.loads(value).get("time")
+        if isinstance(stamp, str):
+            try:
+                earliest = min(earliest, parse_time(stamp))
+            except ValueError:
+                continue
+    return earliest - 1
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
@@ -98,37 +117,41 @@ def cmd_submit(args: argparse.Namespace) -> int:
         return 1
     schedule_lines: list[int] = []
     good, errors = prepare_submission(raw.splitlines(), schedule_lines)
-    if config is not None:  # first, so every input of the file is read under it
-        good.insert(0, (b"default", config_line(config, SUBMIT_SOURCE)))
+    rules = []
+    if config is not None:  # first, on the admin channel and earlier than the file's events: all are read under it
+        rules.append((b"default", config_line(config, SUBMIT_SOURCE, time_before(good))))
     if schedule_lines:
         print(f"evsched submit: skipped {len(schedule_lines)} 'schedule' lines (first: line {schedule_lines[0]}): "
               "a simulate file's cycle marks; the service decides when cycles run", file=sys.stderr)
-    return _append(args, good, errors)
+    return _append(args, good, errors, rules)
 
 
 def cmd_config_apply(args: argparse.Namespace) -> int:
-    """``evsched config apply F [--log DIR | --kafka …]``: append a config change to the input log, deliberately."""
+    """``evsched config apply F [--log DIR | --kafka …]``: append a config change to the admin channel."""
     setup_logging()
     config = load_config_arg(args.file)
     assert config is not None
-    return _append(args, [(b"default", config_line(config, "evsched-config-apply"))], [])
+    return _append(args, [], [], [(b"default", config_line(config, "evsched-config-apply"))])
 
 
-def _append(args: argparse.Namespace, good: list[tuple[bytes, bytes]], errors: list[str]) -> int:
-    """Append validated records to the log ``args`` names; report on stderr; exit code."""
+def _append(args: argparse.Namespace, good: list[tuple[bytes, bytes]], errors: list[str],
+            rules: list[tuple[bytes, bytes]] | None = None) -> int:
+    """Append ``rules`` to the admin channel, then ``good`` (to the admin channel too with
+    ``--admin``, else the inputs), to the log ``args`` names; report on stderr; exit code."""
     settings = log_settings(args)
+    admin = bool(getattr(args, "admin", False))
+    stray = [] if admin else admin_lines(good)
+    if stray:
+        print(f"evsched submit: {len(stray)} rules changes ({', '.join(sorted(set(stray)))}) go to the resource "
+              "managers' channel, where the service rejects them 'not-authorized'; an operator uses "
+              "evsched config apply, priorityclass apply or submit --admin (docs/security.md)", file=sys.stderr)
+    rules = list(rules or [])
 
     async def append() -> None:
-        if settings.kafka and settings.partitions:
-            from scheduler.cli.shards import submit_to_shards
-
-            good[:] = await submit_to_shards(settings, good, errors)
-            return
-        log = await open_log(settings)
-        try:
-            await log.append_inputs(good)
-        finally:
-            await log.close()
+        if rules:
+            await append_records(settings, rules, errors, admin=True)
+        if good:
+            await append_records(settings, good, errors, admin=admin)
 
     try:
         asyncio.run(append())
@@ -137,7 +160,8 @@ def _append(args: argparse.Namespace, good: list[tuple[bytes, bytes]], errors: l
         return 1
     for err in errors:
         print(f"evsched submit: {err}", file=sys.stderr)
-    print(f"appended {len(good)} events" + (f"; {len(errors)} lines rejected" if errors else ""), file=sys.stderr)
+    count = len(rules) + len(good)
+    print(f"appended {count} events" + (f"; {len(errors)} lines rejected" if errors else ""), file=sys.stderr)
     return 1 if errors else 0
 
 

@@ -45,7 +45,8 @@ async def open_service(
                                     prefix=settings.mqtt_prefix)
         listeners.append(bridge)
     service = Service(log, batch_records=settings.batch, max_batch_records=settings.max_batch or 4 * settings.batch,
-                      listeners=listeners, snapshots=store, snapshot_every=settings.snapshot_every, **service_args)
+                      listeners=listeners, snapshots=store, snapshot_every=settings.snapshot_every,
+                      accept_admin_on_inputs=settings.accept_admin_on_inputs, **service_args)
     return service, bridge
 
 
@@ -68,6 +69,8 @@ async def _waiting_configs(service: Service, waiting: int, look: int = 10_000) -
     for rec in await service.log.read_inputs(dict(service.positions), min(waiting, look)):
         if b"config.updated" not in rec.value:
             continue
+        if service.admin_channels is not None and rec.channel not in service.admin_channels:
+            continue  # rejected 'not-authorized' when read
         try:
             obj = orjson.loads(rec.value)
         except orjson.JSONDecodeError:
@@ -120,8 +123,8 @@ async def append_config(
         "type": "config.updated",
         "data": {"yaml": config.yaml},
     }
-    await service.log.append_inputs([((service.name or "default").encode(), orjson.dumps(record))])
-    LOG.info("appended config %s from %s to the input log", config.checksum[:12], path)
+    await service.log.append_admin([((service.name or "default").encode(), orjson.dumps(record))])
+    LOG.info("appended config %s from %s to the admin channel", config.checksum[:12], path)
     if waiting:
         LOG.warning(
             "the config takes effect after the %d inputs already waiting in the log; to apply it to "

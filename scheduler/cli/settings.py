@@ -37,6 +37,7 @@ def log_settings(args: argparse.Namespace) -> LogSettings:
             input_topics=tuple(args.input_topics or [DEFAULT_INPUT_TOPIC]),
             decisions_topic=args.decisions_topic,
             deadletter_topic=args.deadletter_topic,
+            admin_topic=getattr(args, "admin_topic", "evsched.admin"),
             security_protocol=args.security_protocol,
             sasl_mechanism=args.sasl_mechanism,
             password_file=getattr(args, "kafka_password_file", None),
@@ -76,6 +77,7 @@ class ServiceSettings:
     log_level: str = "info"
     http: str | None = None  # HOST:PORT of the HTTP surface (None: off)
     ready_max_lag: int = 10_000  # /readyz: most inputs waiting while still ready
+    accept_admin_on_inputs: bool = False  # rules changes from any input channel (the old behaviour)
 
     def snapshots(self) -> str:
         """The snapshot directory: ``--snapshot-dir``, else DIR/snapshots of the embedded log; with
@@ -98,7 +100,7 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
         transactions=args.transactions, no_transactions=args.no_transactions,
         kafka_outage_s=args.kafka_outage_s if log.kafka else 0.0,
         verbose=args.verbose, log_format=args.log_format, log_level=args.log_level, http=args.http,
-        ready_max_lag=args.ready_max_lag,
+        ready_max_lag=args.ready_max_lag, accept_admin_on_inputs=args.accept_admin_on_inputs,
     )
 
 

@@ -66,8 +66,10 @@ def route(records: list[Record], shards: list[str]) -> tuple[dict[str, list[Reco
     return dict(out), errors
 
 
-async def submit_to_shards(settings: LogSettings, records: list[Record], errors: list[str]) -> list[Record]:
-    """Append ``records`` to their shards' input topics; returns those appended (errors: appended to)."""
+async def submit_to_shards(settings: LogSettings, records: list[Record], errors: list[str], *,
+                           admin: bool = False) -> list[Record]:
+    """Append ``records`` to their shards' input (``admin``: admin) topics; returns those appended
+    (errors: appended to)."""
     from events.log.kafka import KafkaLog
 
     kafka = settings.kafka
@@ -77,11 +79,11 @@ async def submit_to_shards(settings: LogSettings, records: list[Record], errors:
     for shard, batch in routed.items():
         topics = kafka.topics_of(shard)
         log = KafkaLog(kafka.bootstrap, input_topics=topics.inputs, decisions_topic=topics.decisions,
-                       deadletter_topic=topics.deadletter, group_id=kafka.group,
+                       deadletter_topic=topics.deadletter, admin_topic=topics.admin, group_id=kafka.group,
                        replication_factor=kafka.replication_factor, **kafka.security())
         await log.start()
         try:
-            await log.append_inputs(batch)
+            await (log.append_admin(batch) if admin else log.append_inputs(batch))
         finally:
             await log.close()
     appended = {r for batch in routed.values() for r in batch}
@@ -160,7 +162,8 @@ async def _open_shard(
     shard = topics.shard
     log = KafkaLog(
         kafka.bootstrap, input_topics=topics.inputs, decisions_topic=topics.decisions,
-        deadletter_topic=topics.deadletter, group_id=kafka.group, commit_offsets=membership.commit,
+        deadletter_topic=topics.deadletter, admin_topic=topics.admin, group_id=kafka.group,
+        commit_offsets=membership.commit,
         replication_factor=kafka.replication_factor, **kafka.security(), **kafka.fetch_tuning(),
         transactional_id=transactional_id(kafka, shard) if transactional else None,
     )

@@ -164,10 +164,11 @@ def fold_recorded_cycle(
     now_us: int,
     outputs: Sequence[Mapping[str, Any]],
     rules_version: int,
+    admin_channels: Sequence[str] | None = None,
 ) -> Folded:
     """Apply a complete cycle's inputs, then fold its recorded outputs (between ``cycle.started``
     and ``cycle.completed``, as JSON objects) into the engine; returns the state digest after."""
-    apply_batch(engine, records, channel_order)
+    apply_batch(engine, records, channel_order, admin_channels=admin_channels)  # as cycle.started recorded
     made = len(engine.pending_outputs)
     engine.pending_outputs = []
     state = engine.state

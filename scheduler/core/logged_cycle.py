@@ -6,17 +6,21 @@ re-run from the log is the same code over the same inputs as the original.
 Merge order (CONTRACT §4): records of several channels are interleaved by event time,
 then channel order, then offset, while each channel keeps its own order — a k-way merge
 that always takes the channel head with the smallest ``(time, channel index)``.
+
+Who may change the rules: in a cycle that names its admin channels (``cycle.started``'s
+``admin_channels``), an event of ``ADMIN_TYPES`` read from any other channel is rejected
+``not-authorized`` and changes nothing (``admit``).
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import NamedTuple
 
-from events.codec import decode_input, format_time
+from events.codec import decode_input, format_time, reject
 from events.log.port import LogRecord
-from events.models import OUTPUT_TYPE, CycleStarted, InputEvent, InputRejected, OutputEvent
+from events.models import ADMIN_TYPES, OUTPUT_TYPE, CycleStarted, InputEvent, InputRejected, OutputEvent
 from scheduler.core.engine import Engine
 from scheduler.core.rules_version import RULES_VERSION
 
@@ -70,12 +74,27 @@ def merge(decoded: Sequence[Decoded], channel_order: Sequence[str]) -> list[Deco
     return out
 
 
+def admit(d: Decoded, admin_channels: Collection[str] | None) -> InputEvent | InputRejected:
+    """The decoded record's event, or its rejection: ``not-authorized`` for a rules change
+    (``ADMIN_TYPES``) from a channel outside ``admin_channels`` (``None``: any channel may)."""
+    result = d.result
+    if admin_channels is None or isinstance(result, InputRejected) or result.type not in ADMIN_TYPES:
+        return result
+    if d.record.channel in admin_channels:
+        return result
+    return reject(result.id, result.type, "not-authorized",
+                  f"{result.type} is accepted only from the admin channel "
+                  f"({', '.join(sorted(admin_channels)) or 'none'}), not from {d.record.channel}")
+
+
 def started_event(engine: Engine, cycle: int, now_us: int, inputs_from: Mapping[str, int],
-                  inputs_through: Mapping[str, int]) -> OutputEvent:
+                  inputs_through: Mapping[str, int],
+                  admin_channels: Collection[str] | None = None) -> OutputEvent:
     """The ``cycle.started`` record that opens a cycle's batch of outputs."""
     data = CycleStarted(
         cycle=cycle, time=format_time(now_us), inputs_from=dict(sorted(inputs_from.items())),
         inputs_through=dict(sorted(inputs_through.items())), rules_version=RULES_VERSION,
+        admin_channels=None if admin_channels is None else sorted(admin_channels),
     )
     return OutputEvent.model_construct(
         specversion="1.0", id=f"{cycle}-start", source=engine.source, type=OUTPUT_TYPE[CycleStarted],
@@ -91,6 +110,7 @@ def run_logged_cycle(
     inputs_from: Mapping[str, int],
     inputs_through: Mapping[str, int],
     unreadable: list[tuple[LogRecord, str]] | None = None,
+    admin_channels: Collection[str] | None = None,
 ) -> list[OutputEvent]:
     """Apply the batch and run the next cycle; returns ``cycle.started`` then its outputs.
 
@@ -99,9 +119,10 @@ def run_logged_cycle(
     JSON, not an object, too large, no string ``type`` — so the live service can
     dead-letter the raw bytes.
     Replay and recovery leave it out; the outputs are the same either way.
+    ``admin_channels`` (recorded in ``cycle.started``; ``None`` in logs before it): see ``admit``.
     """
-    start = started_event(engine, engine.cycle_number + 1, now_us, inputs_from, inputs_through)
-    apply_batch(engine, records, channel_order, unreadable)
+    start = started_event(engine, engine.cycle_number + 1, now_us, inputs_from, inputs_through, admin_channels)
+    apply_batch(engine, records, channel_order, unreadable, admin_channels)
     return [start, *engine.cycle(now_us, inputs_through)]
 
 
@@ -110,15 +131,18 @@ def apply_batch(
     records: Sequence[LogRecord],
     channel_order: Sequence[str],
     unreadable: list[tuple[LogRecord, str]] | None = None,
+    admin_channels: Collection[str] | None = None,
 ) -> None:
-    """Decode, merge and apply a cycle's input records (their outputs wait in the engine)."""
+    """Decode, merge and apply a cycle's input records (their outputs wait in the engine);
+    rules changes from outside ``admin_channels`` are rejected (``admit``)."""
     for d in merge(decode_records(records), channel_order):
-        if isinstance(d.result, InputRejected):
-            engine.reject_raw(d.result)
-            if unreadable is not None and d.result.input_type is None:
-                unreadable.append((d.record, f"{d.result.reason}: {d.result.message}"))
+        result = admit(d, admin_channels)
+        if isinstance(result, InputRejected):
+            engine.reject_raw(result)
+            if unreadable is not None and result.input_type is None:
+                unreadable.append((d.record, f"{result.reason}: {result.message}"))
         else:
-            engine.apply(d.result)
+            engine.apply(result)
 
 
 def advance(positions: Mapping[str, int], records: Sequence[LogRecord]) -> dict[str, int]:

@@ -83,8 +83,13 @@ class Service:
         name: str = "",
         commit_interval_s: float = 0.2,
         collector: CycleCollector | None = None,
+        accept_admin_on_inputs: bool = False,
     ) -> None:
         self.log = log
+        # False: rules changes (events.models.ADMIN_TYPES) only from the log's admin channels;
+        # True: from any channel, as before the admin channel (each cycle records which).
+        self.accept_admin_on_inputs = accept_admin_on_inputs
+        self.admin_channels: list[str] | None = None
         self.name = name
         # A sharded instance runs one Service per shard: its lines name the shard.
         self._log = LOG.getChild(name) if name else LOG
@@ -136,6 +141,13 @@ class Service:
         self._snapshot_cycle = rec.from_snapshot or 0
         self.output_offset = await self.log.output_end()
         self.channels = await self.log.input_channels()
+        if self.accept_admin_on_inputs:
+            self._log.warning(
+                "--accept-admin-on-inputs: config.updated and priorityclass events are accepted from "
+                "every input channel, not only the admin channel — any producer may change the rules"
+            )
+        else:
+            self.admin_channels = await self.log.admin_channels()
         lag = await self.lag()
         self.recovery_s = time.monotonic() - began
         if rec.cycles or rec.from_snapshot:
@@ -229,7 +241,8 @@ class Service:
         self, records: list[LogRecord], now: int, through: dict[str, int], unreadable: list[tuple[LogRecord, str]]
     ) -> tuple[list[OutputEvent], list[bytes]]:
         outputs = run_logged_cycle(
-            self.engine, records, self.channels, now, self.positions, through, unreadable=unreadable
+            self.engine, records, self.channels, now, self.positions, through, unreadable=unreadable,
+            admin_channels=self.admin_channels,
         )
         return outputs, [encode_output(o) for o in outputs]
 

@@ -101,7 +101,8 @@ def fold_cycle(engine: Engine, rec: RecordedCycle, records: list[LogRecord], cha
             raise LogError(f"cycle {rec.number}: unreadable output record at offset {out.offset}")
         outputs.append(obj)
     try:
-        folded = fold_recorded_cycle(engine, records, channels, now_us, outputs, rec.started.rules_version)
+        folded = fold_recorded_cycle(engine, records, channels, now_us, outputs, rec.started.rules_version,
+                                     rec.started.admin_channels)
     except (FoldError, KeyError, TypeError) as exc:
         raise LogError(f"cycle {rec.number}: cannot fold its recorded outputs: {exc}") from None
     if folded.input_outputs != folded.recorded_input_outputs:
@@ -147,7 +148,8 @@ async def recover(
                     rec.number, started.rules_version, RULES_VERSION,
                 )
             outputs = run_logged_cycle(
-                engine, records, channels, now_us, started.inputs_from, started.inputs_through
+                engine, records, channels, now_us, started.inputs_from, started.inputs_through,
+                admin_channels=started.admin_channels,
             )
             encoded = [encode_output(o) for o in outputs[1:]]
             written = [r.value for r in rec.records[1:]]

@@ -139,7 +139,7 @@ def test_torn_tail_is_truncated_and_reported(
         assert len(log.repairs) == 1 and "truncated frame" in log.repairs[0]
         assert "inputs@9" in log.repairs[0] and "truncated to the last valid" in log.repairs[0]
         log.append_inputs_sync([(None, b"after-torn")])
-        assert asyncio.run(log.input_end()) == {"inputs": 10}
+        assert asyncio.run(log.input_end()) == {"inputs": 10, "admin": 0}
     assert [r.getMessage() for r in caplog.records] == log.repairs
     with FileLog(tmp_path) as log:
         assert log.repairs == []
@@ -286,10 +286,10 @@ def test_readonly_open_follows_the_writer(tmp_path: Path) -> None:
     with FileLog(tmp_path, segment_bytes=100) as writer:
         writer.append_inputs_sync([(None, v) for v in values(2)])
         with FileLog(tmp_path, readonly=True) as reader:
-            assert asyncio.run(reader.input_end()) == {"inputs": 2}
+            assert asyncio.run(reader.input_end()) == {"inputs": 2, "admin": 0}
             writer.append_inputs_sync([(None, v) for v in values(8, 2)])  # rolls over
             writer.append_outputs_sync([b"o"])
-            assert asyncio.run(reader.input_end()) == {"inputs": 10}
+            assert asyncio.run(reader.input_end()) == {"inputs": 10, "admin": 0}
             assert all_inputs(reader) == values(10)
             assert [r.value for r in reader.iter_outputs()] == [b"o"]
 
@@ -340,7 +340,7 @@ def test_disk_full_rolls_the_append_back(
         assert len(seen) == created
         assert {p.name: p.stat().st_size for p in segments(tmp_path)} == before
         assert all_inputs(log) == values(5)
-        assert asyncio.run(log.input_end()) == {"inputs": 5}
+        assert asyncio.run(log.input_end()) == {"inputs": 5, "admin": 0}
         log.append_inputs_sync([(None, b"next")])
     with FileLog(tmp_path, segment_bytes=segment_bytes) as log:
         assert log.repairs == []

@@ -50,7 +50,7 @@ def test_event_log_source_reads_what_the_log_holds(bridged: tuple[MemoryLog, Eve
     assert list(source.iter_inputs({"inputs": 9})) == list(log.iter_inputs({"inputs": 9}))
     assert list(source.iter_outputs(3)) == list(log.iter_outputs(3))
     assert source.output_at(16) == next(log.iter_outputs(16)) and source.output_at(17) is None
-    assert (source.inputs_end(), source.outputs_end()) == ({"inputs": 23}, 17)
+    assert (source.inputs_end(), source.outputs_end()) == ({"inputs": 23, "admin": 0}, 17)
     assert source.input_channel_order == ["inputs"]
 
 

@@ -72,6 +72,7 @@ class KafkaLog:
         input_topics: Sequence[str] = ("evsched.inputs",),
         decisions_topic: str = "evsched.decisions",
         deadletter_topic: str = "evsched.deadletter",
+        admin_topic: str | None = "evsched.admin",
         group_id: str = "evsched",
         client_id: str = "evsched",
         partitions: int = 1,
@@ -101,7 +102,11 @@ class KafkaLog:
             sasl_plain_username=sasl_plain_username, sasl_plain_password=sasl_plain_password, ssl_context=ssl_context,
         )
         self._bootstrap = self._options["bootstrap_servers"]
-        self._input_topics = list(input_topics)
+        # The admin topic is read as one more input topic, merged last (docs/security.md);
+        # None: a log without one (rules changes then come from nowhere unless accepted on inputs).
+        self._admin_topic = admin_topic
+        self._input_topics = list(input_topics) + ([admin_topic] if admin_topic and admin_topic not in input_topics
+                                                   else [])
         self._decisions, self._deadletter = decisions_topic, deadletter_topic
         self._group_id, self._client_id = group_id, client_id
         self._partitions, self._replication = partitions, replication_factor
@@ -264,6 +269,15 @@ class KafkaLog:
 
     async def input_channels(self) -> list[str]:
         return [channel_name(tp) for tp in self._assignment()]
+
+    async def admin_channels(self) -> list[str]:
+        return [channel_name(tp) for tp in self._assignment() if tp.topic == self._admin_topic]
+
+    async def append_admin(self, records: Sequence[tuple[bytes | None, bytes]]) -> None:
+        """Send keyed records to the admin topic (the producing principal needs write on it)."""
+        if not self._admin_topic:
+            raise LogError("this Kafka log has no admin topic")
+        await self._send_all(f"appending to the admin topic {self._admin_topic!r}", self._admin_topic, records, None)
 
     async def append_inputs(
         self,

@@ -2,7 +2,7 @@
 
 A *channel* of the log port is ``<topic>/<partition>`` (``evsched.inputs/0``). A *shard* is
 one scheduler partition run as an independent event-sourced scheduler: its own input
-topics, decisions topic and dead-letter topic. The ``default`` partition's shard uses the
+topics, admin topic, decisions topic and dead-letter topic. The ``default`` partition's shard uses the
 base names unchanged (``evsched.inputs``, ``evsched.decisions``, ``evsched.deadletter``), so
 a log written before sharding is the default shard's log; any other partition ``P`` uses
 the base names suffixed with ``.P`` (``evsched.inputs.gpu``). Partition names match
@@ -23,6 +23,7 @@ DEFAULT_SHARD = "default"
 DEFAULT_INPUT_TOPIC = "evsched.inputs"
 DEFAULT_DECISIONS_TOPIC = "evsched.decisions"
 DEFAULT_DEADLETTER_TOPIC = "evsched.deadletter"
+DEFAULT_ADMIN_TOPIC = "evsched.admin"  # the only topic rules changes are accepted from (docs/security.md)
 _SHARD_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
@@ -50,6 +51,7 @@ class ShardTopics:
     inputs: tuple[str, ...]
     decisions: str
     deadletter: str
+    admin: str = DEFAULT_ADMIN_TOPIC
 
 
 def shard_topics(
@@ -58,6 +60,7 @@ def shard_topics(
     input_topics: Sequence[str] = (DEFAULT_INPUT_TOPIC,),
     decisions_topic: str = DEFAULT_DECISIONS_TOPIC,
     deadletter_topic: str = DEFAULT_DEADLETTER_TOPIC,
+    admin_topic: str = DEFAULT_ADMIN_TOPIC,
 ) -> ShardTopics:
     """The topics of ``shard`` given the base names.
 
@@ -74,4 +77,5 @@ def shard_topics(
     def name(base: str) -> str:
         return base if shard == DEFAULT_SHARD else f"{base}.{shard}"
 
-    return ShardTopics(shard, tuple(name(t) for t in input_topics), name(decisions_topic), name(deadletter_topic))
+    return ShardTopics(shard, tuple(name(t) for t in input_topics), name(decisions_topic), name(deadletter_topic),
+                       name(admin_topic))

@@ -38,6 +38,7 @@ class KafkaTopics:
     decisions: str
     deadletter: str
     group: str
+    admin: str = ""  # the admin topic (--admin-topic); "" for a set that has none
 
 
 def fresh_topics(label: str = "t") -> KafkaTopics:
@@ -48,6 +49,7 @@ def fresh_topics(label: str = "t") -> KafkaTopics:
         decisions=f"evsched.{tag}.decisions",
         deadletter=f"evsched.{tag}.deadletter",
         group=f"evsched-{tag}",
+        admin=f"evsched.{tag}.admin",
     )
 
 

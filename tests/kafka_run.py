@@ -16,6 +16,7 @@ import orjson
 
 from events.log.kafka import KafkaLog, shard_topics
 from events.log.port import LogRecord
+from events.models import ADMIN_TYPES
 from events.producer import EventBuilder, EvschedProducer
 from scheduler.core.logged_cycle import decode_records, merge
 from scheduler.service.recovery import recover
@@ -32,8 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def shard_topics_of(topics: KafkaTopics, shard: str) -> KafkaTopics:
     """The topics of scheduler partition ``shard`` when ``topics`` are the base names."""
     named = shard_topics(shard, input_topics=[topics.inputs], decisions_topic=topics.decisions,
-                         deadletter_topic=topics.deadletter)
-    return KafkaTopics(named.inputs[0], named.decisions, named.deadletter, topics.group)
+                         deadletter_topic=topics.deadletter, admin_topic=topics.admin or "evsched.admin")
+    return KafkaTopics(named.inputs[0], named.decisions, named.deadletter, topics.group, named.admin)
 
 
 def workload(spec: WorkloadSpec) -> list[dict[str, Any]]:
@@ -48,6 +49,7 @@ def kafka_args(bootstrap: str, topics: KafkaTopics) -> list[str]:
     return [
         "--kafka", bootstrap, "--input-topic", topics.inputs, "--decisions-topic", topics.decisions,
         "--deadletter-topic", topics.deadletter, "--group", topics.group,
+        *(["--admin-topic", topics.admin] if topics.admin else []),
     ]
 
 
@@ -55,7 +57,8 @@ def open_log(bootstrap: str, topics: KafkaTopics, partitions: int = 1) -> KafkaL
     # A different group from the service's: reading here must not move its offsets.
     return KafkaLog(
         bootstrap, input_topics=[topics.inputs], decisions_topic=topics.decisions,
-        deadletter_topic=topics.deadletter, group_id=f"{topics.group}-test", partitions=partitions,
+        deadletter_topic=topics.deadletter, admin_topic=topics.admin or None, group_id=f"{topics.group}-test",
+        partitions=partitions,
     )
 
 
@@ -87,6 +90,14 @@ def read_all(bootstrap: str, topics: KafkaTopics) -> tuple[list[LogRecord], list
         return inputs, outs
 
     return run(body())
+
+
+def channel_ends(inputs: list[LogRecord]) -> dict[str, int]:
+    """Each channel of ``inputs`` → one past its last offset (what a caught-up cycle records)."""
+    ends: dict[str, int] = {}
+    for rec in inputs:
+        ends[rec.channel] = max(ends.get(rec.channel, 0), rec.offset + 1)
+    return ends
 
 
 def decisions(outs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -133,17 +144,35 @@ def simulate_with_recorded_boundaries(inputs: list[LogRecord], outs: list[dict[s
 def submit_file(bootstrap: str, topics: KafkaTopics, evts: list[dict[str, Any]], tmp: Path) -> None:
     path = tmp / "in.jsonl"
     path.write_bytes(b"\n".join(orjson.dumps(e) for e in evts) + b"\n")
-    evsched("submit", *kafka_args(bootstrap, topics), str(path))
+    submit_split(kafka_args(bootstrap, topics), evts, tmp)
 
 
-def produce(bootstrap: str, topic: str, evts: list[dict[str, Any]]) -> None:
-    """Send through the producer API: keys per CONTRACT §1 spread events over partitions."""
+def submit_split(log_args: list[str], evts: list[dict[str, Any]], tmp: Path, *more: str) -> None:
+    """``submit`` as a cluster has it: the rules changes (config, priority classes) by the operator
+    to the admin channel first (``submit --admin``), then the rest by the resource managers."""
+    admin = [e for e in evts if e["type"] in ADMIN_TYPES]
+    rest = [e for e in evts if e["type"] not in ADMIN_TYPES]
+    for name, part, flag in (("admin.jsonl", admin, ["--admin"]), ("in.jsonl", rest, [])):
+        if part:
+            path = tmp / name
+            path.write_bytes(b"\n".join(orjson.dumps(e) for e in part) + b"\n")
+            evsched("submit", *log_args, *more, *flag, str(path))
+
+
+def produce(bootstrap: str, topics: KafkaTopics, evts: list[dict[str, Any]]) -> None:
+    """Send through the producer API: keys per CONTRACT §1 spread events over partitions; the
+    rules changes go first, by the operator, to the admin topic."""
     builder = EventBuilder("workload")
     produced = [builder.event(e["type"], e["data"], id=e["id"], time=e["time"]) for e in evts]
+    admin = [p for p, e in zip(produced, evts, strict=True) if e["type"] in ADMIN_TYPES]
+    rest = [p for p, e in zip(produced, evts, strict=True) if e["type"] not in ADMIN_TYPES]
 
     async def body() -> None:
-        async with EvschedProducer(bootstrap, topic=topic) as producer:
-            await producer.send_all(produced)
+        if admin:
+            async with EvschedProducer(bootstrap, topic=topics.admin) as operator:
+                await operator.send_all(admin)
+        async with EvschedProducer(bootstrap, topic=topics.inputs) as producer:
+            await producer.send_all(rest)
 
     run(body())
 

@@ -72,7 +72,7 @@ class KafkaLog:
         input_topics: Sequence[str] = ("evsched.inputs",),
         decisions_topic: str = "evsched.decisions",
         deadletter_topic: str = "evsched.deadletter",
-        admin_topic: str | None = "evsched.admin",
+        admin_topic: str | None = None,
         group_id: str = "evsched",
         client_id: str = "evsched",
         partitions: int = 1,
@@ -357,6 +357,12 @@ class KafkaLog:
                 if not any(batches.values()):
                     break
                 count += self._take(assigned, batches, got)
+            # The admin topic's records already fetched join this batch even when it is full:
+            # they are few, and a config sent before the inputs it governs then applies first
+            # (the cycle merges by event time) rather than a batch later.
+            admin = [tp for tp in assigned if tp.topic == self._admin_topic]
+            if admin and count:
+                self._take(assigned, await consumer.getmany(*admin, timeout_ms=0, max_records=max_records), got)
         except KafkaError as exc:
             raise LogError(f"reading input records failed: {exc!r}") from exc
         out: list[LogRecord] = []

@@ -54,3 +54,21 @@ def evsched(
         err = proc.stderr if isinstance(proc.stderr, str) else proc.stderr.decode(errors="replace")
         assert proc.returncode == 0, f"evsched {' '.join(args[:2])} exited {proc.returncode}:\n{err[-3000:]}"
     return proc
+
+
+def submit_as_cluster(log_args: list[str], path: Path) -> None:
+    """``evsched submit`` of a JSONL file as a cluster sends it: its rules changes (config,
+    priority classes) first, by the operator, to the admin channel (``submit --admin``); the
+    rest by the resource managers, to the inputs. Either part is skipped when empty."""
+    import orjson
+
+    from events.models import ADMIN_TYPES
+
+    lines = [line for line in path.read_bytes().splitlines() if line.strip()]
+    admin = [line for line in lines if orjson.loads(line).get("type") in ADMIN_TYPES]
+    rest = [line for line in lines if orjson.loads(line).get("type") not in ADMIN_TYPES]
+    for suffix, part, flag in ((".admin.jsonl", admin, ["--admin"]), (".rm.jsonl", rest, [])):
+        if part:
+            split = path.with_name(path.name + suffix)
+            split.write_bytes(b"\n".join(part) + b"\n")
+            evsched("submit", *log_args, *flag, str(split))

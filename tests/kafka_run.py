@@ -22,7 +22,7 @@ from scheduler.core.logged_cycle import decode_records, merge
 from scheduler.service.recovery import recover
 from scheduler.simulation.simulate import Simulation
 from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
-from tests.cli import evsched, evsched_argv
+from tests.cli import evsched_argv, submit_as_cluster
 from tests.contracts.log_contract import run
 from tests.kafka_broker import KafkaTopics
 from tests.progress import HANG_S
@@ -144,19 +144,7 @@ def simulate_with_recorded_boundaries(inputs: list[LogRecord], outs: list[dict[s
 def submit_file(bootstrap: str, topics: KafkaTopics, evts: list[dict[str, Any]], tmp: Path) -> None:
     path = tmp / "in.jsonl"
     path.write_bytes(b"\n".join(orjson.dumps(e) for e in evts) + b"\n")
-    submit_split(kafka_args(bootstrap, topics), evts, tmp)
-
-
-def submit_split(log_args: list[str], evts: list[dict[str, Any]], tmp: Path, *more: str) -> None:
-    """``submit`` as a cluster has it: the rules changes (config, priority classes) by the operator
-    to the admin channel first (``submit --admin``), then the rest by the resource managers."""
-    admin = [e for e in evts if e["type"] in ADMIN_TYPES]
-    rest = [e for e in evts if e["type"] not in ADMIN_TYPES]
-    for name, part, flag in (("admin.jsonl", admin, ["--admin"]), ("in.jsonl", rest, [])):
-        if part:
-            path = tmp / name
-            path.write_bytes(b"\n".join(orjson.dumps(e) for e in part) + b"\n")
-            evsched("submit", *log_args, *more, *flag, str(path))
+    submit_as_cluster(kafka_args(bootstrap, topics), path)
 
 
 def produce(bootstrap: str, topics: KafkaTopics, evts: list[dict[str, Any]]) -> None:

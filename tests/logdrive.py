@@ -107,7 +107,7 @@ def copy_log(
     dst = FileLog(dst_dir, now_us=lambda: clock[0])
     for rec in inputs(list(src.iter_inputs())):
         clock[0] = rec.append_time_us
-        dst.append_inputs_sync([(rec.key, rec.value)])
+        (dst.append_admin_sync if rec.channel == "admin" else dst.append_inputs_sync)([(rec.key, rec.value)])
     values = outputs([rec.value for rec in src.iter_outputs()])
     dst.append_outputs_sync(values)
     return dst

@@ -24,6 +24,10 @@ outputs say the scheduler refused) into ``replay.audit.state`` and checks every 
   capacity; a missing type counts as 0); ``user-limit``: no user's or group's usage passes
   a ``maxresources`` of its ``limits`` (``replay.audit.user_limits``). Apps placed by
   placement rules are in the queue their ``app.placed`` output names.
+- ``admin-channel``: in a cycle that names its admin channels, no rules change
+  (``config.updated``, ``priorityclass.*``) is applied from another channel. In cycles that
+  name none (logs before the admin channel, ``--accept-admin-on-inputs``) such changes are
+  reported (``off_admin``, the summary's ``admin_off_channel``), not counted as violations.
 
 A decision naming no pending ask is reported and not applied (nothing was really placed);
 any other violating decision is applied, as the scheduler did. A cycle re-run after a
@@ -41,6 +45,7 @@ from typing import Any
 from events.codec import decode_input, decode_output
 from events.log.port import LogRecord
 from events.models import (
+    ADMIN_TYPES,
     AllocationDecided,
     AllocationRevoked,
     AppPlaced,
@@ -86,9 +91,13 @@ class _Cycle:
 class Auditor:
     """Consumes output records and reports violations (see the module docstring)."""
 
-    def __init__(self, inputs: InputSource, channel_order: Sequence[str] = ("inputs",)) -> None:
+    def __init__(self, inputs: InputSource, channel_order: Sequence[str] = ("inputs",),
+                 admin_channels: Sequence[str] = ("admin",)) -> None:
         self.inputs = inputs
         self.channel_order = list(channel_order)
+        # The log's admin channels, for cycles that do not name theirs (before the admin channel).
+        self.admin_channels = list(admin_channels)
+        self.off_admin: list[str] = []  # rules changes applied from elsewhere (reported, not violations)
         self.state = AuditState()
         self.violations: list[Violation] = []
         self.positions: dict[str, int] = {}
@@ -201,14 +210,30 @@ class Auditor:
         for e in cycle.outputs:
             if isinstance(e.data, AppPlaced):  # the queue placement rules chose (maybe created)
                 self.state.placed[(e.data.partition, e.data.app_id)] = e.data.queue
-        for event in merged_inputs(self.inputs(start, started.inputs_through), self.channel_order):
+        for channel, event in merged_input_records(self.inputs(start, started.inputs_through), self.channel_order):
             self.counts["inputs"] += 1
             if rejected[event.id] > 0:
                 rejected[event.id] -= 1
                 continue
+            if event.type in ADMIN_TYPES:
+                self._admin_event(started, channel, event)
             self.state.apply(event)
         for ch, end in started.inputs_through.items():
             self.positions[ch] = max(self.positions.get(ch, 0), end)
+
+    def _admin_event(self, started: CycleStarted, channel: str, event: InputEvent) -> None:
+        """A rules change the scheduler applied: from an admin channel, or reported (``off_admin``)."""
+        named = started.admin_channels
+        if channel in (named if named is not None else self.admin_channels):
+            return
+        what = f"{event.type} {event.id!r} from {event.source!r} on {channel}"
+        if named is not None:  # the scheduler must have refused it: a tampered log or a bug
+            self._flag("admin-channel", started.cycle,
+                       f"{what} was applied, but cycle {started.cycle} accepts rules changes only from "
+                       f"{', '.join(named) or 'no channel'}")
+            return
+        self.off_admin.append(f"cycle {started.cycle}: {what} was applied though it did not come from the admin "
+                              "channel (a cycle before the admin channel, or run --accept-admin-on-inputs)")
 
     # -- reservations -----------------------------------------------------------------
 
@@ -326,6 +351,7 @@ class Auditor:
                 "outputs": self.counts["outputs"],
                 "reruns": self.counts["reruns"],
                 "violations": len(self.violations),
+                "admin_off_channel": len(self.off_admin),
                 "by_rule": dict(sorted(by_rule.items())),
                 "open_cycle": self.open.started.cycle if self.open else None,
             },
@@ -339,30 +365,38 @@ def merged_inputs(records: Iterable[LogRecord], channel_order: Sequence[str]) ->
     scheduler orders it): dropping it first would change which record heads its channel,
     and so the interleaving of the others.
     """
+    return [event for _, event in merged_input_records(records, channel_order)]
+
+
+def merged_input_records(records: Iterable[LogRecord], channel_order: Sequence[str]) -> list[tuple[str, InputEvent]]:
+    """``merged_inputs`` with the channel each event was read from."""
     rank = {ch: i for i, ch in enumerate(channel_order)}
-    decoded: list[tuple[int, int, int, InputEvent | None]] = []
+    decoded: list[_Item] = []
     for rec in records:
         result = decode_input(rec.value, append_time_us=rec.append_time_us, position=rec.position)
         event = result if isinstance(result, InputEvent) else None
         time_us = event.time_us if event is not None else rec.append_time_us
-        decoded.append((time_us, rank.get(rec.channel, len(rank)), rec.offset, event))
-    return [event for event in _merged(decoded) if event is not None]
+        decoded.append((time_us, rank.get(rec.channel, len(rank)), rec.offset, event, rec.channel))
+    return [(item[4], item[3]) for item in _merged(decoded) if item[3] is not None]
 
 
-def _merged(items: list[tuple[int, int, int, InputEvent | None]]) -> list[InputEvent | None]:
+_Item = tuple[int, int, int, InputEvent | None, str]
+
+
+def _merged(items: list[_Item]) -> list[_Item]:
     """CONTRACT §4 merge: by event time then channel order, each channel kept in offset order."""
-    channels: dict[int, list[tuple[int, int, int, InputEvent | None]]] = {}
+    channels: dict[int, list[_Item]] = {}
     for item in items:
         channels.setdefault(item[1], []).append(item)
     if len(channels) <= 1:
-        return [item[3] for item in sorted(items, key=lambda i: i[2])]
+        return sorted(items, key=lambda i: i[2])
     lists = {ch: sorted(v, key=lambda i: i[2]) for ch, v in channels.items()}
     heap = [(v[0][0], ch, 0) for ch, v in lists.items()]
     heapq.heapify(heap)
-    out: list[InputEvent | None] = []
+    out: list[_Item] = []
     while heap:
         _, ch, i = heapq.heappop(heap)
-        out.append(lists[ch][i][3])
+        out.append(lists[ch][i])
         if i + 1 < len(lists[ch]):
             heapq.heappush(heap, (lists[ch][i + 1][0], ch, i + 1))
     return out

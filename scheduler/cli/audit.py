@@ -18,6 +18,7 @@ from typing import Any
 
 from events.codec import dumps
 from events.display import printable
+from events.log.open import LogSettings
 from events.log.port import LogError, LogRecord
 from replay.audit.checks import Auditor, InputSource, Violation
 from replay.open_source import open_source
@@ -73,20 +74,31 @@ def _print_summary(summary: dict[str, Any], as_json: bool) -> None:
         f"{rule} ×{n}" for rule, n in s["by_rule"].items()
     )
     print(f"audit: {s['cycles']} cycles, {s['decisions']} decisions, {s['inputs']} inputs — {verdict}")
+    if s["admin_off_channel"]:
+        print(f"audit: {s['admin_off_channel']} rules change(s) applied from outside the admin channel (listed above)")
     if s["open_cycle"] is not None:
         print(f"audit: cycle {s['open_cycle']} has no cycle.completed yet and was not audited")
 
 
 def _drain(auditor: Auditor, source: LogSource, offset: int, as_json: bool) -> int:
-    """Feed every output record from ``offset``; print new violations; return the new offset."""
-    shown = len(auditor.violations)
+    """Feed every output record from ``offset``; print new violations and rules changes that
+    came from outside the admin channel; return the new offset."""
+    shown, noted = len(auditor.violations), len(auditor.off_admin)
     for rec in source.iter_outputs(offset):
         auditor.feed(rec)
         offset = rec.offset + 1
         for v in auditor.violations[shown:]:
             _print_violation(v, as_json)
-        shown = len(auditor.violations)
+        for note in auditor.off_admin[noted:]:
+            print(dumps({"type": "audit.admin_off_channel", "data": {"message": note}}).decode() if as_json
+                  else printable(f"NOT FROM THE ADMIN CHANNEL: {note}"))
+        shown, noted = len(auditor.violations), len(auditor.off_admin)
     return offset
+
+
+def log_admin_topic(log: LogSettings) -> str | None:
+    """The Kafka admin topic the settings name (None for the embedded log)."""
+    return log.kafka_topics()["admin_topic"] if log.kafka else None
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
@@ -95,7 +107,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
     try:
         with open_source(log) as source:
             order = list(getattr(source, "input_channel_order", None) or ["inputs"])
-            auditor = Auditor(source_inputs(source), channel_order=order)
+            # The admin channels: the embedded log's ``admin``, Kafka's admin topic partitions.
+            admin = [ch for ch in order if ch == "admin" or ch.rpartition("/")[0] == log_admin_topic(log)]
+            auditor = Auditor(source_inputs(source), channel_order=order, admin_channels=admin)
             try:
                 with sigterm_interrupts():
                     offset = _drain(auditor, source, 0, args.json)

@@ -26,6 +26,7 @@ from events.log.file import FileLog
 from scheduler.http.observer import RECENT_DECISIONS
 from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
 from tests.browser import chromium_page
+from tests.cli import submit_as_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = WorkloadSpec(nodes=20, apps=8, asks=400, departments=2, leaves=4, seed=3)
@@ -87,8 +88,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, 
     """A running ``evsched run --http 127.0.0.1:0`` that has consumed the whole workload."""
     tmp = tmp_path_factory.mktemp("http-live")
     log_dir = tmp / "log"
-    subprocess.run(_evsched("submit", "--log", str(log_dir), str(_workload_file(tmp))), cwd=ROOT, check=True,
-                   capture_output=True)
+    submit_as_cluster(["--log", str(log_dir)], _workload_file(tmp))
     log_path = tmp / "service.log"
     with open(log_path, "wb") as err:
         proc = subprocess.Popen(_evsched("run", "--log", str(log_dir), "--http", "127.0.0.1:0", "--ready-max-lag",

@@ -22,7 +22,7 @@ import orjson
 import pytest
 
 from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
-from tests.cli import evsched
+from tests.cli import evsched, submit_as_cluster
 from tests.contracts.log_contract import run
 from tests.kafka_broker import KafkaTopics
 from tests.kafka_run import (
@@ -77,7 +77,7 @@ def submit_to_shards(bootstrap: str, topics: KafkaTopics, tmp: Path, part: int |
                 if part == 0 else [e for s in SHARDS for e in split[s][cut[s]:]])
     path = tmp / f"in-{part}.jsonl"
     path.write_bytes(b"\n".join(orjson.dumps(e) for e in evts) + b"\n")
-    evsched("submit", *kafka_args(bootstrap, topics), "--partition", ",".join(SHARDS), str(path))
+    submit_as_cluster([*kafka_args(bootstrap, topics), "--partition", ",".join(SHARDS)], path)
     every = two_partition_workload()
     broadcast = sum(e["type"] in ("config.updated", "priorityclass.upserted") for e in every)
     per_shard = {s: broadcast + sum(e["data"].get("partition") == s for e in every) for s in SHARDS}

@@ -18,7 +18,7 @@ from scheduler.service.bridge_wiring import MqttBridge
 from scheduler.service.loop import Service
 from scheduler.service.recovery import recover
 from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
-from tests.cli import evsched, evsched_argv
+from tests.cli import evsched_argv, submit_as_cluster
 from tests.mqtt_broker import WAIT_S, MqttReader, eventually, private_broker, read_retained
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,11 +28,13 @@ pytestmark = pytest.mark.mqtt
 def test_node_topic_gets_exactly_its_decisions_and_status_matches_state(tmp_path: Path, mqtt_url: str) -> None:
     partition = "default"
     spec = WorkloadSpec(nodes=12, apps=6, asks=200, leaves=3, seed=3)
-    lines = [orjson.dumps({"type": "config.updated", "data": {"yaml": config_yaml(spec)}, "id": "cfg", "source": "t"})]
+    # The config goes to the admin channel; its time orders it before the workload's (CONTRACT §4 merge).
+    lines = [orjson.dumps({"type": "config.updated", "data": {"yaml": config_yaml(spec)}, "id": "cfg", "source": "t",
+                           "time": "1970-01-01T00:00:00Z"})]
     lines += [orjson.dumps(e) for e in numbered(events(spec), source=f"t-{uuid.uuid4().hex[:6]}")]
     (tmp_path / "in.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     log_dir = tmp_path / "log"
-    evsched("submit", "--log", str(log_dir), str(tmp_path / "in.jsonl"))
+    submit_as_cluster(["--log", str(log_dir)], tmp_path / "in.jsonl")
     node_topic = f"evsched/{partition}/nodes/node-00003/allocations"
 
     async def scenario() -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
@@ -93,7 +95,8 @@ def test_broker_restart_mid_run_leaves_decisions_unchanged_and_status_resynced(t
         log_dir: Path, bridge: MqttBridge | None, after_first: Any = None
     ) -> tuple[list[bytes], dict[str, Any]]:
         log = FileLog(log_dir, now_us=lambda: 1_000_000)
-        await log.append_inputs([(None, line) for line in lines])
+        await log.append_admin([(None, lines[0])])  # the config, by the operator
+        await log.append_inputs([(None, line) for line in lines[1:]])
         service = Service(log, batch_records=40, now_us=lambda: 2_000_000, listeners=[bridge] if bridge else [])
         await service.start()
         first = True

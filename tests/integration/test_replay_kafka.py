@@ -38,7 +38,8 @@ class ServiceLog:
 def source_args(log: ServiceLog, topics: KafkaTopics | None = None) -> list[str]:
     """The log's topics, without the service's consumer group: replay reads with its own."""
     t = topics or log.topics
-    return ["--kafka", log.bootstrap, "--input-topic", t.inputs, "--decisions-topic", t.decisions]
+    return ["--kafka", log.bootstrap, "--input-topic", t.inputs, "--decisions-topic", t.decisions,
+            *(["--admin-topic", t.admin] if t.admin else [])]
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +58,7 @@ def service_log(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) 
 
 def copy_with_outputs(log: ServiceLog, values: list[bytes]) -> KafkaTopics:
     """Same inputs, a new decisions topic holding ``values``."""
-    copy = replace(fresh_topics("tamper"), inputs=log.topics.inputs)
+    copy = replace(fresh_topics("tamper"), inputs=log.topics.inputs, admin=log.topics.admin)
 
     async def body() -> None:
         async with open_log(log.bootstrap, copy) as kafka:
@@ -159,9 +160,9 @@ def test_channels_merge_in_configured_topic_order(kafka_bootstrap: str, tmp_path
     for topic, events in ((first, [node("node-zz"), *later]), (second, [node("node-aa")])):
         path = tmp_path / f"{topic}.jsonl"
         path.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in events))
-        evsched("submit", "--kafka", kafka_bootstrap, "--input-topic", topic, str(path))
+        evsched("submit", "--kafka", kafka_bootstrap, "--input-topic", topic, "--admin-topic", tag.admin, str(path))
     both = ["--kafka", kafka_bootstrap, "--input-topic", first, "--input-topic", second,
-            "--decisions-topic", tag.decisions]
+            "--decisions-topic", tag.decisions, "--admin-topic", tag.admin]
     evsched("run", *both, "--deadletter-topic", tag.deadletter, "--group", tag.group, "--once", timeout=120)
 
     log = KafkaTopics(first, tag.decisions, tag.deadletter, tag.group)
@@ -174,6 +175,6 @@ def test_channels_merge_in_configured_topic_order(kafka_bootstrap: str, tmp_path
     assert done.returncode == 0, done.stdout + done.stderr
     # The test can fail: with the topics named the other way round replay merges aa first.
     swapped = ["--kafka", kafka_bootstrap, "--input-topic", second, "--input-topic", first,
-               "--decisions-topic", tag.decisions]
+               "--decisions-topic", tag.decisions, "--admin-topic", tag.admin]
     wrong = evsched("replay", "verify", *swapped, check=False)
     assert wrong.returncode == 2 and b"node-zz" in wrong.stdout, wrong.stdout + wrong.stderr

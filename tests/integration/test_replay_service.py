@@ -14,7 +14,7 @@ from events.codec import dumps
 from events.log.file import FileLog
 from projections.digest import digest
 from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
-from tests.cli import evsched
+from tests.cli import evsched, submit_as_cluster
 from tests.logdrive import copy_log
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +42,7 @@ def service_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     half = len(lines) // 2
     for i, chunk in enumerate((lines[:half], lines[half:])):
         (base / f"in{i}.jsonl").write_bytes(b"".join(line + b"\n" for line in chunk))
-        evsched("submit", "--log", str(log), str(base / f"in{i}.jsonl"))
+        submit_as_cluster(["--log", str(log)], base / f"in{i}.jsonl")
         evsched("run", "--log", str(log), "--once", "--batch", "60")
     return log
 

@@ -9,9 +9,10 @@ import orjson
 
 from events.log.file import FileLog
 from scheduler.config import load_config
+from scheduler.core.logged_cycle import decode_records, merge
 from scheduler.simulation.simulate import Simulation
 from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
-from tests.cli import evsched
+from tests.cli import evsched, submit_as_cluster
 from tests.faults.harness import kill_campaign, run_args
 from tests.procs import fixed_batch
 
@@ -38,21 +39,24 @@ def decisions(outs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def submit(log_dir: Path, lines: list[bytes], tmp: Path) -> None:
     path = tmp / "in.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n")
-    evsched("submit", "--log", str(log_dir), str(path))
+    submit_as_cluster(["--log", str(log_dir)], path)
 
 
 def simulate_with_recorded_boundaries(log_dir: Path) -> list[dict[str, Any]]:
-    """Feed simulate the same inputs with a schedule line at every recorded cycle boundary."""
+    """Feed simulate the same inputs (both channels, in the service's merge order) with a
+    schedule line at every recorded cycle boundary."""
     with FileLog(log_dir, readonly=True) as log:
-        inputs = [r.value for r in log.iter_inputs()]
+        inputs = list(log.iter_inputs())
+    by_position = {(r.channel, r.offset): r for r in inputs}
     sim = Simulation(None)
     out = []
     for o in outputs(log_dir):
         if o["type"] != "cycle.started":
             continue
-        frm, through = o["data"]["inputs_from"]["inputs"], o["data"]["inputs_through"]["inputs"]
-        for line in inputs[frm:through]:
-            out.extend(sim.feed(line))
+        frm, through = o["data"]["inputs_from"], o["data"]["inputs_through"]
+        batch = [by_position[(ch, off)] for ch, stop in through.items() for off in range(frm.get(ch, 0), stop)]
+        for d in merge(decode_records(batch), ["inputs", "admin"]):
+            out.extend(sim.feed(d.record.value))
         out.extend(sim.feed(orjson.dumps({"type": "schedule", "time": o["data"]["time"]})))
     out.extend(sim.finish())
     return [o.data.model_dump(by_alias=True) for o in out if o.type == "allocation.decided"]
@@ -110,7 +114,7 @@ def test_sigkill_at_random_points_loses_and_changes_nothing(tmp_path: Path) -> N
     assert [(d["ask_id"], d["node_id"], d["decision_id"]) for d in unique] == [
         (d["ask_id"], d["node_id"], d["decision_id"]) for d in expected]
     completed = [o["data"] for o in outs if o["type"] == "cycle.completed"]
-    assert completed[-1]["inputs_through"] == {"inputs": len(lines)}
+    assert sum(completed[-1]["inputs_through"].values()) == len(lines)  # inputs and admin (the rules) channels
     assert [c["cycle"] for c in completed] == list(range(1, len(completed) + 1))
 
 

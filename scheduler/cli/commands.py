@@ -70,6 +70,9 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--mqtt-prefix", type=mqtt_prefix, default="evsched", metavar="P",
                    help="first topic level(s) of every MQTT topic (default evsched): one per deployment sharing "
                    "a broker, e.g. site-a/evsched")
+    p.add_argument("--mqtt-ca", metavar="FILE", help="mqtts://: the CA certificate(s) to trust (default: the system's)")
+    p.add_argument("--mqtt-cert", metavar="FILE", help="mqtts://: evsched's client certificate (PEM; docs/security.md)")
+    p.add_argument("--mqtt-key", metavar="FILE", help="mqtts://: the certificate's key (default: in --mqtt-cert)")
     p.add_argument("--once", action="store_true", help="process every input present, then exit")
     p.add_argument("--accept-admin-on-inputs", action="store_true",
                    help="accept config.updated and priorityclass events from every input channel, as before the "

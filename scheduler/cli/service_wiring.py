@@ -39,10 +39,11 @@ async def open_service(
     listeners: list[Any] = [RejectionLogger()]
     bridge = None
     if settings.mqtt:
-        from scheduler.service.bridge_wiring import start_bridge
+        from scheduler.service.bridge_wiring import mqtt_tls, start_bridge
 
+        tls = mqtt_tls(settings.mqtt_ca, settings.mqtt_cert, settings.mqtt_key)
         bridge = await start_bridge(settings.mqtt, log, ingest=settings.mqtt_ingest, partition=partition,
-                                    prefix=settings.mqtt_prefix)
+                                    prefix=settings.mqtt_prefix, tls=tls)
         listeners.append(bridge)
     service = Service(log, batch_records=settings.batch, max_batch_records=settings.max_batch or 4 * settings.batch,
                       listeners=listeners, snapshots=store, snapshot_every=settings.snapshot_every,

@@ -77,6 +77,9 @@ class ServiceSettings:
     log_level: str = "info"
     http: str | None = None  # HOST:PORT of the HTTP surface (None: off)
     ready_max_lag: int = 10_000  # /readyz: most inputs waiting while still ready
+    mqtt_ca: str | None = None  # mqtts://: the CA file to trust (default: the system's)
+    mqtt_cert: str | None = None  # mqtts://: this client's certificate (PEM) …
+    mqtt_key: str | None = None  # … and its key (default: in the certificate file)
     accept_admin_on_inputs: bool = False  # rules changes from any input channel (the old behaviour)
 
     def snapshots(self) -> str:
@@ -101,6 +104,7 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
         kafka_outage_s=args.kafka_outage_s if log.kafka else 0.0,
         verbose=args.verbose, log_format=args.log_format, log_level=args.log_level, http=args.http,
         ready_max_lag=args.ready_max_lag, accept_admin_on_inputs=args.accept_admin_on_inputs,
+        mqtt_ca=args.mqtt_ca, mqtt_cert=args.mqtt_cert, mqtt_key=args.mqtt_key,
     )
 
 

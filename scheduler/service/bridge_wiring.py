@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import ssl
 from typing import Any
 
 from events.log.credentials import mqtt_credentials
@@ -66,15 +67,28 @@ class MqttBridge:
                  stats.published, stats.dropped, stats.reconnects)
 
 
+def mqtt_tls(ca: str | None, cert: str | None, key: str | None) -> ssl.SSLContext | None:
+    """The TLS context of ``mqtts://``: the system's CAs or ``ca``; a client certificate when
+    ``cert`` (and its ``key``, else in the same file) is given. None: the defaults."""
+    if not (ca or cert):
+        return None
+    context = ssl.create_default_context(cafile=ca)
+    if cert:
+        context.load_cert_chain(cert, key)
+    return context
+
+
 async def start_bridge(
-    url: str, log: EventLog, *, ingest: bool, partition: str = "default", prefix: str = "evsched"
+    url: str, log: EventLog, *, ingest: bool, partition: str = "default", prefix: str = "evsched",
+    tls: ssl.SSLContext | None = None,
 ) -> MqttBridge:
-    """Connect the publisher (and, when asked, node ingest into ``log``); topics under ``prefix``."""
+    """Connect the publisher (and, when asked, node ingest into ``log``); topics under ``prefix``;
+    ``tls`` for ``mqtts://``."""
     from scheduler.bridge.mqtt import MqttIngest, MqttPublisher
 
     creds = mqtt_credentials(os.environ)  # EVSCHED_MQTT_PASSWORD or EVSCHED_MQTT_PASSWORD_FILE
     username, password = creds.username, creds.password
-    publisher = MqttPublisher(url, username=username, password=password)
+    publisher = MqttPublisher(url, tls=tls, username=username, password=password)
     bridge = MqttBridge(publisher, partition, prefix)
     await publisher.start()
     if ingest:
@@ -85,7 +99,7 @@ async def start_bridge(
         async def refuse(topic: str, rejection: Rejection) -> None:
             LOG.warning("MQTT ingest refused a message on %s: %s: %s", topic, rejection.reason, rejection.message)
 
-        bridge.ingest = MqttIngest(url, partition, accept, refuse, username=username, password=password,
+        bridge.ingest = MqttIngest(url, partition, accept, refuse, tls=tls, username=username, password=password,
                                    prefix=prefix)
         await bridge.ingest.start()
     return bridge

@@ -61,7 +61,7 @@ def test_each_partition_is_served_by_its_shard(kafka_bootstrap: str, kafka_topic
                  if s.labels["queue"] == "root"}
         assert roots == set(SHARDS)
         assert {s.labels["channel"].rsplit("/", 1)[0] for s in fams["evsched_consumer_lag"].samples} == {
-            t for t in (kafka_topics.inputs, f"{kafka_topics.inputs}.beta")}
+            t for base in (kafka_topics.inputs, kafka_topics.admin) for t in (base, f"{base}.beta")}
         assert per_shard  # each shard got its inputs
         status, _ = _get(f"{base}/ws/v1/partition/gamma/nodes")
         assert status == 404

@@ -26,6 +26,7 @@ from tests.cli import evsched, submit_as_cluster
 from tests.contracts.log_contract import run
 from tests.kafka_broker import KafkaTopics
 from tests.kafka_run import (
+    channel_ends,
     decisions,
     kafka_args,
     read_all,
@@ -134,7 +135,7 @@ def check_shard(bootstrap: str, topics: KafkaTopics, shard: str, inputs: int) ->
     assert {o["source"] for o in outs} == {source}
     completed = unique([o["data"] for o in outs if o["type"] == "cycle.completed"], "cycle")
     assert [c["cycle"] for c in completed] == list(range(1, len(completed) + 1)), f"{shard}: cycles not contiguous"
-    assert completed[-1]["inputs_through"] == {f"{named.inputs}/0": inputs}
+    assert completed[-1]["inputs_through"] == channel_ends(records)  # the inputs and the admin (rules) topics
     got = unique(decisions(outs), "decision_id")  # copies only as identical repeats
     assert got, f"{shard}: nothing was scheduled"
     assert {d["partition"] for d in got} == {shard}
@@ -143,7 +144,8 @@ def check_shard(bootstrap: str, topics: KafkaTopics, shard: str, inputs: int) ->
     assert (cycles, mismatches, final) == (len(completed), [], completed[-1]["state_digest"])
     # The replay tool reads one shard by naming its partition (its own consumer group).
     verify = evsched("replay", "verify", "--kafka", bootstrap, "--input-topic", topics.inputs, "--decisions-topic",
-                     topics.decisions, "--deadletter-topic", topics.deadletter, "--partition", shard, check=False)
+                     topics.decisions, "--deadletter-topic", topics.deadletter, "--admin-topic", topics.admin,
+                     "--partition", shard, check=False)
     assert verify.returncode == 0, f"replay verify of {shard}:\n{verify.stdout.decode()}{verify.stderr.decode()}"
     # The group member that ran the shard committed its offsets after the outputs: lag 0.
     assert committed(bootstrap, topics.group, f"{named.inputs}/0") == inputs

@@ -183,5 +183,4 @@ def test_a_client_without_a_certificate_of_the_ca_is_refused(tls_broker: TlsMosq
     with pytest.raises(aiomqtt.MqttError):
         asyncio.run(connect())
     said = tls_broker.log_text()[before:]
-    assert "OpenSSL Error" in said and ("certificate verify failed" in said or "did not return a certificate" in said
-                                        or "peer did not return" in said), said
+    assert "certificate verify failed" in said or "did not return a certificate" in said, said

@@ -51,7 +51,7 @@ def test_event_log_source_reads_what_the_log_holds(bridged: tuple[MemoryLog, Eve
     assert list(source.iter_outputs(3)) == list(log.iter_outputs(3))
     assert source.output_at(16) == next(log.iter_outputs(16)) and source.output_at(17) is None
     assert (source.inputs_end(), source.outputs_end()) == ({"inputs": 23, "admin": 0}, 17)
-    assert source.input_channel_order == ["inputs"]
+    assert source.input_channel_order == ["inputs", "admin"]
 
 
 def test_event_log_source_reads_records_appended_while_it_walks(bridged: tuple[MemoryLog, EventLogSource]) -> None:

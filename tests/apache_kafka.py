@@ -222,6 +222,7 @@ class KafkaCluster:
     cluster_id: str = field(default_factory=new_cluster_id)
     nodes: list[KafkaNode] = field(default_factory=list)
     sasl_ssl: SaslSsl | None = None  # one node only: a SASL_SSL listener beside the PLAINTEXT one
+    extra: Mapping[str, str] = field(default_factory=dict)  # more server properties (e.g. an authorizer)
 
     def __post_init__(self) -> None:
         if not self.nodes:
@@ -239,7 +240,8 @@ class KafkaCluster:
     def properties(self, node: KafkaNode) -> dict[str, str]:
         voters = {n.node_id: n.controller_port for n in self.nodes}
         props = broker_properties(node.node_id, node.port, node.controller_port, voters, str(node.workdir / "data"))
-        return sasl_ssl_properties(props, self.sasl_ssl) if self.sasl_ssl is not None else props
+        props = sasl_ssl_properties(props, self.sasl_ssl) if self.sasl_ssl is not None else props
+        return {**props, **self.extra}
 
     def format(self) -> None:
         """Write each node's server.properties and format its KRaft storage."""

@@ -149,8 +149,9 @@ def test_old_log_recovers_identically_and_new_cycles_enforce(tmp_path: Path) -> 
             await service.run_cycle_once()
             return service, [orjson.loads(r.value) for r in log.iter_outputs()]
 
-    service, outs = asyncio.run(resume())
-    cycle2 = [o for o in outs if o["id"].startswith("2-") or o["type"] == "input.rejected"]
-    assert outs[0]["type"] == "cycle.started" and "admin_channels" not in outs[0]["data"]
-    assert [o["data"]["reason"] for o in cycle2 if o["type"] == "input.rejected"] == ["not-authorized"]
+    service, written = asyncio.run(resume())
+    assert written[0]["type"] == "cycle.started" and "admin_channels" not in written[0]["data"]  # the old cycle
+    second = next(o for o in written if o["id"] == "2-start")
+    assert second["data"]["admin_channels"] == ["admin"]  # the boundary: new cycles carry the rule
+    assert [o["data"]["reason"] for o in written if o["type"] == "input.rejected"] == ["not-authorized"]
     assert service.engine.state.config.checksum == old.state.config.checksum

@@ -37,7 +37,7 @@ def main() -> None:
     try:
         count = write_workload_jsonl(spec, work / "in.jsonl")
         log = work / "log"
-        evsched("submit", "--log", str(log), str(work / "in.jsonl"))
+        evsched("submit", "--admin", "--log", str(log), str(work / "in.jsonl"))  # carries the config
         print(f"input log: {count} events")
 
         proc = subprocess.Popen([sys.executable, "-m", "scheduler", "run", "--log", str(log), "--once",

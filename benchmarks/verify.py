@@ -82,7 +82,7 @@ def main() -> None:
         log = work / "log"
         print(f"\n== replay verify: a service log of {count:,} input events ({spec.asks:,} asks, "
               f"{spec.nodes:,} nodes, {spec.apps} apps), batches of {args.batch:,}", flush=True)
-        evsched("submit", "--log", str(log), str(work / "in.jsonl"))
+        evsched("submit", "--admin", "--log", str(log), str(work / "in.jsonl"))  # carries the config
         run_s, _, run_cpu = evsched("run", "--log", str(log), "--once", "--batch", str(args.batch))
         info("verify.service_run", "the service run that wrote the log",
              f"{count:,} inputs in {run_s:.1f} s = {count / run_s:,.0f} inputs/s, "

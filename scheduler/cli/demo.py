@@ -105,7 +105,9 @@ def main() -> None:
     print(f"generated {count} input events: {spec.nodes} nodes, {spec.apps} apps, {spec.asks} asks, "
           f"{spec.leaves} leaf queues under 3 departments (one fenced, offsets elsewhere)")
     log_dir = base / "log"
-    evsched("submit", "--log", str(log_dir), str(base / "workload.jsonl"))
+    # The file carries the queue config and priority classes: the operator's submission, to the
+    # admin channel (a resource manager's plain submit of them is rejected: docs/security.md).
+    evsched("submit", "--admin", "--log", str(log_dir), str(base / "workload.jsonl"))
     evsched("run", "--log", str(log_dir), "--once", "--batch", "500")
     summarize(log_dir)
 

@@ -17,7 +17,9 @@ Each record is written so that ``simulate`` reads it as the service did:
 * a record over 1 MiB is written verbatim when it is such a line, else as a stand-in of
   over 1 MiB, so simulate rejects it as ``too-large``;
 * a JSON object whose ``type`` is ``"schedule"`` (rejected by the service as an unknown
-  type, but a cycle to simulate) becomes a stand-in line (rejected as ``invalid``).
+  type, but a cycle to simulate) becomes a stand-in line (rejected as ``invalid``);
+* a rules change the cycle refused as ``not-authorized`` (from outside its admin channels)
+  becomes a stand-in line too: a simulate file is one trusted file and would apply it.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import orjson
 
 from events.codec import MAX_TIME_US, MIN_TIME_US, format_time
 from events.log.port import LogRecord
-from events.models import MAX_RECORD_BYTES
+from events.models import ADMIN_TYPES, MAX_RECORD_BYTES
 from replay.reader import InputCursor, InputGap, LogSource, channel_order
 from scheduler.core.logged_cycle import decode_records, merge
 from scheduler.core.recorded_cycles import LogStructureError, recorded_cycles
@@ -99,6 +101,14 @@ def schedule_line(time_text: str) -> bytes:
     return orjson.dumps({"type": "schedule", "time": time_text})
 
 
+def _input_type(rec: LogRecord) -> object:
+    try:
+        obj = orjson.loads(rec.value)
+    except orjson.JSONDecodeError:
+        return None
+    return obj.get("type") if isinstance(obj, dict) else None
+
+
 def _apply_order(records: list[LogRecord], channels: list[str]) -> list[LogRecord]:
     if len({r.channel for r in records}) <= 1:
         return sorted(records, key=lambda r: r.offset)
@@ -131,6 +141,9 @@ def export_lines(source: LogSource, stats: ExportStats, through_cycle: int | Non
             order = channel_order(source, set(started.inputs_through) | set(started.inputs_from))
             for rec in _apply_order(records, order):
                 line, stand_in = simulate_line(rec)
+                if started.admin_channels is not None and rec.channel not in started.admin_channels and (
+                        _input_type(rec) in ADMIN_TYPES):
+                    line, stand_in = _stand_in(rec, "a rules change refused as not-authorized"), True
                 if stand_in:
                     stats.stand_ins.append(rec.position)
                 stats.inputs += 1

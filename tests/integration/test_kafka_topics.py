@@ -52,13 +52,14 @@ def test_created_topics_are_replicated_and_kept_forever(
     submit_file(kafka_bootstrap, kafka_topics, workload(WorkloadSpec(nodes=4, apps=2, asks=10, leaves=2, seed=1)),
                 tmp_path)
     evsched("run", *kafka_args(kafka_bootstrap, kafka_topics), "--once", "--snapshot-dir", str(tmp_path / "snap"))
-    names = [kafka_topics.inputs, kafka_topics.decisions, kafka_topics.deadletter]
+    names = [kafka_topics.inputs, kafka_topics.admin, kafka_topics.decisions, kafka_topics.deadletter]
     configs, replication, brokers = describe(kafka_bootstrap, names)
     factor = min(3, brokers)
     assert replication == dict.fromkeys(names, factor)
     for name in names:
         assert configs[name]["min.insync.replicas"] == str(max(1, factor - 1)), name
     assert configs[kafka_topics.inputs]["retention.ms"] == "-1"
+    assert configs[kafka_topics.admin]["retention.ms"] == "-1"  # the admin channel: as durable as the inputs
     assert configs[kafka_topics.decisions]["retention.ms"] == "-1"
     assert configs[kafka_topics.deadletter]["retention.ms"] != "-1"  # parked copies: the broker's default
     assert any((tmp_path / "snap").iterdir()), "no snapshot written on a clean stop"

@@ -64,6 +64,14 @@ def test_submit_of_a_config_is_not_authorized_and_submit_admin_applies_it(tmp_pa
     assert verify.returncode == 0, verify.stdout + verify.stderr
     audit = evsched("audit", "--log", str(log), text=True)
     assert "clean" in audit.stdout and "NOT FROM THE ADMIN CHANNEL" not in audit.stdout
+    # export writes the refused config as a stand-in (simulate, one trusted file, would apply it)
+    evsched("replay", "export", "--log", str(log), "-o", str(tmp_path / "run.jsonl"))
+    exported = (tmp_path / "run.jsonl").read_text()
+    assert "a rules change refused as not-authorized" in exported
+    simulated = evsched("simulate", str(tmp_path / "run.jsonl"), text=True)
+    decided = [orjson.loads(line)["data"] for line in simulated.stdout.splitlines()
+               if orjson.loads(line).get("type") == "allocation.decided"]
+    assert decided == of_type(outs, "allocation.decided")
 
 
 def test_priorityclass_apply_goes_to_the_admin_channel(tmp_path: Path) -> None:

@@ -114,7 +114,7 @@ async def run_shards(
     membership = ShardMembership(
         client_options(kafka.bootstrap, **security), group_id=kafka.group,
         replication_factor=kafka.replication_factor,
-        shards={shard: t.inputs for shard, t in topics.items()},
+        shards={shard: (*t.inputs, t.admin) for shard, t in topics.items()},  # a shard's channels, admin included
         **kafka.group_timing(),
     )
 

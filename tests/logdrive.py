@@ -47,6 +47,22 @@ def write_inputs(log: Any, items: Iterable[dict[str, Any] | bytes]) -> None:
         asyncio.run(log.append_inputs(records))
 
 
+def write_as_cluster(log: Any, items: Iterable[dict[str, Any] | bytes]) -> None:
+    """``write_inputs`` as a cluster writes: the rules changes (config, priority classes) by the
+    operator to the admin channel first, the rest to the inputs (what a service run expects)."""
+    from events.models import ADMIN_TYPES
+
+    items = list(items)
+    admin = [i for i in items if isinstance(i, dict) and i.get("type") in ADMIN_TYPES]
+    if admin:
+        records: list[tuple[bytes | None, bytes]] = [(None, _encode(item)) for item in admin]
+        if hasattr(log, "append_admin_sync"):
+            log.append_admin_sync(records)
+        else:
+            asyncio.run(log.append_admin(records))
+    write_inputs(log, [i for i in items if not (isinstance(i, dict) and i.get("type") in ADMIN_TYPES)])
+
+
 def _append_outputs(log: Any, values: Sequence[bytes]) -> None:
     if hasattr(log, "append_outputs_sync"):
         log.append_outputs_sync(values)

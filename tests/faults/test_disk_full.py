@@ -31,7 +31,7 @@ from tests.cli import evsched
 from tests.faults.damage import frame_positions, last_segment
 from tests.faults.harness import fault_workload, finish_run, judge, run_args, verify_log
 from tests.integration.test_service import outputs
-from tests.logdrive import write_inputs
+from tests.logdrive import write_as_cluster
 
 pytestmark = pytest.mark.faults
 SPEC = WorkloadSpec(nodes=40, apps=20, asks=2000, leaves=4, seed=9)
@@ -81,13 +81,13 @@ def test_full_disk_stops_the_service_without_a_partial_record(tmp_path: Path) ->
     args = [*run_args(50), "--snapshot-every", "1"]  # a snapshot per cycle: the first write to fail
     reference = tmp_path / "reference"
     with FileLog(reference) as log:
-        write_inputs(log, records)
+        write_as_cluster(log, records)
     finish_run(["--log", str(reference), *args], tmp_path / "reference.err")
 
     with small_disk(tmp_path / "disk", DISK) as disk:
         log_dir = disk / "log"
         with FileLog(log_dir) as log:
-            write_inputs(log, records)
+            write_as_cluster(log, records)
         filler = fill_disk(disk, LEFT_FREE)
 
         first = evsched("run", "--log", str(log_dir), *args, check=False, text=True)

@@ -29,7 +29,7 @@ from tests.faults.harness import (
     verify_log,
 )
 from tests.integration.test_service import outputs
-from tests.logdrive import write_inputs
+from tests.logdrive import write_as_cluster
 
 pytestmark = pytest.mark.faults
 SMALL_SPEC = WorkloadSpec(nodes=900, apps=40, asks=15_000, leaves=8, seed=5)  # outlasts the first life
@@ -42,7 +42,7 @@ def test_sigkills_during_a_run_lose_and_change_nothing(tmp_path: Path, case: Cam
     reference, crashed = tmp_path / "reference", tmp_path / "crashed"
     for directory in (reference, crashed):
         with FileLog(directory) as log:
-            write_inputs(log, records)
+            write_as_cluster(log, records)
     # The reference runs alongside the campaign (two cores); the campaign adapts to the pace.
     with open(tmp_path / "reference.err", "wb") as ref_err:
         ref = subprocess.Popen(evsched_argv("run", "--log", str(reference), *args),

@@ -29,7 +29,7 @@ from tests.cli import evsched
 from tests.faults.damage import DAMAGE, damage, flip_byte, last_segment
 from tests.faults.harness import fault_workload, finish_run, judge, run_args, verify_log
 from tests.integration.test_service import outputs, simulate_with_recorded_boundaries
-from tests.logdrive import write_inputs
+from tests.logdrive import write_as_cluster
 
 pytestmark = pytest.mark.faults
 SPEC = WorkloadSpec(nodes=30, apps=8, asks=400, leaves=4, seed=11)
@@ -55,14 +55,14 @@ def base_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     head, tail = records[:-UNCONSUMED], records[-UNCONSUMED:]
     logs = {name: root / name for name in ("finished", "pending", "reference")}
     with FileLog(logs["finished"]) as log:
-        write_inputs(log, records)
+        write_as_cluster(log, records)
     _run_once(logs["finished"], root / "finished.err")
     for name, extra in (("pending", tail), ("reference", tail[:-1])):
         with FileLog(logs[name]) as log:
-            write_inputs(log, head)
+            write_as_cluster(log, head)
         _run_once(logs[name], root / f"{name}.err")
         with FileLog(logs[name]) as log:
-            write_inputs(log, extra)
+            write_as_cluster(log, extra)
     _run_once(logs["reference"], root / "reference-2.err")
     return logs
 

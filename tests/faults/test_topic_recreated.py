@@ -39,7 +39,7 @@ def test_an_input_topic_recreated_under_a_running_service_stops_it_with_a_clear_
     from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
     create_topics(kafka_bootstrap, kafka_topics, 1)
-    produce(kafka_bootstrap, kafka_topics.inputs, events(0, 20))
+    produce(kafka_bootstrap, kafka_topics, events(0, 20))
     err = tmp_path / "run.err"
     proc = spawn_run([*kafka_args(kafka_bootstrap, kafka_topics), "--kafka-outage-s", "0"], err)
     try:
@@ -62,7 +62,7 @@ def test_an_input_topic_recreated_under_a_running_service_stops_it_with_a_clear_
                 await admin.close()
 
         run(recreate())
-        produce(kafka_bootstrap, kafka_topics.inputs, events(100, 5))
+        produce(kafka_bootstrap, kafka_topics, events(100, 5))
         proc.wait(timeout=120)
     finally:
         if proc.poll() is None:  # spawn_run starts no session of its own: kill the process itself

@@ -12,6 +12,7 @@ already written is byte-identical to what the re-run produces (under the same ru
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,10 +21,16 @@ import orjson
 
 from events.codec import encode_output, parse_time
 from events.log.port import EventLog, LogError, LogRecord
+from events.models import CycleStarted
 from scheduler.core.engine import Engine
 from scheduler.core.fact_fold import FoldError, fold_recorded_cycle
 from scheduler.core.logged_cycle import run_logged_cycle
-from scheduler.core.recorded_cycles import LogStructureError, RecordedCycle, parse_record, recorded_cycles
+from scheduler.core.recorded_cycles import (
+    LogStructureError,
+    RecordedCycle,
+    parse_record,
+    recorded_cycles,
+)
 from scheduler.core.rules_version import RULES_VERSION
 from scheduler.storage.snapshot_files import Restored, SnapshotStore
 
@@ -64,7 +71,7 @@ async def read_range(log: EventLog, start: Mapping[str, int], end: Mapping[str, 
 async def _from_snapshot(log: EventLog, store: SnapshotStore) -> Restored | None:
     end = await log.output_end()
     for path in store.candidates():
-        body = store.read(path)
+        body = await asyncio.to_thread(store.read, path)  # CPU work (decode, checks): off the event loop
         if body is None:
             continue
         offset = body["output_offset"]
@@ -86,7 +93,7 @@ async def _from_snapshot(log: EventLog, store: SnapshotStore) -> Restored | None
             obj = orjson.loads(last[0].value) if last else {}
             if obj.get("type") == "cycle.completed" and obj["data"]["cycle"] == body["cycle"]:
                 recorded = obj["data"]["state_digest"]
-        restored = store.restore(path, body, recorded)
+        restored = await asyncio.to_thread(store.restore, path, body, recorded)
         if restored is not None:
             return restored
     return None
@@ -112,6 +119,14 @@ def fold_cycle(engine: Engine, rec: RecordedCycle, records: list[LogRecord], cha
     return folded.digest
 
 
+def _rerun_cycle(
+    engine: Engine, records: list[LogRecord], channels: list[str], now_us: int, started: CycleStarted
+) -> list[bytes]:
+    """Re-run a torn cycle with the current code; its encoded outputs after ``cycle.started``."""
+    outputs = run_logged_cycle(engine, records, channels, now_us, started.inputs_from, started.inputs_through)
+    return [encode_output(o) for o in outputs[1:]]
+
+
 async def recover(
     log: EventLog, *, source: str, engine: Engine | None = None, snapshots: SnapshotStore | None = None
 ) -> Recovered:
@@ -128,7 +143,8 @@ async def recover(
         LOG.info("restored cycle %d from %s", restored.cycle, restored.path)
     engine = engine or Engine(source=source)
     try:
-        cycles = list(recorded_cycles(await log.read_outputs(output_start)))
+        outputs_read = await log.read_outputs(output_start)
+        cycles = await asyncio.to_thread(lambda: list(recorded_cycles(outputs_read)))
     except LogStructureError as exc:
         raise LogError(f"the output log is not a sequence of cycles: {exc.message}") from None
     result = Recovered(engine, positions, 0, from_snapshot=restored.cycle if restored else None)
@@ -146,10 +162,7 @@ async def recover(
                     " written so far stand, the rest follow the current rules (docs/upgrading.md)",
                     rec.number, started.rules_version, RULES_VERSION,
                 )
-            outputs = run_logged_cycle(
-                engine, records, channels, now_us, started.inputs_from, started.inputs_through
-            )
-            encoded = [encode_output(o) for o in outputs[1:]]
+            encoded = await asyncio.to_thread(_rerun_cycle, engine, records, channels, now_us, started)
             written = [r.value for r in rec.records[1:]]
             if encoded[: len(written)] != written:
                 LOG.error("cycle %d: the outputs already written differ from the re-run", rec.number)
@@ -158,7 +171,7 @@ async def recover(
             result.repaired_outputs = len(missing)
             LOG.warning("cycle %d was cut short: re-ran it and wrote the %d missing outputs", rec.number, len(missing))
         else:
-            digest = fold_cycle(engine, rec, records, channels, now_us)
+            digest = await asyncio.to_thread(fold_cycle, engine, rec, records, channels, now_us)
             if digest != completed["state_digest"]:
                 result.digest_mismatches.append(rec.number)
                 LOG.error("cycle %d: the state folded from the record differs from the recorded digest", rec.number)

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from events.codec import encode_output, parse_time
+from events.codec import decode_input, encode_output, parse_time
 from events.log.port import EventLog, LogError, LogRecord
-from events.models import CycleStarted
+from events.models import CycleStarted, InputEvent
 from scheduler.core.engine import Engine
 from scheduler.core.fact_fold import FoldError, fold_recorded_cycle
 from scheduler.core.logged_cycle import run_logged_cycle
@@ -36,6 +36,7 @@ from scheduler.storage.snapshot_files import Restored, SnapshotStore
 
 LOG = logging.getLogger("evsched.recovery")
 READ_BATCH = 10_000
+LOOK_BACK = 64  # input records before a position searched for one with an id (inputs_continue)
 
 
 @dataclass
@@ -178,4 +179,53 @@ async def recover(
         positions = dict(started.inputs_through)
         result.cycles += 1
     result.positions = positions or dict.fromkeys(channels, 0)
+    await inputs_continue(log, engine, result.positions)
     return result
+
+
+async def inputs_continue(log: EventLog, engine: Engine, positions: Mapping[str, int]) -> None:
+    """The input log still holds what the engine consumed: else stop with a clear error.
+
+    A topic deleted and re-created while the service was away, that already holds more
+    records than the old position, would be read on from that position: its first records
+    silently skipped. So, per channel, the last event before the position that has an id
+    (searched among ``LOOK_BACK`` records) must be one the engine applied (its seen ids).
+    A re-created log refilled with the same events passes; a channel with no such record
+    close before its position cannot be checked and is not.
+    """
+    ends = await log.input_end()
+    for channel, position in positions.items():
+        if position <= 0:
+            continue
+        tail = await _records_before(log, channel, position, ends)
+        for rec in reversed(tail):
+            event = decode_input(rec.value, append_time_us=rec.append_time_us, position=rec.position)
+            if not isinstance(event, InputEvent):
+                continue
+            if (event.source, event.id) not in engine.seen:
+                raise LogError(
+                    f"input {channel} is not the log this state consumed: its record at offset {rec.offset}, "
+                    f"before the resume position {position}, is event {event.id!r} from {event.source!r}, "
+                    "which was never applied — the input topic was deleted and re-created (or replaced); "
+                    "resuming would skip its first records. Reset the output log and snapshots to start "
+                    "over from the new input, or restore the old input"
+                )
+            break
+
+
+async def _records_before(log: EventLog, channel: str, position: int, ends: Mapping[str, int]) -> list[LogRecord]:
+    """Up to ``LOOK_BACK`` input records of ``channel`` just before ``position`` (fewer when
+    the log does not answer with them; other channels' records are skipped)."""
+    start = max(0, position - LOOK_BACK)
+    positions = {ch: end for ch, end in ends.items()}
+    positions[channel] = start
+    out: list[LogRecord] = []
+    for _ in range(8):  # other channels may answer first (new records arriving meanwhile)
+        batch = await log.read_inputs(positions, LOOK_BACK)
+        mine = [r for r in batch if r.channel == channel and positions[channel] <= r.offset < position]
+        out.extend(mine)
+        for rec in batch:
+            positions[rec.channel] = max(positions.get(rec.channel, 0), rec.offset + 1)
+        if not batch or positions[channel] >= position:
+            break
+    return out

@@ -16,7 +16,7 @@ import orjson
 from events.codec import decode_input_object
 from events.log.credentials import CredentialError, redact_logs
 from events.log.open import open_log
-from events.log.port import LogError, LogFenced, LogRefused
+from events.log.port import LogError, LogFenced, LogMismatch, LogRefused
 from events.models import InputRejected
 from events.native import loaded_build
 from events.producer import key_of
@@ -156,7 +156,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         try:
             with CycleCollector() as collector:  # GC between cycles, not inside them
                 return asyncio.run(_run(settings, config, collector))
-        except (LogFenced, LogRefused) as exc:  # fenced: restarting would fence the new owner back
+        except (LogFenced, LogRefused, LogMismatch) as exc:  # a restart would fence the new owner or read the same
             LOG.error("%s; stopping", exc)
             return 1
         except ConfigAfterInputs as exc:

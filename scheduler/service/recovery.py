@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import orjson
 
 from events.codec import decode_input, encode_output, parse_time
-from events.log.port import EventLog, LogError, LogRecord
+from events.log.port import EventLog, LogError, LogMismatch, LogRecord
 from events.models import CycleStarted, InputEvent
 from scheduler.core.engine import Engine
 from scheduler.core.fact_fold import FoldError, fold_recorded_cycle
@@ -203,7 +203,7 @@ async def inputs_continue(log: EventLog, engine: Engine, positions: Mapping[str,
             if not isinstance(event, InputEvent):
                 continue
             if (event.source, event.id) not in engine.seen:
-                raise LogError(
+                raise LogMismatch(
                     f"input {channel} is not the log this state consumed: its record at offset {rec.offset}, "
                     f"before the resume position {position}, is event {event.id!r} from {event.source!r}, "
                     "which was never applied — the input topic was deleted and re-created (or replaced); "

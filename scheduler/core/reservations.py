@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from events.models import AskReserved, AskUnreserved
 from events.resources import Resources, fits
 from projections.queues import QueueNode
-from scheduler.core.objects import App, Ask, Node
+from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.sorting import sort_queues
 
@@ -52,6 +52,7 @@ class Step:
     node: Node
     reserve: str | None = None  # reservation reason; None for an allocation
     cancel: list[tuple[App, Ask]] = field(default_factory=list)
+    victims: list[Allocation] = field(default_factory=list)  # preempted for it (reason ``preemption``)
 
 
 def fit_in_score(request: Mapping[str, int], available: Mapping[str, int]) -> float:

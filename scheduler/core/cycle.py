@@ -251,18 +251,24 @@ def commit(
     return freed
 
 
+def cycle_memo(state: SchedulerState, partition: str, prev_cycle_us: int | None,
+               memo: CycleMemo | None = None) -> CycleMemo:
+    """A fresh memo for a partition's steps; given the old ``memo``, keeps which asks attempted preemption."""
+    spec = next((p for p in state.config.partitions if p.name == partition), None)
+    return CycleMemo(preemption=spec is None or spec.preemption_enabled, prev_cycle_us=prev_cycle_us,
+                     preempt_tried=memo.preempt_tried if memo is not None else set())
+
+
 def run_cycle(state: SchedulerState, now_us: int, max_allocations: int | None = None) -> tuple[list[OutputData], int]:
     """Run the next cycle at time ``now_us``; returns its outputs and decision count."""
     state.cycle += 1
     out: list[OutputData] = []
     state.fire_timers(now_us, out)
     decisions = 0
-    enabled = {spec.name: spec.preemption_enabled for spec in state.config.partitions}
     prev_cycle_us, state.cycle_time_us = state.cycle_time_us, now_us
     for name in sorted(state.partitions):
         part = state.partitions[name]
-        preemption = enabled.get(name, True)
-        memo = CycleMemo(preemption=preemption, prev_cycle_us=prev_cycle_us)
+        memo = cycle_memo(state, name, prev_cycle_us)
         while max_allocations is None or decisions < max_allocations:
             found = next_step(part, memo, now_us)
             if found is None:
@@ -270,8 +276,7 @@ def run_cycle(state: SchedulerState, now_us: int, max_allocations: int | None = 
             if found.reserve is None:
                 decisions += 1
             if commit(state, part, found, decisions, now_us, out):
-                # a node came back: earlier failures may now succeed
-                memo = CycleMemo(preemption=preemption, prev_cycle_us=prev_cycle_us, preempt_tried=memo.preempt_tried)
+                memo = cycle_memo(state, name, prev_cycle_us, memo)  # a node came back: failures may now succeed
             else:  # the step changed its app's queues (and those of reservations it ended)
                 for app in (found.app, *(held_app for held_app, _ in found.cancel)):
                     memo.allocated_in(app.queue)

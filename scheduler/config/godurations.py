@@ -6,6 +6,7 @@ the default (``default`` policy, 30 s delay); a delay must be positive.
 
 from __future__ import annotations
 
+import math
 import re
 
 DEFAULT_PREEMPTION_DELAY_US = 30_000_000
@@ -17,10 +18,13 @@ _PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
 
 
 def go_duration_us(text: str) -> int | None:
-    """Go ``time.ParseDuration`` in microseconds (truncated), or None when Go rejects the text.
+    """Go ``time.ParseDuration`` in microseconds, or None when Go rejects the text. Log time
+    counts microseconds, so a positive duration rounds up to the next one (``1ns`` → 1).
 
     >>> go_duration_us("1m30s"), go_duration_us("1.5s"), go_duration_us("0"), go_duration_us("10")
     (90000000, 1500000, 0, None)
+    >>> go_duration_us("1ns"), go_duration_us("-1ns")
+    (1, -1)
     """
     rest = text
     sign = 1
@@ -39,7 +43,7 @@ def go_duration_us(text: str) -> int | None:
             return None
         total += float(match.group(1)) * _UNITS_US[match.group(2)]
         pos = match.end()
-    return sign * int(total)
+    return sign * math.ceil(total)
 
 
 def preemption_delay_us(value: str | None) -> int:

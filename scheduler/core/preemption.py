@@ -22,6 +22,7 @@ allocation order, nodes by id. A victim already preempted is not chosen again.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from events.models import AllocationRevoked, OutputData, Preemptor
@@ -329,3 +330,26 @@ def record_preemption(part: PartitionState, app: App, ask: Ask, node: Node, vict
     ask.preempt_triggered = True
     if ask.reserved_node is None:
         part.reserve(app, ask, node, cycle, "preemption", out)
+
+
+def fold(partitions: Mapping[str, PartitionState], data: AllocationRevoked) -> None:
+    """Apply a recorded ``allocation.revoked`` with reason ``preempted`` to the state.
+
+    Marks the victim preempted (its leaf's preempting resources grow) and the preemptor's ask
+    as having preempted, as ``record_preemption`` did; the ``ask.reserved`` that follows folds
+    with ``scheduler.core.reservations.fold``. Raises KeyError when the victim or the
+    preemptor does not exist.
+    """
+    for part in partitions.values():
+        owner = part.apps.get(data.app_id)
+        victim = owner.allocations.get(data.ask_id) if owner is not None else None
+        if owner is None or victim is None:
+            continue
+        assert data.preemptor is not None
+        preemptor = part.apps[data.preemptor.app_id].asks[data.preemptor.ask_id]
+        victim.preempted = True
+        add_into(part.preempting.setdefault(owner.queue.path, {}), victim.resources)
+        part.form.app_changed(owner.app_id)
+        preemptor.preempt_triggered = True
+        return
+    raise KeyError(f"no allocation {data.app_id}/{data.ask_id}")

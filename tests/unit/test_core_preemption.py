@@ -202,7 +202,6 @@ def test_required_node_allocations_are_never_victims() -> None:
 def test_a_snapshot_mid_preemption_restores_the_same_future() -> None:
     """Preempted flags, preempting resources and triggered asks survive a snapshot."""
     first = [*filled(), *critical(), *QUICK]
-    rest = [at(12, release("be", "f3")), at(12, SCHEDULE), *critical(13)[:0], at(50, SCHEDULE)]
     sim = Simulation(load_config(FAST))
     for line in first:
         sim.feed(orjson.dumps(line))
@@ -213,4 +212,41 @@ def test_a_snapshot_mid_preemption_restores_the_same_future() -> None:
         part = engine.state.partitions["default"]
         assert part.preempting == {"root.best": {"vcore": 2000, "memory": 2000}}
         assert part.apps["c"].asks["c1"].preempt_triggered
-    assert rest
+    follow = [at(12, release("be", "f3")), at(12, SCHEDULE)]
+    after = []
+    for engine in (sim.engine, restored):
+        again = Simulation(load_config(FAST))
+        again.__dict__.update({**sim.__dict__, "engine": engine})
+        outs = [o for line in follow for o in again.feed(orjson.dumps(line))]
+        after.append([(o.type, o.data.model_dump()) for o in outs if o.type != "cycle.completed"])
+    assert after[0] == after[1]
+    assert [d["ask_id"] for t, d in after[0] if t == "allocation.decided"] == ["c1"]
+
+
+def test_folding_the_recorded_outputs_gives_the_state_running_the_cycle_gave() -> None:
+    """For recovery from recorded outputs (facts): revocations, then the reservation, then the
+    cycle's time give the same engine as running the cycle."""
+    from events.models import AllocationRevoked, AskReserved
+    from scheduler.core import preemption, reservations
+
+    before = [*filled(), *critical()]
+    sim = Simulation(load_config(FAST))
+    for line in before:
+        sim.feed(orjson.dumps(line))
+    sim.feed(orjson.dumps(at(10, SCHEDULE)))
+    folded = load(orjson.loads(orjson.dumps(dump(sim.engine))))
+    outputs = sim.feed(orjson.dumps(at(11.5, SCHEDULE)))
+    outputs += sim.finish()
+    revoked = [o.data for o in outputs if isinstance(o.data, AllocationRevoked)]
+    reserved = [o.data for o in outputs if isinstance(o.data, AskReserved)]
+    assert len(revoked) == 1 and len(reserved) == 1
+    state = folded.state
+    state.cycle += 1
+    for data in revoked:
+        preemption.fold(state.partitions, data)
+    for r in reserved:
+        reservations.fold(state.partitions, r, state.cycle)
+    state.cycle = sim.engine.state.cycle
+    state.cycle_time_us = sim.engine.state.cycle_time_us
+    assert dump(folded) == dump(sim.engine)
+    assert folded.digest() == sim.engine.digest()

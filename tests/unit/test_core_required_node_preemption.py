@@ -47,7 +47,8 @@ def test_victims_as_yunikorn_get_victims_case_1() -> None:
         {"app_id": "ds", "ask_id": "d1", "node_id": "node", "reason": "required-node"}]
     assert revoked(outputs) == ["ask5", "ask1", "ask4", "ask2"]
     rev = of_type(outputs, "allocation.revoked")[0]
-    assert rev["reason"] == "preempted" and rev["preemptor"] == {"app_id": "ds", "ask_id": "d1", "queue": "root.default"}
+    assert rev["reason"] == "preempted"
+    assert rev["preemptor"] == {"app_id": "ds", "ask_id": "d1", "queue": "root.default"}
     assert state["nodes"]["node"]["reserved_for"] == "ds/d1"
     later = [*lines, *(at(0.04, release("app1", a)) for a in ("ask5", "ask1")), at(0.05, SCHEDULE)]
     assert placements(run(later)[0])[-1] == ("d1", "node")  # 24 + 15 free: it fits without waiting for more

@@ -42,7 +42,7 @@ def _fence_reason(part: PartitionState, leaf: str, fence: str) -> str:
 def preemption_report(part: PartitionState, app: App, ask: Ask, outcome: Outcome | None = None) -> dict[str, Any]:
     """The report of one attempt (``outcome`` as the core found it; re-run read-only when None)."""
     if outcome is None:
-        outcome = try_preemption(part, app, ask, fits_queue_headroom(part, app.queue, ask.resources))
+        outcome = try_preemption(part, app, ask, fits_queue_headroom(part, app.queue, ask.resources), exhaustive=True)
     queue_of = {id(v): path for path, snap in outcome.queues.items() for v in snap.victims}
     queues = []
     for path, snap in outcome.queues.items():

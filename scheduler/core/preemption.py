@@ -194,6 +194,8 @@ def victims_on_node(queues: dict[str, QueueSnap], by_alloc: dict[int, str], leaf
     (-1, None) when preempting here cannot make it fit."""
     if fit_in(available, request, False):
         return -1, []
+    if not candidates:
+        return -1, None  # nothing to preempt here (the loops below would find no head)
     snaps = duplicate(queues)
     if leaf not in snaps:
         return -1, None
@@ -252,6 +254,8 @@ def additional_victims(queues: dict[str, QueueSnap], by_alloc: dict[int, str], l
     seen = {id(v) for v in chosen}
     for victim in chosen:
         snaps[by_alloc[id(victim)]].remove(victim.resources)
+    if ask_queue.within_guaranteed():
+        return []  # the loop below would stop before its first candidate
     candidates = [v for snap in queues.values() for v in snap.victims if id(v) not in seen]
     candidates.sort(key=lambda a: (not a.allow_preemption, -a.created_us))
     extra: list[Allocation] = []
@@ -268,8 +272,12 @@ def additional_victims(queues: dict[str, QueueSnap], by_alloc: dict[int, str], l
     return extra if ask_queue.within_guaranteed() else None
 
 
-def try_preemption(part: PartitionState, app: App, ask: Ask, nodes_tried: bool) -> Outcome:
-    """``TryPreemption`` without side effects: the node and victims, or a failed ``Outcome``."""
+def try_preemption(part: PartitionState, app: App, ask: Ask, nodes_tried: bool, exhaustive: bool = False) -> Outcome:
+    """``TryPreemption`` without side effects: the node and victims, or a failed ``Outcome``.
+
+    ``exhaustive`` tries every node (for explain); otherwise nodes that cannot beat the best
+    found so far are skipped — the chosen node and victims are the same.
+    """
     leaf = app.queue
     fence, queues = find_victims(part, leaf, ask)
     outcome = Outcome(fence.path, queues)
@@ -283,15 +291,27 @@ def try_preemption(part: PartitionState, app: App, ask: Ask, nodes_tried: bool) 
             by_node.setdefault(alloc.node_id, []).append(alloc)
             by_alloc[id(alloc)] = path
     own = (app.app_id, ask.ask_id)
+    lowest = 1 << 62  # the lowest start index so far (nodes go in id order, so ties keep the first)
     for node_id in sorted(part.nodes):
         node = part.nodes[node_id]
         if not node.schedulable or (node.reserved_for is not None and node.reserved_for != own):
             continue
+        available = full_available(node)
+        if lowest <= 0 and not exhaustive:
+            # Only a node where the ask fits outright (start index -1, when nodes were not
+            # tried) could still win: (0, a later id) loses to (0, this id). Exact, and the
+            # difference between trying 1 and 5,000 nodes per preemption.
+            if lowest == 0 and not nodes_tried and fit_in(available, ask.resources, False):
+                outcome.tried.append(NodeTry(node_id, -1, []))
+                lowest = -1
+            if lowest < 0:
+                break
+            continue
         candidates = sorted(by_node.get(node_id, ()), key=victim_order)
-        index, victims = victims_on_node(queues, by_alloc, leaf.path, ask.resources, full_available(node),
-                                         candidates)
+        index, victims = victims_on_node(queues, by_alloc, leaf.path, ask.resources, available, candidates)
         if victims is not None and (victims or not nodes_tried):
             outcome.tried.append(NodeTry(node_id, index, victims))
+            lowest = min(lowest, index)
     if not outcome.tried:
         outcome.reason = "no-node"
         return outcome

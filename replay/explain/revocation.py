@@ -72,6 +72,9 @@ def explain_revocation_from_log(source: LogSource, app_id: str, ask_id: str,
                 decisions += 1
             if commit(state, part, found, decisions, batch.now_us, out):
                 memo = cycle_memo(state, name, prev_cycle_us, memo)
+            else:  # as run_cycle: the step changed its app's queues
+                for step_app in (found.app, *(held_app for held_app, _ in found.cancel)):
+                    memo.allocated_in(step_app.queue)
     raise ExplainError(f"cycle {number} does not re-derive the preemption of {app_id}/{ask_id}")
 
 

@@ -1,7 +1,8 @@
 """What two runs of a scenario decided, and the first place where they differ.
 
 Both sides' outputs are read in evsched's output form: the compared outcome is the ordered
-list of allocations (cycle, app, ask, node) and the final state line (queues, apps and
+list of allocations (cycle, app, ask, node) with the preemption victims among them (node
+``(preempted)``), and the final state line (queues, apps and
 nodes: allocated/pending/priority/running apps, app states, node vectors). Output ids,
 times, digests and the order of app state changes within a cycle are not compared.
 """
@@ -16,6 +17,7 @@ from events.codec import dumps, encode_output
 from scheduler.simulation.simulate import Simulation
 
 Decision = tuple[int, str, str, str]
+PREEMPTED = "(preempted)"  # the node of a Decision that is a preemption victim (allocation.revoked)
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,10 @@ def parse_outcome(text: bytes) -> Outcome:
         elif kind == "allocation.decided":
             d = obj["data"]
             decisions.append((d["cycle"], d["app_id"], d["ask_id"], d["node_id"]))
+        elif kind == "allocation.revoked" and obj["data"].get("reason") == "preempted":
+            d = obj["data"]  # a preemption victim: node "(preempted)"; evsched's cycle is in its id
+            cycle = d["cycle"] if "cycle" in d else int(str(obj.get("id", "0")).split("-", 1)[0])
+            decisions.append((cycle, d["app_id"], d["ask_id"], PREEMPTED))
         elif kind == "input.rejected" and obj["data"].get("reason") == "config-invalid":
             rejected = True
     return Outcome(tuple(decisions), state, rejected)

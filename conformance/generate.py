@@ -41,6 +41,7 @@ FAMILIES = (
     "maxapps",
     "releases",
     "required-nodes",
+    "preemption",
 )
 
 POWERS_OF_3 = (1, 3, 9, 27, 81, 243, 729, 2187)
@@ -293,6 +294,58 @@ def fam_required_nodes(sc: Scenario) -> None:
     workload(sc, phases=sc.rng.randint(1, 3), ask_extra=extra, between=join)
 
 
+def fam_preemption(sc: Scenario) -> None:
+    """Low-priority work fills the nodes one ask per cycle (so allocation order is creation order:
+    yunikorn-core orders victims by allocation time without the shim's creationTime tag), then
+    high-priority asks that may preempt arrive; guarantees on leaves, sometimes a preemption
+    fence or a disabled queue, ``preemption.delay: 1ns`` (attempts at once; one per ask, the
+    15 s attempt period is never reached), releases of random allocations between cycles."""
+    rng = sc.rng
+    sc.root.properties["preemption.delay"] = "1ns"
+    for q in sc.root.walk()[1:]:
+        if q.children and rng.random() < 0.3:
+            q.properties["preemption.policy"] = "fence"
+        elif not q.children and rng.random() < 0.15:
+            q.properties["preemption.policy"] = "disabled"
+    if rng.random() < 0.3:
+        offsets(sc, fence_chance=0.0)
+    sc.add_nodes(rng.randint(2, 3), sizes=(4, 6, 8))
+    cluster = [sum(line["data"]["capacity"][t] for line in sc.lines if line["type"] == "node.added")
+               for t in ("vcore", "memory")]
+    leaves = sc.root.leaves()
+    rng.shuffle(leaves)
+    cut = rng.randint(1, len(leaves) - 1)
+    filler_leaves, preemptor_leaves = leaves[:cut], leaves[cut:]
+    for leaf in leaves:  # small guarantees where the work runs, larger ones where the preemptors come
+        if rng.random() < 0.85:
+            top = 3 if leaf in filler_leaves else 8
+            vcore, memory = rng.randint(1, top) * 1000, rng.randint(1, top) * 1000
+            leaf.resources["guaranteed"] = {"vcore": f"{vcore}m", "memory": str(memory)}
+    low = sorted((p for p in sc.priorities if p < 0), reverse=True)
+    high = sorted(p for p in sc.priorities if p > 0)
+    fillers = [sc.add_app(rng.choice(filler_leaves)) for _ in range(rng.randint(1, 3))]
+    used = [0, 0]
+    while used[0] < cluster[0] and used[1] < cluster[1] and len(sc.asks) < 16:
+        sc.priorities = [low.pop()]  # later fillers get lower priorities
+        extra = {"allow_preemption": False} if rng.random() < 0.15 else None
+        sc.add_ask(rng.choice(fillers), extra)
+        size = sc.lines[-1]["data"]["resources"]
+        used = [used[0] + size["vcore"], used[1] + size["memory"]]
+        sc.schedule()
+    leaves = preemptor_leaves if rng.random() < 0.85 else leaves
+    for _ in range(rng.randint(1, 3)):
+        app_id = sc.add_app(rng.choice(leaves))
+        for _ in range(rng.randint(1, 2)):
+            sc.priorities = [high.pop()]
+            sc.add_ask(app_id, {"preempt_other": rng.random() < 0.85})
+        sc.schedule()
+    for _ in range(rng.randint(1, 2)):
+        for _ in range(rng.randint(1, 3)):
+            app_id, ask_id = rng.choice(sc.asks)
+            sc.lines.append({"type": "allocation.released", "data": {"app_id": app_id, "ask_id": ask_id}})
+        sc.schedule()
+
+
 BUILDERS: dict[str, Callable[[Scenario], None]] = {
     "fences": fam_fences,
     "disabled-priority": fam_disabled_priority,
@@ -302,6 +355,7 @@ BUILDERS: dict[str, Callable[[Scenario], None]] = {
     "maxapps": fam_maxapps,
     "releases": fam_releases,
     "required-nodes": fam_required_nodes,
+    "preemption": fam_preemption,
 }
 
 

@@ -134,6 +134,8 @@ _FIELDS: dict[type[Frozen], tuple[FieldSpec, ...]] = {
         ("required_node", _optional(_identifier), lambda: None),
         ("tags", _tags, dict),
         ("partition", _partition, lambda: "default"),
+        ("preempt_other", _optional(_bool), lambda: None),
+        ("allow_preemption", _bool, lambda: True),
     ),
     AskRemoved: (
         ("app_id", _identifier, _REQUIRED),
@@ -195,6 +197,10 @@ def _ask_added(data: dict[str, Any]) -> Any:
     partition = data.get("partition", "default")
     if tags is _BAD or (partition != "default" and _partition(partition) is _BAD):
         return None
+    preempt_other = data.get("preempt_other")
+    allow_preemption = data.get("allow_preemption", True)
+    if (preempt_other is not None and type(preempt_other) is not bool) or type(allow_preemption) is not bool:
+        return None
     values = {
         "app_id": app_id,
         "ask_id": ask_id,
@@ -204,6 +210,8 @@ def _ask_added(data: dict[str, Any]) -> Any:
         "required_node": required_node,
         "tags": tags,
         "partition": partition,
+        "preempt_other": preempt_other,
+        "allow_preemption": allow_preemption,
     }
     return construct(AskAdded, values, set(data))
 

@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, StringConstraints
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    StringConstraints,
+    model_serializer,
+)
 
 from events.resources import MAX_QUANTITY
 
@@ -80,6 +90,8 @@ class AskAdded(Frozen):
     required_node: Identifier | None = None
     tags: Tags = {}
     partition: PartitionName = "default"
+    preempt_other: StrictBool | None = None  # None: from the priority class (PreemptLowerPriority)
+    allow_preemption: StrictBool = True  # may this ask's allocation be a preemption victim
 
 
 class AskRemoved(Frozen):
@@ -208,16 +220,39 @@ class AllocationDecided(Frozen):
     priority: int
 
 
+class Preemptor(Frozen):
+    """The ask a preemption was made for (in ``allocation.revoked``, reason ``preempted``)."""
+
+    app_id: str
+    ask_id: str
+    queue: str
+
+
 class AllocationRevoked(Frozen):
+    """An allocation ends by the scheduler's decision; ``reason``: ``node-removed`` or ``preempted``.
+
+    For ``preempted`` also ``decision_id`` (the victim's) and ``preemptor`` (additive: both are
+    left out of the JSON when absent, so other revocations keep their bytes)."""
+
     app_id: str
     ask_id: str
     node_id: str
     reason: str
+    decision_id: str | None = None
+    preemptor: Preemptor | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        for key in ("decision_id", "preemptor"):
+            if out.get(key) is None:
+                out.pop(key, None)
+        return out
 
 
 class AskReserved(Frozen):
     """A node is held for one ask (additive, see docs/events.md); ``reason``: ``no-fit``,
-    ``required-node`` (later also ``preemption``)."""
+    ``required-node``, ``preemption`` (the node where the preemptor's victims are released)."""
 
     app_id: str
     ask_id: str

@@ -57,6 +57,8 @@ class QueueNode:
         "parent",
         "path",
         "pending",
+        "preemption_delay_us",
+        "preemption_policy",
         "priority",
         "raw_priority",
         "running_apps",
@@ -80,6 +82,8 @@ class QueueNode:
         max_resources: Mapping[str, int] | None = None,
         max_applications: int = 0,
         submit_acl: str | None = None,
+        preemption_policy: str = "default",
+        preemption_delay_us: int = 30_000_000,
         admin_acl: str | None = None,
     ) -> None:
         self.name = name
@@ -98,6 +102,8 @@ class QueueNode:
         self.max_applications = max_applications
         self.submit_acl = submit_acl
         self.admin_acl = admin_acl
+        self.preemption_policy = preemption_policy  # default | fence | disabled
+        self.preemption_delay_us = preemption_delay_us
         self.children: list[QueueNode] = []
         self.apps: dict[str, AppView] = {}
         self.pending: Resources = {}

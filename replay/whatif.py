@@ -16,7 +16,9 @@ N on is ignored, and the report says how many were.
 
 "Before" is the recorded run, "after" the re-run. Decisions are matched by
 ``(partition, app_id, ask_id, occurrence)``; one differs when the other run did not make
-it, or made it in another cycle, on another node or in another queue.
+it, or made it in another cycle, on another node or in another queue. Preemptions
+(``allocation.revoked``, reason ``preempted``) are matched by victim and preemptor: the
+report lists those the new config removes and those it adds.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import orjson
 
 from events.display import printable_lines
 from events.log.port import LogRecord
-from events.models import AllocationDecided, ConfigUpdated, InputEvent, InputRejected
+from events.models import AllocationDecided, AllocationRevoked, ConfigUpdated, InputEvent, InputRejected
 from replay.reader import LogSource
 from replay.rederive import Rederiver, StartPoint
 from scheduler.config import SchedulerConfig
@@ -79,6 +81,15 @@ class WhatIfReport:
     warnings: list[str] = field(default_factory=list)
     new_config: bool = True
     recorded_versions: Counter[int] = field(default_factory=Counter)  # rules versions of the cycles re-run
+    revoked_before: list[dict[str, Any]] = field(default_factory=list)  # preempted victims, recorded
+    revoked_after: list[dict[str, Any]] = field(default_factory=list)
+
+    def preemptions(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """``(removed, added)``: preemptions of one run that the other did not make."""
+        after = {_revocation_key(d) for d in self.revoked_after}
+        before = {_revocation_key(d) for d in self.revoked_before}
+        return ([d for d in self.revoked_before if _revocation_key(d) not in after],
+                [d for d in self.revoked_after if _revocation_key(d) not in before])
 
     def per_queue(self) -> dict[str, tuple[int, int]]:
         """Allocation counts per queue: ``{queue: (before, after)}``."""
@@ -117,6 +128,8 @@ class WhatIfReport:
             "rules": {"current": RULES_VERSION,
                       "recorded": {str(v): n for v, n in sorted(self.recorded_versions.items())}},
             "config": "new" if self.new_config else "recorded",
+            "preemptions": {"before": len(self.revoked_before), "after": len(self.revoked_after),
+                            "removed": self.preemptions()[0], "added": self.preemptions()[1]},
         }
 
     def lines(self) -> list[str]:
@@ -146,6 +159,10 @@ class WhatIfReport:
             out.append(f"first differing decision (#{index + 1} from cycle {self.from_cycle}):")
             out.append(f"  before: {_describe(was)}")
             out.append(f"  after:  {_describe(now)}")
+        removed, added = self.preemptions()
+        out.append(f"preemptions: {len(self.revoked_before)} before, {len(self.revoked_after)} after")
+        out.extend(f"  removed: {_victim(d)}" for d in removed)
+        out.extend(f"  added:   {_victim(d)}" for d in added)
         if self.incomplete_cycle is not None:
             out.append(f"incomplete last cycle {self.incomplete_cycle} left out (the service will re-run it)")
         return printable_lines(out)
@@ -157,6 +174,17 @@ def _describe(d: dict[str, Any] | None) -> str:
     return orjson.dumps(d, option=orjson.OPT_SORT_KEYS).decode()
 
 
+def _revocation_key(d: dict[str, Any]) -> tuple[Any, ...]:
+    pre = d.get("preemptor") or {}
+    return (d.get("app_id"), d.get("ask_id"), pre.get("app_id"), pre.get("ask_id"))
+
+
+def _victim(d: dict[str, Any]) -> str:
+    pre = d.get("preemptor") or {}
+    return (f"{d.get('app_id')}/{d.get('ask_id')} on {d.get('node_id')} for "
+            f"{pre.get('app_id')}/{pre.get('ask_id')} ({pre.get('queue')})")
+
+
 def _is_config_update(rec: LogRecord) -> bool:
     if b"config.updated" not in rec.value:
         return False
@@ -166,7 +194,8 @@ def _is_config_update(rec: LogRecord) -> bool:
 
 def _recorded(records: list[LogRecord]) -> Iterator[dict[str, Any]]:
     for rec in records:
-        if b"allocation.decided" in rec.value or b"input.rejected" in rec.value:
+        if (b"allocation.decided" in rec.value or b"input.rejected" in rec.value
+                or b"allocation.revoked" in rec.value):
             obj = parse_record(rec)
             if obj is not None and isinstance(obj.get("data"), dict):
                 yield obj
@@ -229,11 +258,15 @@ def whatif(
                     report.before.append(obj["data"])
                 elif obj.get("type") == "input.rejected":
                     report.rejections_before += 1
+                elif obj.get("type") == "allocation.revoked" and obj["data"].get("reason") == "preempted":
+                    report.revoked_before.append(obj["data"])
             for out in step.derived:
                 if isinstance(out.data, AllocationDecided):
                     report.after.append(out.data.model_dump())
                 elif isinstance(out.data, InputRejected):
                     report.rejections_after += 1
+                elif isinstance(out.data, AllocationRevoked) and out.data.reason == "preempted":
+                    report.revoked_after.append(out.data.model_dump())
     except LogStructureError as exc:
         raise WhatIfError(f"cannot re-derive the log: {exc.message}", structural=True) from None
     if report.cycles == 0:

@@ -30,7 +30,9 @@ type harness struct {
 	out      *bufio.Writer
 	cycleNo  int
 	classes  map[string]int32 // priority class -> value
+	preempts map[string]bool  // priority class -> its preemption_policy is PreemptLowerPriority
 	dflt     *int32           // the global default class's value
+	dfltName string           // the global default class's name
 	askPrio  map[string]int32 // app \x00 ask -> priority
 	allocIDs map[string]string
 	states   map[string]string
@@ -49,6 +51,7 @@ func newHarness(out *bufio.Writer) *harness {
 		part:     common.GetNormalizedPartitionName(partition, rmID),
 		out:      out,
 		classes:  map[string]int32{},
+		preempts: map[string]bool{},
 		askPrio:  map[string]int32{},
 		allocIDs: map[string]string{},
 		states:   map[string]string{},
@@ -108,15 +111,18 @@ func (h *harness) apply(typ string, raw json.RawMessage) error {
 	}
 	if typ == "priorityclass.upserted" {
 		var d struct {
-			Name          string `json:"name"`
-			Value         int32  `json:"value"`
-			GlobalDefault bool   `json:"global_default"`
+			Name             string `json:"name"`
+			Value            int32  `json:"value"`
+			GlobalDefault    bool   `json:"global_default"`
+			PreemptionPolicy string `json:"preemption_policy"`
 		}
 		if err := json.Unmarshal(raw, &d); err != nil {
 			return err
 		}
 		h.classes[d.Name] = d.Value
+		h.preempts[d.Name] = d.PreemptionPolicy == "PreemptLowerPriority"
 		if d.GlobalDefault {
+			h.dfltName = d.Name
 			v := d.Value
 			h.dflt = &v
 		}
@@ -140,9 +146,7 @@ func (h *harness) apply(typ string, raw json.RawMessage) error {
 		h.settle()
 	}
 	_, rel, states := h.rec.take()
-	for _, r := range rel {
-		delete(h.allocIDs, key(r.ApplicationID, r.AllocationKey))
-	}
+	h.released(rel)
 	h.pending = append(h.pending, states...)
 	return err
 }
@@ -258,6 +262,8 @@ func (h *harness) alloc(typ string, raw json.RawMessage) error {
 		PriorityClass string            `json:"priority_class"`
 		RequiredNode  string            `json:"required_node"`
 		Tags          map[string]string `json:"tags"`
+		PreemptOther  *bool             `json:"preempt_other"`
+		AllowPreempt  *bool             `json:"allow_preemption"`
 	}
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return err
@@ -281,9 +287,21 @@ func (h *harness) alloc(typ string, raw json.RawMessage) error {
 			tags[siCommon.DomainYuniKorn+siCommon.KeyRequiredNode] = d.RequiredNode
 		}
 		h.askPrio[key(d.AppID, d.AskID)] = prio
+		// preempt_other defaults to the class's policy (the global default class without one);
+		// the built-in system- classes preempt, as evsched's core says.
+		class := d.PriorityClass
+		if class == "" {
+			class = h.dfltName
+		}
+		other := h.preempts[class] || (len(class) > 7 && class[:7] == "system-")
+		if d.PreemptOther != nil {
+			other = *d.PreemptOther
+		}
+		self := d.AllowPreempt == nil || *d.AllowPreempt
 		req.Asks = []*si.AllocationAsk{{
 			AllocationKey: d.AskID, ApplicationID: d.AppID, PartitionName: h.part,
 			ResourceAsk: siResource(d.Resources), Priority: prio, Tags: tags, MaxAllocations: 1,
+			PreemptionPolicy: &si.PreemptionPolicy{AllowPreemptSelf: self, AllowPreemptOther: other},
 		}}
 	case "ask.removed":
 		req.Releases = &si.AllocationReleasesRequest{AllocationAsksToRelease: []*si.AllocationAskRelease{{
@@ -351,9 +369,7 @@ func (h *harness) cycle(limit int) {
 			allocated := ccSchedule(h.cc)
 			h.settle()
 			allocs, rel, states := h.rec.take()
-			for _, r := range rel {
-				delete(h.allocIDs, key(r.ApplicationID, r.AllocationKey))
-			}
+			h.released(rel)
 			for _, a := range allocs {
 				decisions++
 				h.allocIDs[key(a.ApplicationID, a.AllocationKey)] = a.AllocationID
@@ -371,6 +387,21 @@ func (h *harness) cycle(limit int) {
 		}
 	}
 	h.emit("cycle.completed", map[string]interface{}{"cycle": h.cycleNo, "decisions": decisions})
+}
+
+// released handles the core's release notices: a preemption victim stays allocated (and keeps
+// its allocation id) until an allocation.released input confirms it, as in evsched, and is
+// printed as allocation.revoked (reason preempted); any other release ends the allocation.
+func (h *harness) released(rel []*si.AllocationRelease) {
+	for _, r := range rel {
+		if r.TerminationType == si.TerminationType_PREEMPTED_BY_SCHEDULER {
+			h.emit("allocation.revoked", map[string]interface{}{
+				"app_id": r.ApplicationID, "ask_id": r.AllocationKey, "reason": "preempted", "cycle": h.cycleNo,
+			})
+			continue
+		}
+		delete(h.allocIDs, key(r.ApplicationID, r.AllocationKey))
+	}
 }
 
 func (h *harness) emit(typ string, data map[string]interface{}) {

@@ -45,6 +45,11 @@ class LogRefused(LogError):
     with the same settings cannot help."""
 
 
+class LogMismatch(LogError):
+    """The log holds other data than the state restored from it says it consumed (an input
+    topic deleted and re-created): restarting reads the same, so it stops."""
+
+
 class LogFenced(LogError):
     """Another instance took this log over (Kafka: a newer producer with the same transactional
     id): nothing this instance writes from now on will be visible; stop or restore afresh."""

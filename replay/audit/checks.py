@@ -28,6 +28,13 @@ outputs say the scheduler refused) into ``replay.audit.state`` and checks every 
   (``config.updated``, ``priorityclass.*``) is applied from another channel. In cycles that
   name none (logs before the admin channel, ``--accept-admin-on-inputs``) such changes are
   reported (``off_admin``, the summary's ``admin_off_channel``), not counted as violations.
+- preemption (``replay.audit.preemption``), for each ``allocation.revoked`` with reason
+  ``preempted``: ``preemption-victim`` (a live allocation, not already preempted, for a pending
+  preemptor), ``preemption-priority`` (the victim's priority is at most the preemptor's, as
+  adjusted by queue offsets, unless a priority fence lets everything below it go),
+  ``preemption-fence`` (the victim's queue is inside the preemptor's preemption fence and not
+  ``preemption.policy: disabled``), ``preemption-guarantee`` (the victim's queue is still at
+  or above its guarantee without it). A victim stays allocated until ``allocation.released``.
 
 A decision naming no pending ask is reported and not applied (nothing was really placed);
 any other violating decision is applied, as the scheduler did. A cycle re-run after a
@@ -60,6 +67,7 @@ from events.models import (
 )
 from events.units import fmt_quantity as fq
 from events.units import fmt_resources
+from replay.audit.preemption import check_preemption
 from replay.audit.state import AuditState, queue_prefixes
 
 InputSource = Callable[[Mapping[str, int], Mapping[str, int]], Iterable[LogRecord]]
@@ -172,6 +180,9 @@ class Auditor:
                 self._flag("cycle-number", k, f"output {event.id} in cycle {k} has another cycle's id")
             if isinstance(event.data, AllocationDecided):
                 decided += self._decision(event.data, k)
+            elif isinstance(event.data, AllocationRevoked) and event.data.reason == "preempted":
+                for rule, message in check_preemption(self.state, event.data):
+                    self._flag(rule, k, message, event.data.decision_id)
             elif isinstance(event.data, AllocationRevoked):
                 d = event.data
                 part = self.state.app_partition.get(d.app_id, "default")
@@ -302,7 +313,7 @@ class Auditor:
         if holder is not None and holder != key:
             self._flag("node-reserved", k, f"decision {did} uses node {d.node_id}, which is reserved for "
                        f"{holder[1]}/{holder[2]}", did)
-        for message in st.allocate(key, d.node_id, pending, queue, did):
+        for message in st.allocate(key, d.node_id, pending, queue, did, d.priority):
             self._flag("user-limit", k, f"decision {did} puts {message}", did)
         if node is not None:
             for name in sorted(pending):

@@ -25,6 +25,8 @@ from events.models import (
     NodeAdded,
     NodeRemoved,
     NodeUpdated,
+    PriorityClassDeleted,
+    PriorityClassUpserted,
 )
 from events.resources import Resources, add_into, normalized, sub_into
 from events.seen import SeenIds
@@ -52,6 +54,7 @@ class AllocView:
     resources: Resources
     queue: str
     decision_id: str
+    priority: int = 0
 
 
 @dataclass
@@ -106,6 +109,14 @@ class AuditState:
         self.app_partition: dict[str, str] = {}  # app id → partition (allocation.revoked names none)
         self.required: dict[AskKey, str] = {}  # pending asks with a required node → that node
         self.reserved: dict[tuple[str, str], AskKey] = {}  # (partition, node) → the ask it is held for
+        # Preemption (replay.audit.preemption): the config's queue specs, priority classes (name →
+        # value, global default), pending asks' priorities, and victims not yet released.
+        self.config: SchedulerConfig = default_config()
+        self.classes: dict[str, int] = {"system-cluster-critical": 2_000_000_000,
+                                        "system-node-critical": 2_000_001_000}
+        self.default_class: str | None = None
+        self.ask_priority: dict[AskKey, int] = {}
+        self.preempted: set[AskKey] = set()
 
     # -- inputs -----------------------------------------------------------------------
 
@@ -132,8 +143,10 @@ class AuditState:
                 if k not in self.pending and d.required_node is not None:
                     self.required[k] = d.required_node
                 self.pending[k] = res
+                self.ask_priority[k] = self._priority(d)
                 self.app_asks.setdefault((d.partition, d.app_id), set()).add(d.ask_id)
         elif isinstance(d, AskRemoved):
+            self.ask_priority.pop((d.partition, d.app_id, d.ask_id), None)
             if self.pending.pop((d.partition, d.app_id, d.ask_id), None) is not None:
                 self.app_asks.get((d.partition, d.app_id), set()).discard(d.ask_id)
         elif isinstance(d, AllocationReleased):
@@ -153,9 +166,27 @@ class AuditState:
             self._remove_node(d.partition, d.node_id)
         elif isinstance(d, ConfigUpdated):
             with contextlib.suppress(ConfigError):  # an invalid config is rejected; the old one stays
-                config = load_config(d.yaml)
+                config = self.config = load_config(d.yaml)
                 self.limits = _limits(config)
                 self.user_limits.reconfigure(config, {k: g for k, (_, g) in self.users.items()})
+        elif isinstance(d, PriorityClassUpserted):
+            self.classes[d.name] = d.value
+            if d.global_default:
+                self.default_class = d.name
+            elif self.default_class == d.name:
+                self.default_class = None
+        elif isinstance(d, PriorityClassDeleted):
+            self.classes.pop(d.name, None)
+            if self.default_class == d.name:
+                self.default_class = None
+
+    def _priority(self, d: AskAdded) -> int:
+        """An ask's priority: its class's value, its own, the global default class's, else 0."""
+        if d.priority_class is not None and d.priority_class in self.classes:
+            return self.classes[d.priority_class]
+        if d.priority is not None:
+            return d.priority
+        return self.classes.get(self.default_class, 0) if self.default_class is not None else 0
 
     def _update_node(self, d: NodeUpdated) -> None:
         node = self.nodes.get((d.partition, d.node_id))
@@ -182,6 +213,7 @@ class AuditState:
         for ask_id in self.app_asks.pop((partition, app_id), set()):
             k = (partition, app_id, ask_id)
             self.pending.pop(k, None)
+            self.ask_priority.pop(k, None)
             self.release(k)
 
     def _remove_node(self, partition: str, node_id: str) -> None:
@@ -195,13 +227,15 @@ class AuditState:
 
     # -- allocations ------------------------------------------------------------------
 
-    def allocate(self, key: AskKey, node_id: str, resources: Resources, queue: str, decision_id: str) -> list[str]:
+    def allocate(self, key: AskKey, node_id: str, resources: Resources, queue: str, decision_id: str,
+                 priority: int = 0) -> list[str]:
         """Record a decision: the ask stops pending, node and queues take its resources.
 
         Returns the user/group limits the decision passes (messages)."""
         self.pending.pop(key, None)
         self.required.pop(key, None)
-        self.allocs[key] = AllocView(node_id, dict(resources), queue, decision_id)
+        self.ask_priority.pop(key, None)
+        self.allocs[key] = AllocView(node_id, dict(resources), queue, decision_id, priority)
         self.app_asks.setdefault((key[0], key[1]), set()).add(key[2])
         self.node_allocs.setdefault((key[0], node_id), set()).add(key)
         node = self.nodes.get((key[0], node_id))
@@ -215,6 +249,7 @@ class AuditState:
     def release(self, key: AskKey) -> None:
         """An allocation ends (released, revoked, its app or node removed)."""
         alloc = self.allocs.pop(key, None)
+        self.preempted.discard(key)
         if alloc is None:
             return
         self.user_limits.release(key)

@@ -28,7 +28,7 @@ from replay.explain.pending import PendingExplanation, explain_pending
 from replay.explain.report import ask_section, leaf_of, leaf_section, node_section, queue_levels
 from replay.explain.summary import summary
 from replay.explain.walk import Choice, Walker
-from scheduler.core.cycle import CycleMemo, commit, fits_queue_headroom, held_by_max_applications, next_step
+from scheduler.core.cycle import CycleMemo, commit, cycle_memo, fits_queue_headroom, held_by_max_applications, next_step
 from scheduler.core.engine import Engine
 from scheduler.core.logged_cycle import admit, decode_records, merge
 from scheduler.core.partition import PartitionState
@@ -108,10 +108,11 @@ def _advance_to_step(engine: Engine, batch: CycleBatch, partition: str, step: in
     state.cycle += 1
     out: list[OutputData] = []
     state.fire_timers(batch.now_us, out)
+    prev_cycle_us, state.cycle_time_us = state.cycle_time_us, batch.now_us
     decisions = 0
     for name in sorted(state.partitions):
         part = state.partitions[name]
-        memo = CycleMemo()
+        memo = cycle_memo(state, name, prev_cycle_us)
         while True:
             found = next_step(part, memo, batch.now_us)
             if found is None:
@@ -121,7 +122,10 @@ def _advance_to_step(engine: Engine, batch: CycleBatch, partition: str, step: in
             if found.reserve is None:
                 decisions += 1
             if commit(state, part, found, decisions, batch.now_us, out):
-                memo = CycleMemo()
+                memo = cycle_memo(state, name, prev_cycle_us, memo)
+            else:  # as run_cycle: the step changed its app's queues
+                for app in (found.app, *(held_app for held_app, _ in found.cancel)):
+                    memo.allocated_in(app.queue)
     if partition not in state.partitions:
         raise ExplainError(f"partition {partition!r} does not exist in cycle {batch.cycle}")
     raise ExplainError(f"cycle {batch.cycle} re-derives only {decisions} decisions; there is no step {step}")

@@ -23,6 +23,7 @@ from replay.explain.format import (
     priority_formula,
     share_list,
 )
+from replay.explain.preemption import pending_preemption
 from replay.explain.report import ASK_ORDER, app_key_names, ask_dict
 from replay.explain.walk import Walker
 from scheduler.core.engine import Engine
@@ -48,6 +49,7 @@ class PendingExplanation:
     reasons: list[dict[str, str]] = field(default_factory=list)
     allocatable_now: bool = False
     decision_id: str | None = None
+    preemption: dict[str, Any] | None = None  # for an ask that may preempt: what an attempt finds now
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -150,7 +152,13 @@ def explain_pending(engine: Engine, app_id: str, ask_id: str, partition: str | N
         reasons=[b.as_dict() for b in reasons],
         allocatable_now=not reasons,
     )
+    out.preemption = pending_preemption(part, app, ask, engine.state.cycle_time_us)
     out.summary = _summary(out, app)
+    if out.preemption is not None and "attempt" in out.preemption:
+        attempt = out.preemption["attempt"]
+        finds = (f"would preempt {len(attempt['victims'])} on {attempt['node']} ({attempt.get('why_node', '')})"
+                 if attempt["node"] else f"finds nothing: {attempt['failed']}")
+        out.summary += f" It may preempt; an attempt now (fence {attempt['fence']}) {finds} [{attempt['rule']}]."
     return out
 
 

@@ -129,3 +129,22 @@ def render_pending(p: PendingExplanation) -> str:
             f"priority {q['priority_formula']}{ahead}"
         )
     return "\n".join(printable_lines(lines)) + "\n"
+
+
+def render_revocation(r: dict[str, Any]) -> str:
+    """A preemption explanation (``replay.explain.preemption``) as text."""
+    lines = [*_wrap(r["summary"], ""), "", f"Fence: {r['fence']} ({r['fence_reason']})", "Queues checked:"]
+    for q in r["queues"]:
+        state = "within its guarantee" if q["within_guarantee"] else (
+            "at or above its guarantee" if q["at_or_above_guarantee"] else "below its guarantee")
+        lines.append(f"  {q['queue']} [{q['role']}]: guaranteed {fmt_res(q['guaranteed'])}, allocated "
+                     f"{fmt_res(q['allocated'])}, preempting {fmt_res(q['preempting'])} — {state}")
+    lines.append("Nodes tried (fewest victims first, then node id):")
+    for n in r["nodes_tried"]:
+        mark = "CHOSEN" if n["chosen"] else "      "
+        lines.append(f"  {mark} {n['node_id']}: start index {n['start_index']}, victims in order "
+                     f"{', '.join(n['victims']) or '(none)'}")
+    if r.get("additional_victims"):
+        extra = ", ".join(r["additional_victims"])
+        lines.append(f"Additional victims (to bring the queue within its guarantee): {extra}")
+    return "\n".join(printable_lines(lines)) + "\n"

@@ -1,6 +1,7 @@
 """``evsched replay explain``: why a decision was made, or why an ask is still pending (CONTRACT §6).
 
-``explain DECISION_ID [--log DIR | --kafka …] [--json]`` and ``explain --ask APP/ASK …``.
+``explain DECISION_ID [--log DIR | --kafka …] [--json]``, ``explain --ask APP/ASK …`` and
+``explain --revoked APP/ASK …`` (why that allocation was preempted).
 Re-derivation starts from the newest usable snapshot before the decision's cycle (or
 before the last cycle, for ``--ask``); without one the whole log is re-derived, and
 stderr says so. Exit 0 with the explanation; 1 for bad usage, an unreadable log, an
@@ -18,7 +19,8 @@ from events.codec import dumps
 from events.log.port import LogError
 from replay.explain.decision import ExplainError
 from replay.explain.from_log import explain_ask_from_log, explain_from_log
-from replay.explain.text import render_explanation, render_pending
+from replay.explain.revocation import explain_revocation_from_log
+from replay.explain.text import render_explanation, render_pending, render_revocation
 from replay.open_source import open_source
 from replay.reader import LogUnavailable
 from scheduler.cli.settings import log_settings, snapshot_settings
@@ -38,6 +40,7 @@ def add_explain(replay_subparsers: Any) -> None:
     )
     p.add_argument("decision_id", nargs="?", metavar="DECISION_ID", help="e.g. default-12-3")
     p.add_argument("--ask", metavar="APP/ASK", help="explain a pending ask instead of a decision")
+    p.add_argument("--revoked", metavar="APP/ASK", help="explain why that allocation was preempted")
     add_source_arguments(p)
     add_snapshot_arguments(p)
     p.add_argument("--json", action="store_true", help="print the explanation as one JSON object")
@@ -55,15 +58,20 @@ def cmd_explain(args: argparse.Namespace) -> int:
     """Handler of ``replay explain``."""
     log = log_settings(args)
     snaps = snapshot_settings(args, log)
-    if (args.decision_id is None) == (args.ask is None):
-        return _fail("give either a DECISION_ID or --ask APP/ASK")
+    if sum(x is not None for x in (args.decision_id, args.ask, args.revoked)) != 1:
+        return _fail("give either a DECISION_ID or --ask APP/ASK (or --revoked APP/ASK)")
     app_id = ask_id = ""
-    if args.ask is not None:
-        app_id, sep, ask_id = args.ask.partition("/")
-        if not sep or not app_id or not ask_id:
-            return _fail(f"--ask takes APP/ASK, got {args.ask!r}")
+    for flag, value in (("--ask", args.ask), ("--revoked", args.revoked)):
+        if value is not None:
+            app_id, sep, ask_id = value.partition("/")
+            if not sep or not app_id or not ask_id:
+                return _fail(f"{flag} takes APP/ASK, got {value!r}")
     try:
         with open_source(log) as source:
+            if args.revoked is not None:
+                report = explain_revocation_from_log(source, app_id, ask_id, pick_start(source, snaps, None, PROG))
+                sys.stdout.write(dumps(report).decode() + "\n" if args.json else render_revocation(report))
+                return 0
             if args.ask is not None:
                 start = pick_start(source, snaps, None, PROG)
                 pending = explain_ask_from_log(source, app_id, ask_id, start)

@@ -17,7 +17,7 @@ from events.codec import decode_input_object, format_time, parse_time
 from events.log.clock import wall_clock_us
 from events.log.credentials import CredentialError, redact_logs
 from events.log.open import open_log
-from events.log.port import LogError, LogFenced, LogRefused
+from events.log.port import LogError, LogFenced, LogMismatch, LogRefused
 from events.models import InputRejected
 from events.native import loaded_build
 from events.producer import key_of
@@ -180,7 +180,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         try:
             with CycleCollector() as collector:  # GC between cycles, not inside them
                 return asyncio.run(_run(settings, config, collector))
-        except (LogFenced, LogRefused) as exc:  # fenced: restarting would fence the new owner back
+        except (LogFenced, LogRefused, LogMismatch) as exc:  # a restart would fence the new owner or read the same
             LOG.error("%s; stopping", exc)
             return 1
         except ConfigAfterInputs as exc:

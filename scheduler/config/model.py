@@ -174,7 +174,7 @@ class RawQueue(_Raw):
 
 
 class RawPreemption(_Raw):
-    """``preemption``: accepted and ignored."""
+    """``preemption``: ``enabled`` (absent or null: enabled, as YuniKorn ``updatePreemption``)."""
 
     enabled: OptBool = None
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 from scheduler.config.admission import resolve_limits, resolve_rules, resolve_template
 from scheduler.config.frozenmap import FrozenMap
+from scheduler.config.godurations import DEFAULT_PREEMPTION_DELAY_US, preemption_delay_us, preemption_policy
 from scheduler.config.model import RawQueue
 from scheduler.config.quantities import parse_resources
 from scheduler.config.specs import PartitionSpec, QueueSpec, TemplateSpec
@@ -24,6 +25,7 @@ PRIORITY_OFFSET = "priority.offset"
 APP_SORT_PRIORITY = "application.sort.priority"
 APP_SORT_POLICY = "application.sort.policy"
 PREEMPTION_POLICY = "preemption.policy"
+PREEMPTION_DELAY = "preemption.delay"
 
 APP_SORT_POLICIES = ("fifo", "fair", "stateaware")
 DEFAULT_APP_SORT_POLICY = "fifo"
@@ -112,6 +114,9 @@ def resolve_queue(
         children=kids,
         child_template=own_template,
         limits=resolve_limits(queue.limits),
+        preemption_policy=preemption_policy(properties.get(PREEMPTION_POLICY)),
+        preemption_delay_us=(preemption_delay_us(properties.get(PREEMPTION_DELAY))
+                             if is_leaf(queue, is_root) else DEFAULT_PREEMPTION_DELAY_US),
     )
 
 
@@ -129,4 +134,5 @@ def resolve_partition(part: NormalPartition) -> PartitionSpec:
             FrozenMap({name: weights[name] for name in sorted(weights)}) if weights else DEFAULT_RESOURCE_WEIGHTS
         ),
         placement_rules=resolve_rules(part.raw.placementrules),
+        preemption_enabled=part.raw.preemption is None or part.raw.preemption.enabled is not False,
     )

@@ -75,6 +75,8 @@ class QueueSpec:
     children: tuple[QueueSpec, ...]
     child_template: TemplateSpec | None = None  # own or nearest ancestor's (YuniKorn inherits)
     limits: tuple[LimitSpec, ...] = ()
+    preemption_policy: str = "default"  # default | fence | disabled (YuniKorn PreemptionPolicyFromString)
+    preemption_delay_us: int = 30_000_000  # leaf ``preemption.delay``; parents keep the default
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,7 @@ class PartitionSpec:
     node_sort_policy: str
     resource_weights: Mapping[str, float]
     placement_rules: tuple[RuleSpec, ...] = ()
+    preemption_enabled: bool = True  # ``preemption: {enabled: false}`` turns preemption off
 
 
 @dataclass(frozen=True)

@@ -180,6 +180,9 @@ def _ask_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) 
         required_node=data.required_node,
         priority_class=data.priority_class,
         tags=dict(data.tags),
+        preempt_other=(data.preempt_other if data.preempt_other is not None
+                       else state.priority_classes.preempts(data.priority_class)),
+        allow_preemption=data.allow_preemption,
     )
     part.add_ask(app, ask)
     if app.state == "New":

@@ -23,6 +23,7 @@ from events.models import AllocationDecided, OutputData, construct
 from projections.queues import QueueNode
 from scheduler.core.objects import App, Ask
 from scheduler.core.partition import PartitionState
+from scheduler.core.preemption import MAX_ATTEMPTS_PER_QUEUE, may_attempt, record_preemption, try_preemption
 from scheduler.core.reservations import Step, may_reserve, node_to_reserve, required_node_step, reserved_step
 from scheduler.core.sorting import FEW_CHILDREN, AppSortPolicy, QueueOrder, sort_queues, stateaware_allowed
 from scheduler.core.state import SchedulerState
@@ -41,6 +42,12 @@ class CycleMemo:
     # Turns ended at a required-node ask: not permanent (once that ask fails its headroom the
     # app's later asks are tried), so an app, leaf or queue that saw one is not exhausted.
     turn_ends: int = 0
+    # Preemption (scheduler.core.preemption): enabled for the partition, the previous cycle's
+    # time (attempt ticks), asks that attempted this cycle, attempts left in the current leaf.
+    preemption: bool = False
+    prev_cycle_us: int | None = None
+    preempt_tried: set[tuple[str, str]] = field(default_factory=set)
+    attempts_left: int = MAX_ATTEMPTS_PER_QUEUE
     # Each parent's child order, kept across the steps (an allocation changes one lineage).
     queue_orders: dict[str, QueueOrder] = field(default_factory=dict)
 
@@ -82,17 +89,32 @@ def fits_queue_headroom(part: PartitionState, leaf: QueueNode, request: dict[str
     return True
 
 
+def _preempt(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, nodes_tried: bool) -> Step | None:
+    """One preemption attempt (YuniKorn ``tryPreemption``): a reservation with victims, or None."""
+    if memo.attempts_left <= 0:
+        return None
+    memo.attempts_left -= 1
+    memo.preempt_tried.add((app.app_id, ask.ask_id))
+    outcome = try_preemption(part, app, ask, nodes_tried)
+    if outcome.node is None:
+        return None
+    return Step(app, ask, outcome.node, "preemption", victims=outcome.victims)
+
+
 def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, now_us: int) -> Step | None:
-    """Where this ask (without a required node) goes now — a node, or a node to reserve — or None."""
+    """Where this ask (without a required node) goes now — a node, a node to reserve, or a
+    node to reserve after preempting victims — or None."""
     request = ask.resources
     shape = tuple(request.items())
     unplaceable = shape in memo.unplaceable
-    if unplaceable and not may_reserve(ask, now_us):
+    preempt = (memo.preemption and may_attempt(ask, app.queue, now_us, memo.prev_cycle_us)
+               and (app.app_id, ask.ask_id) not in memo.preempt_tried)
+    if unplaceable and not preempt and not may_reserve(ask, now_us):
         return None  # checked first: cheaper than the headroom walk, and the answer is the same None
-    if not fits_queue_headroom(part, app.queue, request):
-        return None
     if part.limits is not None and not part.limits.fits(app, request):
-        return None  # the user's or group's maxresources (YuniKorn tryAllocate's ugm headroom)
+        return None  # the user's or group's maxresources (YuniKorn tryAllocate's ugm headroom, checked first)
+    if not fits_queue_headroom(part, app.queue, request):
+        return _preempt(part, app, ask, memo, False) if preempt else None
     if not unplaceable:
         node_id = part.index.first_fit(request)  # schedulable, unreserved nodes
         if node_id is not None:
@@ -102,7 +124,7 @@ def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, now_us: int
         node = node_to_reserve(part, ask)
         if node is not None:
             return Step(app, ask, node, "no-fit")
-    return None
+    return _preempt(part, app, ask, memo, True) if preempt else None
 
 
 def _try_app(part: PartitionState, app: App, memo: CycleMemo, now_us: int) -> Step | None:
@@ -134,6 +156,7 @@ def _try_app(part: PartitionState, app: App, memo: CycleMemo, now_us: int) -> St
 
 
 def _try_leaf(part: PartitionState, leaf: QueueNode, memo: CycleMemo, now_us: int) -> Step | None:
+    memo.attempts_left = MAX_ATTEMPTS_PER_QUEUE
     allowed: set[str] | None = None
     if leaf.app_sort_policy == AppSortPolicy.STATEAWARE.value:
         allowed = stateaware_allowed(part.ordered_apps(leaf), list(part.starting[leaf.path].values()))
@@ -205,6 +228,9 @@ def commit(
     app, ask, node = found.app, found.ask, found.node
     for held_app, held in found.cancel:
         part.unreserve(held_app, held, "required-node", out)
+    if found.victims:
+        record_preemption(part, app, ask, node, found.victims, state.cycle, out)
+        return bool(found.cancel)
     if found.reserve is not None:
         part.reserve(app, ask, node, state.cycle, found.reserve, out)
         return bool(found.cancel)
@@ -225,15 +251,24 @@ def commit(
     return freed
 
 
+def cycle_memo(state: SchedulerState, partition: str, prev_cycle_us: int | None,
+               memo: CycleMemo | None = None) -> CycleMemo:
+    """A fresh memo for a partition's steps; given the old ``memo``, keeps which asks attempted preemption."""
+    spec = next((p for p in state.config.partitions if p.name == partition), None)
+    return CycleMemo(preemption=spec is None or spec.preemption_enabled, prev_cycle_us=prev_cycle_us,
+                     preempt_tried=memo.preempt_tried if memo is not None else set())
+
+
 def run_cycle(state: SchedulerState, now_us: int, max_allocations: int | None = None) -> tuple[list[OutputData], int]:
     """Run the next cycle at time ``now_us``; returns its outputs and decision count."""
     state.cycle += 1
     out: list[OutputData] = []
     state.fire_timers(now_us, out)
     decisions = 0
+    prev_cycle_us, state.cycle_time_us = state.cycle_time_us, now_us
     for name in sorted(state.partitions):
         part = state.partitions[name]
-        memo = CycleMemo()
+        memo = cycle_memo(state, name, prev_cycle_us)
         while max_allocations is None or decisions < max_allocations:
             found = next_step(part, memo, now_us)
             if found is None:
@@ -241,7 +276,7 @@ def run_cycle(state: SchedulerState, now_us: int, max_allocations: int | None = 
             if found.reserve is None:
                 decisions += 1
             if commit(state, part, found, decisions, now_us, out):
-                memo = CycleMemo()  # a node came back: earlier failures may now succeed
+                memo = cycle_memo(state, name, prev_cycle_us, memo)  # a node came back: failures may now succeed
             else:  # the step changed its app's queues (and those of reservations it ended)
                 for app in (found.app, *(held_app for held_app, _ in found.cancel)):
                     memo.allocated_in(app.queue)

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from events.log.port import LogRecord
-from events.models import AskReserved, AskUnreserved, OutputData
-from scheduler.core import reservations
+from events.models import AllocationRevoked, AskReserved, AskUnreserved, OutputData
+from scheduler.core import preemption, reservations
 from scheduler.core.engine import Engine
 from scheduler.core.logged_cycle import apply_batch
 from scheduler.core.objects import App, Node
@@ -128,6 +128,18 @@ def _fold_reserved(cyc: _Cycle, data: Mapping[str, Any]) -> None:
     reservations.fold(cyc.state.partitions, AskReserved.model_validate(data), cyc.state.cycle)
 
 
+def _fold_revoked(cyc: _Cycle, data: Mapping[str, Any]) -> None:
+    """A preemption victim (``reason: preempted``): marked, counted as preempting, its preemptor
+    marked as having preempted (``scheduler.core.preemption.fold``); it stays allocated."""
+    revoked = AllocationRevoked.model_validate(data)
+    if revoked.reason != "preempted":
+        raise FoldError(f"allocation.revoked ({revoked.reason}) is made only by applying inputs")
+    try:
+        preemption.fold(cyc.state.partitions, revoked)
+    except KeyError as exc:
+        raise FoldError(f"cannot fold the preemption of {revoked.app_id}/{revoked.ask_id}: {exc}") from None
+
+
 def _fold_unreserved(cyc: _Cycle, data: Mapping[str, Any]) -> None:
     reservations.fold(cyc.state.partitions, AskUnreserved.model_validate(data), cyc.state.cycle)
 
@@ -143,7 +155,8 @@ FOLDS: dict[str, OutputFold] = {
                                     _fold_state_changed),
     "ask.reserved": OutputFold(lambda d: True, _fold_reserved),
     "ask.unreserved": OutputFold(lambda d: d.get("reason") in _STEP_UNRESERVE, _fold_unreserved),
-    "allocation.revoked": OutputFold(_never, None),  # node-removed: made by applying node.removed
+    # node-removed: made by applying node.removed; preempted: a cycle's preemption step
+    "allocation.revoked": OutputFold(lambda d: d.get("reason") == "preempted", _fold_revoked),
     "app.placed": OutputFold(_never, None),  # made by applying app.added (placement rules)
     "input.rejected": OutputFold(_never, None),
     "config.applied": OutputFold(_never, None),
@@ -173,6 +186,7 @@ def fold_recorded_cycle(
     engine.pending_outputs = []
     state = engine.state
     state.cycle += 1
+    state.cycle_time_us = now_us  # as run_cycle: the previous cycle's time sets preemption attempt ticks
     state.drop_due_timers(now_us)
     cyc = _Cycle(state, now_us, rules_version)
     boundary = len(outputs)

@@ -30,6 +30,10 @@ class Ask:
     tags: dict[str, str] = field(default_factory=dict)
     reserved_node: str | None = None  # the node held for this ask (scheduler.core.reservations)
     reserved_cycle: int = 0  # the cycle that made the reservation
+    preempt_other: bool = False  # may preempt others (scheduler.core.preemption)
+    allow_preemption: bool = True  # may its allocation be a victim
+    preempt_check_us: int | None = None  # log time of the last preemption attempt
+    preempt_triggered: bool = False  # victims were chosen for it: it never preempts again
 
     def sort_key(self) -> tuple[int, int, int]:
         """Asks in an app: priority desc, then creation time asc, then arrival order.
@@ -54,6 +58,10 @@ class Allocation:
     priority: int
     decision_id: str
     seq: int  # order in which allocations were made
+    created_us: int = 0  # its ask's creation time (YuniKorn: the pod's creation time)
+    allow_preemption: bool = True
+    required_node: str | None = None
+    preempted: bool = False  # chosen as a victim: counted as "preempting" until released
 
 
 @dataclass(slots=True, eq=False)

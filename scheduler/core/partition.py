@@ -52,6 +52,8 @@ def build_tree(spec: QueueSpec, parent: QueueNode | None = None, order: int = 0)
         max_applications=spec.max_applications,
         submit_acl=spec.submit_acl,
         admin_acl=spec.admin_acl,
+        preemption_policy=spec.preemption_policy,
+        preemption_delay_us=spec.preemption_delay_us,
     )
     node.children = [build_tree(c, node, i) for i, c in enumerate(spec.children)]
     return node
@@ -75,6 +77,7 @@ class PartitionState:
         self.allocation_seq = 0
         # (app, ask) → node held for it, in the order the reservations were made
         self.reservations: dict[tuple[str, str], str] = {}
+        self.preempting: dict[str, Resources] = {}  # leaf path → resources of victims not yet released
         self.form = FormCache()  # every app/node change below is marked here for the digest
         self.settings: dict[str, QueueSettings] = settings_from_spec(root_spec)
         index = LimitIndex.from_spec(root_spec)
@@ -249,7 +252,8 @@ class PartitionState:
         self._drop_ask(app, ask)
         self.allocation_seq += 1
         alloc = Allocation(
-            app.app_id, ask.ask_id, node.node_id, ask.resources, ask.priority, decision_id, self.allocation_seq
+            app.app_id, ask.ask_id, node.node_id, ask.resources, ask.priority, decision_id, self.allocation_seq,
+            ask.created_us, ask.allow_preemption, ask.required_node,
         )
         app.allocations[ask.ask_id] = alloc
         add_into(app.allocated, ask.resources)
@@ -302,6 +306,8 @@ class PartitionState:
         self._refresh(app)
 
     def _drop_allocation(self, app: App, alloc: Allocation) -> None:
+        if alloc.preempted:
+            sub_into(self.preempting.setdefault(app.queue.path, {}), alloc.resources)
         del app.allocations[alloc.ask_id]
         sub_into(app.allocated, alloc.resources)
         app.share = None

@@ -69,6 +69,19 @@ class PriorityClasses:
             raise PriorityError("priority-class", f"unknown priority class {name!r}")
         del self.classes[name]
 
+    def preempts(self, class_name: str | None) -> bool:
+        """Whether an ask of this class (None: the global default class) may preempt others.
+
+        The built-in ``system-`` classes preempt (Kubernetes gives them PreemptLowerPriority).
+        """
+        if class_name is None:
+            found = next((c for c in self.classes.values() if c.global_default), None)
+        elif class_name in BUILTIN_CLASSES:
+            return True
+        else:
+            found = self.classes.get(class_name)
+        return found is not None and found.preemption_policy == "PreemptLowerPriority"
+
     def resolve(self, priority: int | None, class_name: str | None) -> int:
         """An ask's priority from its fields (CONTRACT §2 "Ask priority")."""
         if priority is not None and not in_int32(priority):

@@ -18,6 +18,8 @@
   headroom is tried on its own node, then — unless it needs that node — on every other
   unreserved node in order. Allocated, the reservation ends (``ask.unreserved``, reason
   ``allocated``); ``ask.removed``, ``app.removed`` and ``node.removed`` end it too.
+* A reserved required-node ask that does not fit its node preempts there once
+  (``scheduler.core.required_node_preemption``): its victims are revoked and it keeps the node.
 
 Deterministic where YuniKorn iterates maps: apps and asks in their sort orders.
 """
@@ -30,8 +32,9 @@ from dataclasses import dataclass, field
 from events.models import AskReserved, AskUnreserved
 from events.resources import Resources, fits
 from projections.queues import QueueNode
-from scheduler.core.objects import App, Ask, Node
+from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.partition import PartitionState
+from scheduler.core.required_node_preemption import required_node_victims
 from scheduler.core.sorting import sort_queues
 
 RESERVATION_DELAY_US = 2_000_000
@@ -52,6 +55,7 @@ class Step:
     node: Node
     reserve: str | None = None  # reservation reason; None for an allocation
     cancel: list[tuple[App, Ask]] = field(default_factory=list)
+    victims: list[Allocation] = field(default_factory=list)  # preempted for it (reason ``preemption``)
 
 
 def fit_in_score(request: Mapping[str, int], available: Mapping[str, int]) -> float:
@@ -164,6 +168,10 @@ def _try_leaf(part: PartitionState, leaf: QueueNode, fits_headroom: HeadroomChec
                 continue  # a cordoned node is not used for an ordinary ask (docs/semantics.md)
             if fits(ask.resources, node.available()):
                 return Step(app, ask, node)
+            if ask.required_node is not None and not ask.preempt_triggered:
+                victims = required_node_victims(node, ask)  # YuniKorn tryRequiredNodePreemption
+                if victims:
+                    return Step(app, ask, node, "required-node", victims=victims)
         for ask in ok:
             if ask.required_node is not None:
                 continue

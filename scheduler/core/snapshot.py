@@ -12,6 +12,7 @@ import heapq
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from events.resources import add_into
 from events.seen import SeenIds
 from scheduler.config import load_config
 from scheduler.core.engine import Engine
@@ -25,11 +26,26 @@ SNAPSHOT_VERSION = 3  # 2: seen input ids grouped by source, in log order; 3: re
 
 
 def _ask(a: Ask) -> list[Any]:
-    return [a.ask_id, a.resources, a.priority, a.created_us, a.seq, a.required_node, a.priority_class, a.tags]
+    return [a.ask_id, a.resources, a.priority, a.created_us, a.seq, a.required_node, a.priority_class, a.tags,
+            a.preempt_other, a.allow_preemption, a.preempt_triggered]
 
 
 def _alloc(al: Allocation) -> list[Any]:
-    return [al.ask_id, al.node_id, al.resources, al.priority, al.decision_id, al.seq]
+    return [al.ask_id, al.node_id, al.resources, al.priority, al.decision_id, al.seq, al.created_us,
+            al.allow_preemption, al.required_node, al.preempted]
+
+
+def _load_ask(app_id: str, row: list[Any]) -> Ask:
+    """An ask from ``_ask`` output; rows of older snapshots lack the preemption fields (defaults)."""
+    ask = Ask(app_id, *row[:8])
+    if len(row) > 8:
+        ask.preempt_other, ask.allow_preemption, ask.preempt_triggered = row[8:11]
+    return ask
+
+
+def _load_alloc(app_id: str, row: list[Any]) -> Allocation:
+    """An allocation from ``_alloc`` output (older rows: preemption fields at their defaults)."""
+    return Allocation(app_id, *row)
 
 
 def seen_by_source(seen: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
@@ -88,6 +104,7 @@ def dump(engine: Engine) -> dict[str, Any]:
         "source": engine.source,
         "config_yaml": state.config.yaml,
         "cycle": state.cycle,
+        "cycle_time_us": state.cycle_time_us,
         "seq": state.seq,
         "seen": engine.seen.grouped(),
         "classes": [[c.name, c.value, c.global_default, c.preemption_policy]
@@ -104,6 +121,7 @@ def load(data: dict[str, Any]) -> Engine:
     engine = Engine(load_config(data["config_yaml"]), source=data["source"])
     state = engine.state
     state.cycle = data["cycle"]
+    state.cycle_time_us = data.get("cycle_time_us")
     state.seq = data["seq"]
     engine.seen = SeenIds.from_grouped(data["seen"])
     for name, value, default, policy in data["classes"]:
@@ -122,13 +140,13 @@ def load(data: dict[str, Any]) -> Engine:
                 stateaware_disabled=a["stateaware_disabled"],
             )
             part.add_app(app)
-            for ask_id, res, prio, created, seq, required, pclass, tags in a["asks"]:
-                part.add_ask(app, Ask(app.app_id, ask_id, res, prio, created, seq, required, pclass, tags))
-            allocations = [
-                Allocation(app.app_id, ask_id, node_id, res, prio, decision_id, seq)
-                for ask_id, node_id, res, prio, decision_id, seq in a["allocations"]
-            ]
+            for row in a["asks"]:
+                part.add_ask(app, _load_ask(app.app_id, row))
+            allocations = [_load_alloc(app.app_id, row) for row in a["allocations"]]
             part.restore_allocations(app, allocations, a["state"])
+            for alloc in allocations:
+                if alloc.preempted:
+                    add_into(part.preempting.setdefault(app.queue.path, {}), alloc.resources)
         for app_id, ask_id, node_id, cycle in pdata["reservations"]:
             app = part.apps[app_id]
             part.reserve(app, app.asks[ask_id], part.nodes[node_id], cycle, "", None)

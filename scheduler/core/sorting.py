@@ -220,7 +220,10 @@ class _Run:
 
     def remove(self, q: QueueNode) -> None:
         i = bisect_left(self.orders, q.order)
-        self._undo_to(i)
+        if len(self.vectors) > 1 and self.out[0] is q:
+            self._remove_first(i)
+        else:
+            self._undo_to(i)
         del self.members[i]
         del self.orders[i]
         vector = self.joined.pop(q.order)
@@ -228,7 +231,20 @@ class _Run:
         self.vectors[vector] -= 1
         if not self.vectors[vector]:
             del self.vectors[vector]
-        self.redo_from(i)
+        if len(self.out) != len(self.members):
+            self.redo_from(i)
+
+    def _remove_first(self, i: int) -> None:
+        """Drop ``members[i]``, first in ``out``, without redoing the pass (a cycle's usual step).
+
+        A member first in the output was inserted first and nothing went ahead of it since.
+        Every later member's walk that reached it either passed it or stopped just behind
+        it — in the pass without it, that walk reaches the front: the same place. So the pass
+        without it is the output without it, and every later insertion index drops by one.
+        """
+        placed = self.placed
+        del self.out[0]
+        placed[i:] = [p - 1 for p in placed[i + 1:]]
 
     def _undo_to(self, i: int) -> None:
         placed, out = self.placed, self.out

@@ -39,6 +39,7 @@ class SchedulerState:
         self.priority_classes = PriorityClasses()
         self.seq = 0  # arrival counter of applied inputs
         self.cycle = 0  # number of the last completed cycle
+        self.cycle_time_us: int | None = None  # time of the last cycle (preemption attempt ticks)
         self._timers: list[_Timer] = []
 
     def next_seq(self) -> int:

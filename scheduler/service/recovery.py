@@ -12,23 +12,31 @@ already written is byte-identical to what the re-run produces (under the same ru
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import orjson
 
-from events.codec import encode_output, parse_time
-from events.log.port import EventLog, LogError, LogRecord
+from events.codec import decode_input, encode_output, parse_time
+from events.log.port import EventLog, LogError, LogMismatch, LogRecord
+from events.models import CycleStarted, InputEvent
 from scheduler.core.engine import Engine
 from scheduler.core.fact_fold import FoldError, fold_recorded_cycle
 from scheduler.core.logged_cycle import run_logged_cycle
-from scheduler.core.recorded_cycles import LogStructureError, RecordedCycle, parse_record, recorded_cycles
+from scheduler.core.recorded_cycles import (
+    LogStructureError,
+    RecordedCycle,
+    parse_record,
+    recorded_cycles,
+)
 from scheduler.core.rules_version import RULES_VERSION
 from scheduler.storage.snapshot_files import Restored, SnapshotStore
 
 LOG = logging.getLogger("evsched.recovery")
 READ_BATCH = 10_000
+LOOK_BACK = 64  # input records before a position searched for one with an id (inputs_continue)
 
 
 @dataclass
@@ -64,7 +72,7 @@ async def read_range(log: EventLog, start: Mapping[str, int], end: Mapping[str, 
 async def _from_snapshot(log: EventLog, store: SnapshotStore) -> Restored | None:
     end = await log.output_end()
     for path in store.candidates():
-        body = store.read(path)
+        body = await asyncio.to_thread(store.read, path)  # CPU work (decode, checks): off the event loop
         if body is None:
             continue
         offset = body["output_offset"]
@@ -86,7 +94,7 @@ async def _from_snapshot(log: EventLog, store: SnapshotStore) -> Restored | None
             obj = orjson.loads(last[0].value) if last else {}
             if obj.get("type") == "cycle.completed" and obj["data"]["cycle"] == body["cycle"]:
                 recorded = obj["data"]["state_digest"]
-        restored = store.restore(path, body, recorded)
+        restored = await asyncio.to_thread(store.restore, path, body, recorded)
         if restored is not None:
             return restored
     return None
@@ -113,6 +121,15 @@ def fold_cycle(engine: Engine, rec: RecordedCycle, records: list[LogRecord], cha
     return folded.digest
 
 
+def _rerun_cycle(
+    engine: Engine, records: list[LogRecord], channels: list[str], now_us: int, started: CycleStarted
+) -> list[bytes]:
+    """Re-run a torn cycle with the current code; its encoded outputs after ``cycle.started``."""
+    outputs = run_logged_cycle(engine, records, channels, now_us, started.inputs_from, started.inputs_through,
+                               admin_channels=started.admin_channels)
+    return [encode_output(o) for o in outputs[1:]]
+
+
 async def recover(
     log: EventLog, *, source: str, engine: Engine | None = None, snapshots: SnapshotStore | None = None
 ) -> Recovered:
@@ -129,7 +146,8 @@ async def recover(
         LOG.info("restored cycle %d from %s", restored.cycle, restored.path)
     engine = engine or Engine(source=source)
     try:
-        cycles = list(recorded_cycles(await log.read_outputs(output_start)))
+        outputs_read = await log.read_outputs(output_start)
+        cycles = await asyncio.to_thread(lambda: list(recorded_cycles(outputs_read)))
     except LogStructureError as exc:
         raise LogError(f"the output log is not a sequence of cycles: {exc.message}") from None
     result = Recovered(engine, positions, 0, from_snapshot=restored.cycle if restored else None)
@@ -147,11 +165,7 @@ async def recover(
                     " written so far stand, the rest follow the current rules (docs/upgrading.md)",
                     rec.number, started.rules_version, RULES_VERSION,
                 )
-            outputs = run_logged_cycle(
-                engine, records, channels, now_us, started.inputs_from, started.inputs_through,
-                admin_channels=started.admin_channels,
-            )
-            encoded = [encode_output(o) for o in outputs[1:]]
+            encoded = await asyncio.to_thread(_rerun_cycle, engine, records, channels, now_us, started)
             written = [r.value for r in rec.records[1:]]
             if encoded[: len(written)] != written:
                 LOG.error("cycle %d: the outputs already written differ from the re-run", rec.number)
@@ -160,11 +174,60 @@ async def recover(
             result.repaired_outputs = len(missing)
             LOG.warning("cycle %d was cut short: re-ran it and wrote the %d missing outputs", rec.number, len(missing))
         else:
-            digest = fold_cycle(engine, rec, records, channels, now_us)
+            digest = await asyncio.to_thread(fold_cycle, engine, rec, records, channels, now_us)
             if digest != completed["state_digest"]:
                 result.digest_mismatches.append(rec.number)
                 LOG.error("cycle %d: the state folded from the record differs from the recorded digest", rec.number)
         positions = dict(started.inputs_through)
         result.cycles += 1
     result.positions = positions or dict.fromkeys(channels, 0)
+    await inputs_continue(log, engine, result.positions)
     return result
+
+
+async def inputs_continue(log: EventLog, engine: Engine, positions: Mapping[str, int]) -> None:
+    """The input log still holds what the engine consumed: else stop with a clear error.
+
+    A topic deleted and re-created while the service was away, that already holds more
+    records than the old position, would be read on from that position: its first records
+    silently skipped. So, per channel, the last event before the position that has an id
+    (searched among ``LOOK_BACK`` records) must be one the engine applied (its seen ids).
+    A re-created log refilled with the same events passes; a channel with no such record
+    close before its position cannot be checked and is not.
+    """
+    ends = await log.input_end()
+    for channel, position in positions.items():
+        if position <= 0:
+            continue
+        tail = await _records_before(log, channel, position, ends)
+        for rec in reversed(tail):
+            event = decode_input(rec.value, append_time_us=rec.append_time_us, position=rec.position)
+            if not isinstance(event, InputEvent):
+                continue
+            if (event.source, event.id) not in engine.seen:
+                raise LogMismatch(
+                    f"input {channel} is not the log this state consumed: its record at offset {rec.offset}, "
+                    f"before the resume position {position}, is event {event.id!r} from {event.source!r}, "
+                    "which was never applied — the input topic was deleted and re-created (or replaced); "
+                    "resuming would skip its first records. Reset the output log and snapshots to start "
+                    "over from the new input, or restore the old input"
+                )
+            break
+
+
+async def _records_before(log: EventLog, channel: str, position: int, ends: Mapping[str, int]) -> list[LogRecord]:
+    """Up to ``LOOK_BACK`` input records of ``channel`` just before ``position`` (fewer when
+    the log does not answer with them; other channels' records are skipped)."""
+    start = max(0, position - LOOK_BACK)
+    positions = {ch: end for ch, end in ends.items()}
+    positions[channel] = start
+    out: list[LogRecord] = []
+    for _ in range(8):  # other channels may answer first (new records arriving meanwhile)
+        batch = await log.read_inputs(positions, LOOK_BACK)
+        mine = [r for r in batch if r.channel == channel and positions[channel] <= r.offset < position]
+        out.extend(mine)
+        for rec in batch:
+            positions[rec.channel] = max(positions.get(rec.channel, 0), rec.offset + 1)
+        if not batch or positions[channel] >= position:
+            break
+    return out

@@ -183,3 +183,21 @@ def test_route_status_after_resync_repeats_all_status() -> None:
     again = route_status(P, queues, tracker)
     assert [o.topic for o in again] == [queue_topic(P, "root.a"), queue_topic(P, "root.b")]
     assert all(o.retain for o in again)
+
+
+def test_a_preemption_reaches_the_victims_node_topic_with_its_preemptor() -> None:
+    """The node agent of the victim's node learns it must stop the workload, and for whom."""
+    from events.models import Preemptor
+    from scheduler.bridge.topics import node_topic
+
+    data = AllocationRevoked(app_id="be", ask_id="f3", node_id="n7", reason="preempted", decision_id="default-1-3",
+                             preemptor=Preemptor(app_id="c", ask_id="c1", queue="root.crit"))
+    event = OutputEvent(id="5-0", source="evsched", type="allocation.revoked", time="t", data=data)
+    routed = route_cycle("default", [event], None, StatusTracker())
+    on_node = [m for m in routed if m.topic == node_topic("default", "n7")]
+    assert len(on_node) == 1 and on_node[0].payload == encode_output(event)
+    body = orjson.loads(on_node[0].payload)["data"]
+    assert body["reason"] == "preempted" and body["preemptor"] == {"app_id": "c", "ask_id": "c1", "queue": "root.crit"}
+    assert body["decision_id"] == "default-1-3"
+    plain = orjson.loads(encode_output(revoked(1, "n1")))["data"]
+    assert "preemptor" not in plain and "decision_id" not in plain  # other revocations keep their bytes

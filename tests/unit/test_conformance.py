@@ -93,3 +93,14 @@ def test_first_difference_names_the_state_field() -> None:
     diff = first_difference(Outcome((), state), Outcome((), other))
     assert diff == 'state apps.a.state: evsched "Running", yunikorn "Starting"'
     assert first_difference(Outcome((), state), Outcome((), state)) is None
+
+
+def test_harness_preempts_like_evsched_in_the_golden_preemption_scenario(harness: Path) -> None:
+    """yunikorn-core v1.5.2 picks the same single victim (f3 on n1) for the under-guarantee
+    ``PreemptLowerPriority`` ask, and allocates the ask there once f3 is released."""
+    scenario = (ROOT / "tests" / "golden" / "scenarios" / "preemption.jsonl").read_bytes()
+    ours = parse_outcome(evsched_output(scenario))
+    theirs = parse_outcome(harness_output(harness, scenario))
+    assert theirs.decisions == ours.decisions
+    assert [(d[2], d[3]) for d in theirs.decisions if d[1] != "be"] == [("c1", "n1")]
+    assert [d[2] for d in theirs.decisions if d[3] == "(preempted)"] == ["f3"]

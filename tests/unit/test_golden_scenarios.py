@@ -1,6 +1,12 @@
 """Golden scenarios: each tests/golden/scenarios/X.jsonl must simulate to X.expected.jsonl, byte for byte.
 
 Regenerate after an intended change with EVSCHED_UPDATE_GOLDEN=1 and review the diff.
+
+``preemption.jsonl`` mirrors YuniKorn v1.5.2 ``preemption_test.go`` ``TestTryPreemption``
+at the scheduler level: best-effort work fills two nodes, a ``PreemptLowerPriority`` ask of
+an under-guarantee sibling preempts exactly one allocation (the newest on the lowest-id
+node), is reserved there and allocated once the victim is released. yunikorn-core itself
+decides the same (``python -m conformance.run --scenario``; docs/conformance.md).
 """
 
 from __future__ import annotations

@@ -58,3 +58,28 @@ def test_queue_order_kept_across_changes_gives_todays_order(
         set_values(q, priority, pending, allocated)
         order.changed(q)
         assert order.sorted() == sort_queues_before(children, sort_priority)
+
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0, 0, 0, 1]), vector), min_size=1, max_size=20), st.booleans(),
+       st.lists(st.tuples(st.booleans(), st.integers(min_value=0, max_value=8), vector), max_size=24))
+def test_queue_order_as_a_cycle_drains_the_first_queue_gives_todays_order(
+    values: list[tuple[int, dict[str, int]]], sort_priority: bool, steps: list[tuple[bool, int, dict[str, int]]]
+) -> None:
+    """A cycle's steps: the first queue in the order gets an allocation (its pending shrinks
+    or ends), now and then another child changes. Mostly one priority and no guarantee, so
+    most children share one run of equal key (where the insertion pass matters)."""
+    children = tree([(priority, pending, {}, {}) for priority, pending in values])
+    order = QueueOrder(children, sort_priority)
+    for first, index, pending in steps:
+        current = order.sorted()
+        if first and current:
+            q = current[0]
+            shrunk = {k: v - 1 for k, v in q.pending.items()} if index % 2 else {}
+            set_values(q, q.priority, shrunk, q.allocated)
+        else:
+            q = children[index % len(children)]
+            set_values(q, q.priority, pending, q.allocated)
+        order.changed(q)
+        assert order.sorted() == sort_queues_before(children, sort_priority)

@@ -1,0 +1,60 @@
+"""Queue preemption properties: ``preemption.policy`` and ``preemption.delay`` (a Go duration).
+
+As YuniKorn v1.5.2 ``queue.go``: an invalid value never fails the config, it falls back to
+the default (``default`` policy, 30 s delay); a delay must be positive.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+DEFAULT_PREEMPTION_DELAY_US = 30_000_000
+PREEMPTION_POLICIES = ("default", "fence", "disabled")
+
+_UNITS_US = {"ns": 0.001, "us": 1.0, "µs": 1.0, "μs": 1.0, "ms": 1_000.0, "s": 1_000_000.0,
+             "m": 60_000_000.0, "h": 3_600_000_000.0}
+_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
+
+
+def go_duration_us(text: str) -> int | None:
+    """Go ``time.ParseDuration`` in microseconds, or None when Go rejects the text. Log time
+    counts microseconds, so a positive duration rounds up to the next one (``1ns`` → 1).
+
+    >>> go_duration_us("1m30s"), go_duration_us("1.5s"), go_duration_us("0"), go_duration_us("10")
+    (90000000, 1500000, 0, None)
+    >>> go_duration_us("1ns"), go_duration_us("-1ns")
+    (1, -1)
+    """
+    rest = text
+    sign = 1
+    if rest[:1] in ("+", "-"):
+        sign = -1 if rest[0] == "-" else 1
+        rest = rest[1:]
+    if rest == "0":
+        return 0
+    if not rest:
+        return None
+    total = 0.0
+    pos = 0
+    while pos < len(rest):
+        match = _PART.match(rest, pos)
+        if match is None or match.group(1) in ("", "."):
+            return None
+        total += float(match.group(1)) * _UNITS_US[match.group(2)]
+        pos = match.end()
+    return sign * math.ceil(total)
+
+
+def preemption_delay_us(value: str | None) -> int:
+    """A leaf's ``preemption.delay``: a positive Go duration, else the 30 s default."""
+    if value is None:
+        return DEFAULT_PREEMPTION_DELAY_US
+    parsed = go_duration_us(value)
+    return parsed if parsed is not None and parsed > 0 else DEFAULT_PREEMPTION_DELAY_US
+
+
+def preemption_policy(value: str | None) -> str:
+    """``preemption.policy`` (any case): default, fence or disabled; empty or unknown → default."""
+    lowered = (value or "").lower()
+    return lowered if lowered in PREEMPTION_POLICIES else "default"

@@ -1,0 +1,210 @@
+"""Queue snapshots for preemption: YuniKorn v1.5.2 ``QueuePreemptionSnapshot`` and its resource math.
+
+Resources here follow Go's ``resources.Resource`` exactly, because the victims chosen depend
+on it: a map where a *missing* type differs from a type at 0 in ``FitInMaxUndef`` (missing
+types are skipped) and in ``ComponentWiseMinPermissive`` (a missing type takes the other
+side's value), while ``Equals``/``ComponentWiseMin``/``ComponentWiseMax`` read a missing
+type as 0. ``None`` stands for Go's nil resource.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from events.resources import Resources
+from projections.queues import QueueNode
+from scheduler.core.objects import Allocation
+
+Res = Mapping[str, int]
+
+
+def min_permissive(left: Res | None, right: Res | None) -> dict[str, int] | None:
+    """``ComponentWiseMinPermissive``: per type the smaller value; a type on one side only keeps it."""
+    if left is None and right is None:
+        return None
+    if left is None:
+        return dict(right or {})
+    if right is None:
+        return dict(left)
+    out = dict(left)
+    for name, value in right.items():
+        out[name] = min(value, left[name]) if name in left else value
+    return out
+
+
+def cw_min(left: Res | None, right: Res | None) -> dict[str, int]:
+    """``ComponentWiseMin``: a type missing on one side counts 0 there (nil → empty)."""
+    if left is None or right is None:
+        return {}
+    out = {name: min(value, right.get(name, 0)) for name, value in left.items()}
+    for name, value in right.items():
+        out[name] = min(value, left.get(name, 0))
+    return out
+
+
+def cw_max(left: Res | None, right: Res | None) -> dict[str, int]:
+    """``ComponentWiseMax``: a type missing on one side counts 0 there (nil → empty)."""
+    if left is None or right is None:
+        return {}
+    out = {name: max(value, right.get(name, 0)) for name, value in left.items()}
+    for name, value in right.items():
+        out[name] = max(value, left.get(name, 0))
+    return out
+
+
+def fit_in(larger: Res | None, smaller: Res | None, skip_undef: bool) -> bool:
+    """``larger.FitIn(smaller)`` (``FitInMaxUndef`` with ``skip_undef``); negative larger counts 0."""
+    if smaller is None:
+        return True
+    big = larger or {}
+    for name, value in smaller.items():
+        if name not in big:
+            if skip_undef:
+                continue
+            have = 0
+        else:
+            have = max(0, big[name])
+        if value > have:
+            return False
+    return True
+
+
+def sub(left: Res | None, right: Res | None) -> dict[str, int]:
+    """``Sub``: every type of both sides kept (zeros too)."""
+    out = dict(left or {})
+    for name, value in (right or {}).items():
+        out[name] = out.get(name, 0) - value
+    return out
+
+
+def sub_non_negative(left: Res, right: Res) -> dict[str, int]:
+    """``SubEliminateNegative``: ``Sub`` with negative results set to 0."""
+    out = dict(left)
+    for name, value in right.items():
+        out[name] = max(0, out.get(name, 0) - value)
+    return out
+
+
+def equals_or_empty(left: Res, right: Res) -> bool:
+    """``EqualsOrEmpty``: both all-zero, or equal with a missing type read as 0."""
+    return all(left.get(k, 0) == right.get(k, 0) for k in {*left, *right})
+
+
+class QueueSnap:
+    """A queue's usage during one preemption attempt (parents shared, victims per leaf)."""
+
+    __slots__ = ("allocated", "guaranteed", "leaf", "max", "parent", "path", "preempting", "victims")
+
+    def __init__(self, path: str, parent: QueueSnap | None, leaf: bool, allocated: Res, preempting: Res,
+                 max_resource: Res | None, guaranteed: Res | None, victims: list[Allocation]) -> None:
+        self.path = path
+        self.parent = parent
+        self.leaf = leaf
+        self.allocated = dict(allocated)
+        self.preempting = dict(preempting)
+        self.max = max_resource
+        self.guaranteed = guaranteed
+        self.victims = victims
+
+    def duplicate(self, cache: dict[str, QueueSnap]) -> QueueSnap:
+        """A copy whose ancestors are copied once into ``cache`` (``Duplicate``)."""
+        found = cache.get(self.path)
+        if found is not None:
+            return found
+        parent = self.parent.duplicate(cache) if self.parent is not None else None
+        copy = QueueSnap(self.path, parent, self.leaf, self.allocated, self.preempting, self.max,
+                         self.guaranteed, self.victims)
+        cache[self.path] = copy
+        return copy
+
+    def get_guaranteed(self) -> dict[str, int]:
+        """``GetGuaranteedResource``: the permissive minimum down from root."""
+        above = self.parent.get_guaranteed() if self.parent is not None else {}
+        return min_permissive(above, self.guaranteed) or {}
+
+    def get_max(self) -> dict[str, int]:
+        """``GetMaxResource``: the permissive minimum down from root."""
+        above = self.parent.get_max() if self.parent is not None else {}
+        return min_permissive(above, self.max) or {}
+
+    def used(self) -> dict[str, int]:
+        """Allocated minus what is already being preempted."""
+        return sub(self.allocated, self.preempting)
+
+    def at_or_above_guaranteed(self) -> bool:
+        """``IsAtOrAboveGuaranteedResource``."""
+        guaranteed = self.get_guaranteed()
+        absolute = min_permissive(guaranteed, self.get_max())
+        used = self.used()
+        if not fit_in(absolute, used, False):
+            return True
+        return equals_or_empty(cw_max(guaranteed, used), used)
+
+    def within_guaranteed(self) -> bool:
+        """``IsWithinGuaranteedResource`` (every ancestor too; a leaf without a guarantee is not)."""
+        if self.parent is not None and not self.parent.within_guaranteed():
+            return False
+        guaranteed = self.get_guaranteed()
+        if self.leaf and not guaranteed:
+            return False
+        return fit_in(min_permissive(guaranteed, self.get_max()), self.used(), False)
+
+    def remaining_guaranteed(self) -> dict[str, int]:
+        """``GetRemainingGuaranteed``: guarantee minus use, the minimum with every ancestor's."""
+        above = self.parent.remaining_guaranteed() if self.parent is not None else {}
+        remaining = sub(min_permissive(self.get_guaranteed(), self.get_max()), self.used())
+        return cw_min(remaining, above)
+
+    def add(self, res: Res) -> None:
+        """``AddAllocation``: here and every ancestor."""
+        snap: QueueSnap | None = self
+        while snap is not None:
+            for name, value in res.items():
+                snap.allocated[name] = snap.allocated.get(name, 0) + value
+            snap = snap.parent
+
+    def remove(self, res: Res) -> None:
+        """``RemoveAllocation``: here and every ancestor."""
+        snap: QueueSnap | None = self
+        while snap is not None:
+            for name, value in res.items():
+                snap.allocated[name] = snap.allocated.get(name, 0) - value
+            snap = snap.parent
+
+
+def queue_max(queue: QueueNode, cluster: Resources) -> Res | None:
+    """A queue's own max as YuniKorn holds it: root's is the cluster; unset is nil."""
+    if queue.parent is None:
+        return cluster
+    return queue.max or None
+
+
+def preempting_of(queue: QueueNode, preempting: Mapping[str, Resources]) -> dict[str, int]:
+    """Resources of victims not yet released in this queue's subtree (``preemptingResource``)."""
+    out: dict[str, int] = {}
+    prefix = queue.path + "."
+    for path, res in preempting.items():
+        if path == queue.path or path.startswith(prefix):
+            for name, value in res.items():
+                out[name] = out.get(name, 0) + value
+    return out
+
+
+def live_max(queue: QueueNode, cluster: Resources) -> dict[str, int] | None:
+    """``Queue.GetMaxResource`` on the live tree: ``ComponentWiseMin`` down from root (nil: unset)."""
+    limit: dict[str, int] | None = None
+    for q in reversed(queue.lineage):
+        own = queue_max(q, cluster)
+        if limit is None:
+            limit = dict(own) if own is not None else None
+        elif own is not None:
+            limit = cw_min(limit, own)
+    return limit
+
+
+def live_guaranteed(queue: QueueNode) -> dict[str, int] | None:
+    """``Queue.GetActualGuaranteedResource``: permissive minimum up to root (root's parent: empty)."""
+    result: dict[str, int] | None = {}
+    for q in reversed(queue.lineage):
+        result = min_permissive(q.guaranteed or None, result)
+    return result

@@ -54,8 +54,11 @@ def test_sums_past_64_bits_on_one_shard_are_rejected_and_both_shards_go_on(
     log_args = kafka_args(kafka_bootstrap, kafka_topics)
     for phase in (1, 2):  # two runs: the second restores both shards, poison and all, from the log
         evts = [*shard_events("default", True, phase), *shard_events("beta", False, phase)]
-        if phase == 1:
-            evts.insert(0, {"id": "cfg", "source": "admin", "type": "config.updated", "data": {"yaml": YAML}})
+        if phase == 1:  # the queue configuration comes from the operator, on the admin channel
+            cfg = tmp_path / "cfg.jsonl"
+            cfg.write_bytes(orjson.dumps({"id": "cfg", "source": "admin", "type": "config.updated",
+                                          "data": {"yaml": YAML}}) + b"\n")
+            evsched("submit", *log_args, "--partition", ",".join(SHARDS), "--admin", str(cfg))
         path = tmp_path / f"in{phase}.jsonl"
         path.write_bytes(b"\n".join(orjson.dumps(e) for e in evts) + b"\n")
         evsched("submit", *log_args, "--partition", ",".join(SHARDS), str(path))

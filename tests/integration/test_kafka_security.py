@@ -100,7 +100,7 @@ def test_a_wrong_password_fails_at_once_with_a_clear_message(
 ) -> None:
     bootstrap, ca, _ = secure_broker
     path = tmp_path / "in.jsonl"
-    path.write_text('{"type": "node.added", "data": {"node": "n1", "capacity": {"cpu": 1}}}\n')
+    path.write_text('{"type": "node.added", "data": {"node_id": "n1", "capacity": {"vcore": 1000}}}\n')
     for command in (["submit", *secure_args(bootstrap, ca, "pw"), str(path)],
                     ["run", *secure_args(bootstrap, ca, "pw"), "--once"]):
         done = evsched(*command, password="not-the-password")
@@ -115,7 +115,7 @@ def test_an_untrusted_broker_certificate_fails_at_once_with_a_clear_message(
 ) -> None:
     bootstrap, _, other_ca = secure_broker
     path = tmp_path / "in.jsonl"
-    path.write_text('{"type": "node.added", "data": {"node": "n1", "capacity": {"cpu": 1}}}\n')
+    path.write_text('{"type": "node.added", "data": {"node_id": "n1", "capacity": {"vcore": 1000}}}\n')
     for command in (["submit", *secure_args(bootstrap, other_ca, "ca"), str(path)],
                     ["run", *secure_args(bootstrap, other_ca, "ca"), "--once"]):
         done = evsched(*command)

@@ -102,13 +102,21 @@ def apply_batch(engine: Engine, batch: CycleBatch) -> None:
             engine.apply(result)
 
 
+def begin_cycle(engine: Engine, now_us: int, out: list[OutputData]) -> int | None:
+    """Open the next cycle as ``run_cycle`` does (number, due timers, cycle time); returns the
+    previous cycle's time, which the allocation steps' memo needs."""
+    state = engine.state
+    state.cycle += 1
+    state.fire_timers(now_us, out)
+    prev_cycle_us, state.cycle_time_us = state.cycle_time_us, now_us
+    return prev_cycle_us
+
+
 def _advance_to_step(engine: Engine, batch: CycleBatch, partition: str, step: int) -> tuple[PartitionState, CycleMemo]:
     """Start the cycle as ``run_cycle`` does and commit its first ``step − 1`` decisions."""
     state = engine.state
-    state.cycle += 1
     out: list[OutputData] = []
-    state.fire_timers(batch.now_us, out)
-    prev_cycle_us, state.cycle_time_us = state.cycle_time_us, batch.now_us
+    prev_cycle_us = begin_cycle(engine, batch.now_us, out)
     decisions = 0
     for name in sorted(state.partitions):
         part = state.partitions[name]

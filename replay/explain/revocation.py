@@ -14,7 +14,7 @@ from typing import Any
 
 from events.codec import decode_output, parse_time
 from events.models import AllocationRevoked, OutputData
-from replay.explain.decision import CycleBatch, ExplainError, apply_batch
+from replay.explain.decision import CycleBatch, ExplainError, apply_batch, begin_cycle
 from replay.explain.preemption import RULE, preemption_report
 from replay.find_cycle import find_cycle
 from replay.reader import LogSource, channel_order
@@ -51,10 +51,8 @@ def explain_revocation_from_log(source: LogSource, app_id: str, ask_id: str,
                        channel_order(source, set(started.inputs_through) | set(started.inputs_from)))
     apply_batch(engine, batch)
     state = engine.state
-    state.cycle += 1
     out: list[OutputData] = []
-    state.fire_timers(batch.now_us, out)
-    prev_cycle_us, state.cycle_time_us = state.cycle_time_us, batch.now_us
+    prev_cycle_us = begin_cycle(engine, batch.now_us, out)
     decisions = 0
     for name in sorted(state.partitions):
         part = state.partitions[name]

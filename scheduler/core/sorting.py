@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from enum import Enum
 from operator import ge
+from typing import final
 
 from sortedcontainers import SortedList
 
@@ -121,6 +122,121 @@ def sort_queues(children: Sequence[QueueNode], sort_priority: bool) -> list[Queu
 
 
 FEW_CHILDREN = 16
+
+
+@final
+class _Entry:
+    """One child in a ``KeptOrder``: the queue and its sort key, read when it last changed."""
+
+    __slots__ = ("order", "prio", "q", "share")
+
+    def __init__(self, q: QueueNode) -> None:
+        self.q = q
+        self.prio: int = -q.priority
+        self.share: tuple[float, ...] = q.fair_share()
+        self.order: int = q.order
+
+
+def _before(a: _Entry, b: _Entry, sort_priority: bool) -> bool:
+    """``a`` sorts before ``b`` by (primary key, config order)."""
+    if sort_priority:
+        if a.prio != b.prio:
+            return a.prio < b.prio
+        if a.share != b.share:
+            return a.share < b.share
+    else:
+        if a.share != b.share:
+            return a.share < b.share
+        if a.prio != b.prio:
+            return a.prio < b.prio
+    return a.order < b.order
+
+
+def _tied(entries: list[_Entry], i: int) -> int:
+    """1 when ``entries[i - 1]`` and ``entries[i]`` exist and share their primary key, else 0."""
+    if i <= 0 or i >= len(entries):
+        return 0
+    a = entries[i - 1]
+    b = entries[i]
+    return 1 if a.prio == b.prio and a.share == b.share else 0
+
+
+@final
+class KeptOrder:
+    """``sort_queues`` of a parent with few children, kept across the steps of a cycle.
+
+    The children with pending resources are kept sorted by (primary key, config order),
+    with the count of neighbours that share a primary key. A step changes one child per
+    level (``changed``): it leaves its place and is inserted at its new one (a binary
+    search), its key re-read — the others' keys are unchanged. With no neighbours tied the
+    order is that sorted list; otherwise the insertion pass of ``sort_queues`` runs over it
+    (once per change).
+    """
+
+    __slots__ = ("entries", "items", "result", "sort_priority", "ties")
+
+    def __init__(self, children: Sequence[QueueNode], sort_priority: bool) -> None:
+        self.sort_priority = sort_priority
+        keyed = sorted(((primary_key(q, sort_priority), q.order), q) for q in children if is_positive(q.pending))
+        self.entries: list[_Entry] = [_Entry(q) for _, q in keyed]
+        self.items: list[QueueNode] = [q for _, q in keyed]  # the queues of ``entries``
+        self.ties = sum(_tied(self.entries, i) for i in range(1, len(self.entries)))
+        self.result: list[QueueNode] | None = None
+
+    def changed(self, q: QueueNode) -> None:
+        """Child ``q``'s pending, allocated (fair share) or priority changed."""
+        entries = self.entries
+        items = self.items
+        n = len(entries)
+        for i in range(n):
+            if entries[i].q is q:
+                self.ties -= _tied(entries, i) + _tied(entries, i + 1)
+                del entries[i]
+                del items[i]
+                self.ties += _tied(entries, i)
+                break
+        self.result = None
+        if not is_positive(q.pending):
+            return
+        entry = _Entry(q)
+        sort_priority = self.sort_priority
+        lo = 0
+        hi = len(entries)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if _before(entries[mid], entry, sort_priority):
+                lo = mid + 1
+            else:
+                hi = mid
+        self.ties -= _tied(entries, lo)
+        entries.insert(lo, entry)
+        items.insert(lo, q)
+        self.ties += _tied(entries, lo) + _tied(entries, lo + 1)
+
+    def sorted(self) -> list[QueueNode]:
+        """The children with pending resources, in ``sort_queues`` order (not to be changed)."""
+        if self.ties == 0:
+            return self.items
+        result = self.result
+        if result is None:
+            result = self.result = self._insertion_pass()
+        return result
+
+    def _insertion_pass(self) -> list[QueueNode]:
+        out: list[QueueNode] = []
+        placed: list[_Entry] = []
+        for entry in self.entries:
+            i = len(out)
+            while i > 0:
+                prev = placed[i - 1]
+                if prev.prio != entry.prio or prev.share != entry.share:
+                    break
+                if not dominates(entry.q.pending, prev.q.pending):
+                    break
+                i -= 1
+            out.insert(i, entry.q)
+            placed.insert(i, entry)
+        return out
 
 
 def primary_key(q: QueueNode, sort_priority: bool) -> tuple[object, object]:

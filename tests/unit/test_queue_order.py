@@ -1,13 +1,15 @@
 """The queue order is today's (tests/oracles/queue_order.py) on random small trees, whether
-sorted afresh (``sort_queues``) or kept across the steps of a cycle (``QueueOrder``)."""
+sorted afresh (``sort_queues``) or kept across the steps of a cycle (``QueueOrder`` for wide
+parents, ``KeptOrder`` for parents with few children)."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from projections.queues import QueueNode
-from scheduler.core.sorting import QueueOrder, sort_queues
+from scheduler.core.sorting import KeptOrder, QueueOrder, sort_queues
 from tests.oracles.queue_order import sort_queues_before
 
 small = st.integers(min_value=0, max_value=3)
@@ -16,6 +18,8 @@ child_values = st.tuples(st.integers(min_value=0, max_value=2), vector, vector, 
 
 
 Values = tuple[int, dict[str, int], dict[str, int], dict[str, int]]
+Order = type[QueueOrder] | type[KeptOrder]
+ORDERS = pytest.mark.parametrize("kept", [QueueOrder, KeptOrder])
 
 
 def tree(values: list[Values]) -> list[QueueNode]:
@@ -27,6 +31,17 @@ def tree(values: list[Values]) -> list[QueueNode]:
         children.append(q)
     root.children = children
     return children
+
+
+def same_as_fresh(order: QueueOrder | KeptOrder, children: list[QueueNode], sort_priority: bool) -> None:
+    """The order equals the oracle's; a ``KeptOrder``'s kept keys and tie count equal a fresh build's."""
+    assert order.sorted() == sort_queues_before(children, sort_priority)
+    if isinstance(order, KeptOrder):
+        fresh = KeptOrder(children, sort_priority)
+        assert [(e.q, e.prio, e.share, e.order) for e in order.entries] == [
+            (e.q, e.prio, e.share, e.order) for e in fresh.entries]
+        assert order.items == fresh.items
+        assert order.ties == fresh.ties
 
 
 def set_values(q: QueueNode, priority: int, pending: dict[str, int], allocated: dict[str, int]) -> None:
@@ -43,35 +58,38 @@ def test_sort_queues_gives_todays_order(values: list[Values], sort_priority: boo
     assert sort_queues(children, sort_priority) == sort_queues_before(children, sort_priority)
 
 
+@ORDERS
 @settings(max_examples=300, deadline=None)
 @given(st.lists(child_values, min_size=1, max_size=20), st.booleans(),
        st.lists(st.tuples(st.integers(min_value=0, max_value=8), st.integers(min_value=0, max_value=2), vector,
                           vector), max_size=12))
 def test_queue_order_kept_across_changes_gives_todays_order(
-    values: list[Values], sort_priority: bool, changes: list[tuple[int, int, dict[str, int], dict[str, int]]]
+    kept: Order, values: list[Values], sort_priority: bool,
+    changes: list[tuple[int, int, dict[str, int], dict[str, int]]],
 ) -> None:
     children = tree(values)
-    order = QueueOrder(children, sort_priority)
-    assert order.sorted() == sort_queues_before(children, sort_priority)
+    order = kept(children, sort_priority)
+    same_as_fresh(order, children, sort_priority)
     for index, priority, pending, allocated in changes:
         q = children[index % len(children)]
         set_values(q, priority, pending, allocated)
         order.changed(q)
-        assert order.sorted() == sort_queues_before(children, sort_priority)
+        same_as_fresh(order, children, sort_priority)
 
 
-
+@ORDERS
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from([0, 0, 0, 1]), vector), min_size=1, max_size=20), st.booleans(),
        st.lists(st.tuples(st.booleans(), st.integers(min_value=0, max_value=8), vector), max_size=24))
 def test_queue_order_as_a_cycle_drains_the_first_queue_gives_todays_order(
-    values: list[tuple[int, dict[str, int]]], sort_priority: bool, steps: list[tuple[bool, int, dict[str, int]]]
+    kept: Order, values: list[tuple[int, dict[str, int]]], sort_priority: bool,
+    steps: list[tuple[bool, int, dict[str, int]]],
 ) -> None:
     """A cycle's steps: the first queue in the order gets an allocation (its pending shrinks
     or ends), now and then another child changes. Mostly one priority and no guarantee, so
     most children share one run of equal key (where the insertion pass matters)."""
     children = tree([(priority, pending, {}, {}) for priority, pending in values])
-    order = QueueOrder(children, sort_priority)
+    order = kept(children, sort_priority)
     for first, index, pending in steps:
         current = order.sorted()
         if first and current:
@@ -82,4 +100,4 @@ def test_queue_order_as_a_cycle_drains_the_first_queue_gives_todays_order(
             q = children[index % len(children)]
             set_values(q, q.priority, pending, q.allocated)
         order.changed(q)
-        assert order.sorted() == sort_queues_before(children, sort_priority)
+        same_as_fresh(order, children, sort_priority)

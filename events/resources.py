@@ -21,6 +21,14 @@ def normalized(res: ResourcesView) -> Resources:
 
 def add_into(target: Resources, delta: ResourcesView) -> None:
     """``target += delta`` in place, keeping zero entries out."""
+    if isinstance(delta, dict):  # the usual case: compiled, a dict iterates without method calls
+        for k, v in delta.items():
+            nv = target.get(k, 0) + v
+            if nv:
+                target[k] = nv
+            else:
+                target.pop(k, None)
+        return
     for k, v in delta.items():
         nv = target.get(k, 0) + v
         if nv:
@@ -31,6 +39,14 @@ def add_into(target: Resources, delta: ResourcesView) -> None:
 
 def sub_into(target: Resources, delta: ResourcesView) -> None:
     """``target -= delta`` in place, keeping zero entries out (results may go negative)."""
+    if isinstance(delta, dict):  # as in add_into
+        for k, v in delta.items():
+            nv = target.get(k, 0) - v
+            if nv:
+                target[k] = nv
+            else:
+                target.pop(k, None)
+        return
     for k, v in delta.items():
         nv = target.get(k, 0) - v
         if nv:
@@ -46,6 +62,11 @@ def fits(request: ResourcesView, available: ResourcesView) -> bool:
 
 def is_positive(res: ResourcesView) -> bool:
     """True when any component is greater than zero."""
+    if isinstance(res, dict):  # as in add_into
+        for v in res.values():  # noqa: SIM110
+            if v > 0:
+                return True
+        return False
     for v in res.values():  # noqa: SIM110 - a plain loop is faster than any(); this runs per ask
         if v > 0:
             return True

@@ -236,11 +236,24 @@ def app_key(app: AppView) -> str:
 
 def usage_share(used: Mapping[str, int], guaranteed: Mapping[str, int]) -> tuple[float, ...]:
     """used/guaranteed per type (raw used where no guarantee), zeros dropped, largest first."""
-    parts = []
-    for name, qty in used.items():
-        if qty:
-            g = guaranteed.get(name, 0)
-            parts.append(qty / g if g else float(qty))
+    parts: list[float] = []
+    if isinstance(used, dict) and isinstance(guaranteed, dict):  # compiled: no method calls
+        for name, qty in used.items():
+            if qty:
+                g = guaranteed.get(name, 0)
+                parts.append(qty / g if g else float(qty))
+    else:
+        for name, qty in used.items():
+            if qty:
+                g = guaranteed.get(name, 0)
+                parts.append(qty / g if g else float(qty))
+    n = len(parts)
+    if n == 1:
+        return (parts[0],)
+    if n == 2:  # the usual vcore + memory: no sort call (the components are never NaN)
+        a = parts[0]
+        b = parts[1]
+        return (a, b) if a >= b else (b, a)
     parts.sort(reverse=True)
     return tuple(parts)
 

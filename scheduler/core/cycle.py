@@ -18,6 +18,7 @@ fast it is found.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final
 
 from events.models import AllocationDecided, OutputData, construct
 from projections.queues import QueueNode
@@ -29,6 +30,7 @@ from scheduler.core.sorting import FEW_CHILDREN, AppSortPolicy, KeptOrder, Queue
 from scheduler.core.state import SchedulerState
 
 DECIDED_FIELDS = frozenset(AllocationDecided.model_fields)
+STATEAWARE: Final = AppSortPolicy.STATEAWARE.value  # read once: an enum's ``.value`` is a slow lookup
 
 
 @dataclass
@@ -167,7 +169,7 @@ def _try_app(part: PartitionState, app: App, memo: CycleMemo, now_us: int) -> St
 def _try_leaf(part: PartitionState, leaf: QueueNode, memo: CycleMemo, now_us: int) -> Step | None:
     memo.attempts_left = MAX_ATTEMPTS_PER_QUEUE
     allowed: set[str] | None = None
-    if leaf.app_sort_policy == AppSortPolicy.STATEAWARE.value:
+    if leaf.app_sort_policy == STATEAWARE:
         allowed = stateaware_allowed(part.ordered_apps(leaf), list(part.starting[leaf.path].values()))
     apps = part.apps
     for _, app_id in part.candidates[leaf.path]:

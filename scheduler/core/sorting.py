@@ -191,8 +191,8 @@ class KeptOrder:
         for i in range(n):
             if entries[i].q is q:
                 self.ties -= _tied(entries, i) + _tied(entries, i + 1)
-                del entries[i]
-                del items[i]
+                entries.pop(i)
+                items.pop(i)
                 self.ties += _tied(entries, i)
                 break
         self.result = None

@@ -21,8 +21,9 @@ def normalized(res: ResourcesView) -> Resources:
 
 def add_into(target: Resources, delta: ResourcesView) -> None:
     """``target += delta`` in place, keeping zero entries out."""
-    if isinstance(delta, dict):  # the usual case: compiled, a dict iterates without method calls
-        for k, v in delta.items():
+    if isinstance(delta, dict):  # the usual case: compiled, a typed dict iterates without method calls
+        typed: Resources = delta
+        for k, v in typed.items():
             nv = target.get(k, 0) + v
             if nv:
                 target[k] = nv
@@ -40,7 +41,8 @@ def add_into(target: Resources, delta: ResourcesView) -> None:
 def sub_into(target: Resources, delta: ResourcesView) -> None:
     """``target -= delta`` in place, keeping zero entries out (results may go negative)."""
     if isinstance(delta, dict):  # as in add_into
-        for k, v in delta.items():
+        typed: Resources = delta
+        for k, v in typed.items():
             nv = target.get(k, 0) - v
             if nv:
                 target[k] = nv
@@ -63,7 +65,8 @@ def fits(request: ResourcesView, available: ResourcesView) -> bool:
 def is_positive(res: ResourcesView) -> bool:
     """True when any component is greater than zero."""
     if isinstance(res, dict):  # as in add_into
-        for v in res.values():  # noqa: SIM110
+        typed: Resources = res
+        for v in typed.values():  # noqa: SIM110
             if v > 0:
                 return True
         return False
@@ -82,6 +85,22 @@ def dominates(left: ResourcesView, right: ResourcesView) -> bool:
     False
     """
     strictly = False
+    if isinstance(left, dict) and isinstance(right, dict):  # as in add_into, and no key set built
+        lefts: Resources = left
+        rights: Resources = right
+        for k, lv in lefts.items():
+            rv = rights.get(k, 0)
+            if lv < rv:
+                return False
+            if lv > rv:
+                strictly = True
+        for k, rv in rights.items():
+            if k not in lefts:  # left's component is 0
+                if rv > 0:
+                    return False
+                if rv < 0:
+                    strictly = True
+        return strictly
     for k in left.keys() | right.keys():
         lv, rv = left.get(k, 0), right.get(k, 0)
         if lv < rv:

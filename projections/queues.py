@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from events.resources import Resources, add_into, sub_into
 from projections.priority import MIN_PRIORITY, adjusted
@@ -234,19 +234,40 @@ def app_key(app: AppView) -> str:
     return app.app_id
 
 
+EXACT = 2**53  # below this an int converts to a double exactly
+
+
+def _share_of(qty: int, g: int) -> float:
+    """``qty / g`` (``float(qty)`` where no guarantee), rounded as Python's int division.
+
+    Compiled, ``int / int`` converts both to doubles first (two roundings past 2**53);
+    there the division goes through Python objects instead.
+    """
+    if g == 0:
+        return qty * 1.0  # == float(qty), exactly
+    if -EXACT < qty < EXACT and -EXACT < g < EXACT:
+        return qty / g  # both exact as doubles: one rounding, as Python's
+    return _divide(qty, g)
+
+
+def _divide(qty: Any, g: Any) -> float:
+    result: float = qty / g
+    return result
+
+
 def usage_share(used: Mapping[str, int], guaranteed: Mapping[str, int]) -> tuple[float, ...]:
     """used/guaranteed per type (raw used where no guarantee), zeros dropped, largest first."""
     parts: list[float] = []
-    if isinstance(used, dict) and isinstance(guaranteed, dict):  # compiled: no method calls
-        for name, qty in used.items():
-            if qty:
-                g = guaranteed.get(name, 0)
-                parts.append(qty / g if g else float(qty))
+    if isinstance(used, dict) and isinstance(guaranteed, dict):  # compiled: typed, no method calls
+        used_d: Resources = used
+        guaranteed_d: Resources = guaranteed
+        for name, qty in used_d.items():
+            if qty != 0:
+                parts.append(_share_of(qty, guaranteed_d.get(name, 0)))
     else:
         for name, qty in used.items():
-            if qty:
-                g = guaranteed.get(name, 0)
-                parts.append(qty / g if g else float(qty))
+            if qty != 0:
+                parts.append(_share_of(qty, guaranteed.get(name, 0)))
     n = len(parts)
     if n == 1:
         return (parts[0],)

@@ -187,18 +187,22 @@ class KeptOrder:
         """Child ``q``'s pending, allocated (fair share) or priority changed."""
         entries = self.entries
         items = self.items
-        n = len(entries)
-        for i in range(n):
+        entry: _Entry | None = None
+        for i in range(len(entries)):
             if entries[i].q is q:
                 self.ties -= _tied(entries, i) + _tied(entries, i + 1)
-                entries.pop(i)
+                entry = entries.pop(i)
                 items.pop(i)
                 self.ties += _tied(entries, i)
                 break
         self.result = None
         if not is_positive(q.pending):
             return
-        entry = _Entry(q)
+        if entry is None:
+            entry = _Entry(q)
+        else:  # re-read in place
+            entry.prio = -q.priority
+            entry.share = q.fair_share()
         sort_priority = self.sort_priority
         lo = 0
         hi = len(entries)

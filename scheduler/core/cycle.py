@@ -3,7 +3,8 @@
 A step walks from root: child queues in sorted order, depth first; in a leaf, its apps in
 policy order; in an app, its asks in order; for each ask the first node in node order that
 fits, provided the allocation also fits every queue's max on the way up. The first success
-is applied and the walk starts again from root (so everything is re-sorted).
+is applied and the walk starts again from root (so everything is re-sorted: each parent's
+child order is kept for the cycle and re-positions the children an allocation changed).
 
 Reservations (``scheduler.core.reservations``): each step first tries the reserved asks;
 an ask that fits nowhere may reserve a node instead, which ends that step without a

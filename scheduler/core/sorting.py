@@ -95,8 +95,10 @@ def sort_queues(children: Sequence[QueueNode], sort_priority: bool) -> list[Queu
     Worked example: a (P5, share 0.5), b (P5, share 0.2), c (P9, share 0.9) under an
     enabled parent sort c, b, a; under a disabled parent b, a, c.
 
-    Up to ``FEW_CHILDREN`` candidates the pass runs directly (cheaper than the bookkeeping
-    at that size, and bounded); more go through ``QueueOrder``.
+    Up to ``FEW_CHILDREN`` candidates the pass runs directly; more go through ``QueueOrder``.
+    The allocation walk sorts afresh only once per parent and cycle: it keeps each order
+    (``KeptOrder`` up to ``FEW_CHILDREN`` children, ``QueueOrder`` above) and re-positions
+    the children an allocation changed.
     """
     candidates = [c for c in children if is_positive(c.pending)]
     if len(candidates) > FEW_CHILDREN:

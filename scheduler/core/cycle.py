@@ -119,14 +119,13 @@ def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, now_us: int
     request = ask.resources
     shape = tuple(request.items())
     unplaceable = shape in memo.unplaceable
-    preempt = (memo.preemption and may_attempt(ask, app.queue, now_us, memo.prev_cycle_us)
-               and (app.app_id, ask.ask_id) not in memo.preempt_tried)
-    if unplaceable and not preempt and not may_reserve(ask, now_us):
+    # ``_may_preempt`` and ``may_reserve`` read nothing this function changes: asked only when needed.
+    if unplaceable and not may_reserve(ask, now_us) and not _may_preempt(app, ask, memo, now_us):
         return None  # checked first: cheaper than the headroom walk, and the answer is the same None
     if part.limits is not None and not part.limits.fits(app, request):
         return None  # the user's or group's maxresources (YuniKorn tryAllocate's ugm headroom, checked first)
     if not fits_queue_headroom(part, app.queue, request):
-        return _preempt(part, app, ask, memo, False) if preempt else None
+        return _preempt(part, app, ask, memo, False) if _may_preempt(app, ask, memo, now_us) else None
     if not unplaceable:
         node_id = part.index.first_fit(request)  # schedulable, unreserved nodes
         if node_id is not None:
@@ -136,7 +135,13 @@ def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, now_us: int
         node = node_to_reserve(part, ask)
         if node is not None:
             return Step(app, ask, node, "no-fit")
-    return _preempt(part, app, ask, memo, True) if preempt else None
+    return _preempt(part, app, ask, memo, True) if _may_preempt(app, ask, memo, now_us) else None
+
+
+def _may_preempt(app: App, ask: Ask, memo: CycleMemo, now_us: int) -> bool:
+    """Preemption is on, the ask may attempt now and has not attempted this cycle."""
+    return (memo.preemption and may_attempt(ask, app.queue, now_us, memo.prev_cycle_us)
+            and (app.app_id, ask.ask_id) not in memo.preempt_tried)
 
 
 def _try_app(part: PartitionState, app: App, memo: CycleMemo, now_us: int) -> Step | None:

@@ -20,7 +20,10 @@ Ranges are planned from the snapshot headers (cycle, input positions) to hold ab
 equal numbers of inputs, a few per worker for balance, and not fewer than
 ``MIN_RANGE_INPUTS`` each (restoring a snapshot costs time). Progress: every worker puts
 ``(range, cycles, inputs, outputs)`` on a queue after each cycle; ``on_progress`` gets
-the sum over ranges. This module is shell code: processes, queues, files.
+the sum over ranges. Ranges no longer needed are cancelled cooperatively: the parent sets
+an event that every worker checks after each cycle (never ``Pool.terminate``, whose SIGTERM
+can catch a worker holding the result queue's lock and hang the pool for good). This module
+is shell code: processes, queues, files.
 """
 
 from __future__ import annotations
@@ -147,12 +150,19 @@ def plan_ranges(
 # ---------------------------------------------------------------------------------- worker side
 
 _QUEUE: Any = None
+_STOP: Any = None  # the parent's "stop: the outcome is settled" event
+
+
+class RangeCancelled(Exception):
+    """A worker's range stopped early because the parent no longer needs its result."""
 _SOURCES: dict[str, tuple[ExitStack, LogSource]] = {}
 
 
-def _init_worker(progress_queue: Any) -> None:
-    global _QUEUE
-    _QUEUE = progress_queue
+def _init_worker(progress_queue: Any, stop: Any) -> None:
+    global _QUEUE, _STOP
+    _QUEUE, _STOP = progress_queue, stop
+    # Progress is advisory: a worker exits without waiting to flush it into a pipe nobody reads.
+    progress_queue.cancel_join_thread()
     atexit.register(_close_sources)
 
 
@@ -180,6 +190,8 @@ def verify_range(
     """Verify one range: in a worker, or in this process when ``source`` is given."""
     from replay.verify import VerifyReport, verify_with
 
+    if _STOP is not None and _STOP.is_set():  # queued before the outcome was settled
+        raise RangeCancelled(f"range {rng.index} cancelled")
     source = source if source is not None else _source(spec)
     start = None
     start_hash = None
@@ -197,6 +209,8 @@ def verify_range(
             progress(report)
         if _QUEUE is not None:
             _QUEUE.put((rng.index, report.cycles, report.inputs, report.outputs))
+        if _STOP is not None and _STOP.is_set():
+            raise RangeCancelled(f"range {rng.index} cancelled")
 
     rederiver = Rederiver(source, start=start, through_cycle=None if rng.end is None else rng.end.cycle)
     report = verify_with(rederiver, progress=report_progress)
@@ -334,8 +348,8 @@ def _run_ranges(
     """Run ``todo`` on a pool of ``jobs`` spawned processes until the outcome is settled."""
     ctx = multiprocessing.get_context("spawn")
     progress_queue = ctx.Queue()
-    pool = ctx.Pool(min(jobs, len(todo)), initializer=_init_worker, initargs=(progress_queue,))
-    finished = False
+    stop = ctx.Event()
+    pool = ctx.Pool(min(jobs, len(todo)), initializer=_init_worker, initargs=(progress_queue, stop))
     try:
         pending = {rng.key: (rng, pool.apply_async(verify_range, (spec, rng))) for rng in todo}
         by_index = {rng.index: rng for rng in run.ranges}
@@ -354,12 +368,16 @@ def _run_ranges(
                 on_progress(run)
             if _settled(run.ranges, results):
                 break
-        finished = not pending
+        if pending:
+            stop.set()  # the outcome is known: running ranges stop after their cycle
+    except Exception:
+        stop.set()  # a range failed: the others stop after their cycle
+        raise
+    except BaseException:
+        pool.terminate()  # interrupted (the workers got the SIGINT too): nothing to wait for
+        raise
     finally:
-        if finished:
-            pool.close()  # idle workers exit and close their logs
-        else:
-            pool.terminate()  # the outcome is known (or an error): stop ranges still running
+        pool.close()  # idle workers exit and close their logs
         pool.join()
         progress_queue.close()
 

@@ -46,11 +46,12 @@ class Fleet:
 
 
 async def until(condition: object, what: str) -> None:
-    for _ in range(500):
+    """Poll ``condition`` until it holds; the limit only catches a hang (a busy machine is slow)."""
+    for _ in range(12_000):
         if callable(condition) and condition():
             return
         await asyncio.sleep(0.01)
-    raise AssertionError(f"not within 5 s: {what}")
+    raise AssertionError(f"not within 120 s: {what}")
 
 
 def test_revoked_shards_pause_and_come_back_without_a_restore_unless_someone_wrote() -> None:
@@ -77,7 +78,9 @@ def test_revoked_shards_pause_and_come_back_without_a_restore_unless_someone_wro
         await fleet.logs["a"].append_inputs([node(2)])
         assert await other.run_cycle_once() == 1
         host.assign({"a"})
-        await until(lambda: fleet.opened["a"] == 2 and host.shards["a"].task is not None, "a restored again")
+        # opened counts a restore as it begins; the shard joins host.shards only once restored.
+        await until(lambda: fleet.opened["a"] == 2 and "a" in host.shards and host.shards["a"].task is not None,
+                    "a restored again")
         assert host.shards["a"].service.engine.cycle_number == 2  # from the log, with the other's cycle
         assert fleet.closed["a"] == 1
 

@@ -119,6 +119,15 @@ def decode_input(raw: bytes, *, append_time_us: int, position: str = "?") -> Inp
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         return reject(position, None, "invalid", f"not valid JSON: {exc}")
+    return decode_loaded(obj, append_time_us=append_time_us, position=position)
+
+
+def decode_loaded(obj: Any, *, append_time_us: int, position: str = "?") -> InputEvent | InputRejected:
+    """A value from ``orjson.loads`` → as ``decode_input_object``, the common records without pydantic.
+
+    Only for ``orjson.loads`` values (exact ``str`` and ``int``), where ``fast_input`` gives the
+    very models pydantic would; anything it is unsure of goes to ``decode_input_object``.
+    """
     checked = fast_input(obj)  # the common records, checked without pydantic (same result)
     if checked is not None:
         return _input_event(*checked, append_time_us=append_time_us)

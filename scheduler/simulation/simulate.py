@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from events.codec import TimeFormatError, decode_input_object, parse_time, reject
+from events.codec import TimeFormatError, decode_loaded, parse_time, reject
 from events.models import MAX_RECORD_BYTES, InputRejected, OutputEvent
 from scheduler.config import SchedulerConfig
 from scheduler.core.engine import Engine
@@ -78,7 +78,7 @@ class Simulation:
             obj.setdefault("source", SIMULATE_SOURCE)
         else:
             now = self.last_time_us = unreadable_time
-        decoded = decode_input_object(obj, append_time_us=now, position=position)
+        decoded = decode_loaded(obj, append_time_us=now, position=position)  # obj: orjson's, ids as str
         self.inputs_consumed += 1
         if isinstance(decoded, InputRejected):
             self.engine.reject_raw(decoded)

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import harness  # noqa: F401  (puts the repository on sys.path)
-from harness import ROOT, machine, report, write_workload_jsonl
+from harness import ROOT, compile_bytecode, machine, report, write_workload_jsonl
 
 from scheduler.simulation.workload import REFERENCE
 
@@ -55,6 +55,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2, help="runs; the best is reported")
     args = parser.parse_args()
     print(f"machine: {machine()}")
+    compile_bytecode()  # the timed processes start as an installed evsched does
     spec = dataclasses.replace(REFERENCE, nodes=args.nodes, asks=args.asks, apps=args.apps, node_policy=args.policy)
     with tempfile.TemporaryDirectory(prefix="evsched-simulate-bench-") as tmp:
         workload = Path(tmp) / "workload.jsonl"

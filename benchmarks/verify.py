@@ -27,7 +27,7 @@ from pathlib import Path
 
 import harness  # noqa: F401  (puts the repository on sys.path)
 import orjson
-from harness import ROOT, info, machine, report, write_workload_jsonl
+from harness import ROOT, compile_bytecode, info, machine, report, write_workload_jsonl
 
 from scheduler.simulation.workload import WorkloadSpec
 
@@ -74,6 +74,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args()
     print(f"machine: {machine()}")
+    compile_bytecode()  # the timed processes start as an installed evsched does
     spec = WorkloadSpec(nodes=max(100, args.events // 30), apps=200, asks=int(args.events * 0.9), leaves=20,
                         departments=4)
     work = Path(tempfile.mkdtemp(prefix="evsched-bench-verify-"))

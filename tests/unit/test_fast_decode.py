@@ -8,7 +8,7 @@ import orjson
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from events.codec import decode_input, decode_input_object
+from events.codec import decode_input, decode_input_object, decode_loaded, encode_output
 from events.fast_decode import fast_input
 from events.models import InputEvent, InputRejected
 
@@ -139,3 +139,35 @@ def test_boundaries_match_pydantic() -> None:
                      {"source": 5}, {"time": None}, {"time": 5}, {"type": ["ask.added"]}):
         record = {"id": "e", "source": "s", "type": "ask.added", "data": dict(VALID["ask.added"]), **envelope}
         assert_same_as_pydantic(record)
+
+
+def simulate_outputs(lines: list[bytes], decode: Any) -> list[bytes]:
+    """Every output of ``evsched simulate`` over ``lines``, its records decoded by ``decode``."""
+    import scheduler.simulation.simulate as simulate_module
+
+    original = simulate_module.decode_loaded
+    simulate_module.decode_loaded = decode
+    try:
+        return [encode_output(event) for event in simulate_module.simulate(lines)]
+    finally:
+        simulate_module.decode_loaded = original
+
+
+def test_simulate_takes_the_fast_path_with_pydantic_results() -> None:
+    """``evsched simulate`` decodes through the fast path: the same outputs, rejections and messages as
+    pydantic validation of every line (valid lines, and lines each broken one way)."""
+    lines = [orjson.dumps({"type": "node.added", "data": {"node_id": "n-1", "capacity": {"vcore": 10_000}}}),
+             orjson.dumps({"type": "app.added", "data": {"app_id": "app-1", "queue": "root.default", "user": "u"}})]
+    broken: list[tuple[str, Any]] = [("app_id", "a/b"), ("resources", {"vcore": -1}), ("priority", True),
+                                     ("extra", 1), ("tags", None), ("partition", "no.dots")]
+    for number, (name, value) in enumerate([("", None), *broken]):
+        data: dict[str, Any] = {"app_id": "app-1", "ask_id": f"ask-{number}", "resources": {"vcore": 1000}}
+        if name:
+            data[name] = value
+        lines.append(orjson.dumps({"type": "ask.added", "data": data}))
+    lines.append(orjson.dumps({"id": 5, "type": "ask.added", "data": {}}))
+    fast = simulate_outputs(lines, decode_loaded)
+    slow = simulate_outputs(lines, decode_input_object)
+    assert fast == slow
+    assert sum(b'"type":"input.rejected"' in out for out in fast) == len(broken) + 1
+    assert sum(b'"type":"allocation.decided"' in out for out in fast) == 1

@@ -29,6 +29,7 @@ is shell code: processes, queues, files.
 from __future__ import annotations
 
 import atexit
+import gc
 import hashlib
 import itertools
 import multiprocessing
@@ -48,6 +49,7 @@ from replay.snapshot_start import restore_start
 from scheduler.core import snapshot
 from scheduler.core.engine import Engine
 from scheduler.core.snapshot import seen_pairs
+from scheduler.service.gc_thresholds import GC_THRESHOLDS
 from scheduler.storage.snapshot_files import SnapshotStore
 
 MIN_RANGE_INPUTS = 20_000
@@ -163,6 +165,8 @@ def _init_worker(progress_queue: Any, stop: Any) -> None:
     _QUEUE, _STOP = progress_queue, stop
     # Progress is advisory: a worker exits without waiting to flush it into a pipe nobody reads.
     progress_queue.cancel_join_thread()
+    # evsched's GC thresholds, as every command runs under (a spawned worker starts with CPython's).
+    gc.set_threshold(*GC_THRESHOLDS)
     atexit.register(_close_sources)
 
 

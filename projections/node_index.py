@@ -29,11 +29,8 @@ so ``fair`` tries a before b, ``binpacking`` b before a.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
 from collections.abc import Iterator, Mapping
 from enum import Enum
-
-NodeKey = tuple[float, str]
 
 
 class NodeSortPolicy(Enum):
@@ -76,17 +73,46 @@ def policy_key(
     return score if policy is NodeSortPolicy.FAIR else 1.0 - score
 
 
-class _Block:
-    __slots__ = ("cols", "keys", "maxes")
+def _bisect(scores: list[float], ids: list[str], score: float, node_id: str) -> int:
+    """The first position whose ``(score, id)`` is not below ``(score, node_id)``.
 
-    def __init__(self, keys: list[NodeKey], cols: list[list[int]]) -> None:
-        self.keys = keys
+    As ``bisect_left`` over ``(score, id)`` tuples (scores are never NaN), without a tuple
+    per key: compiled, the scores compare as C doubles and ids only on a tie.
+    """
+    lo, hi = 0, len(scores)
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        s = scores[mid]
+        if s < score or (s == score and ids[mid] < node_id):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _col_max(col: list[int]) -> int:
+    """``max(col)`` (0 when empty) as a typed loop: compiled, unboxed int comparisons."""
+    if not col:
+        return 0
+    m = col[0]
+    for q in col:
+        if q > m:
+            m = q
+    return m
+
+
+class _Block:
+    __slots__ = ("cols", "ids", "maxes", "scores")
+
+    def __init__(self, scores: list[float], ids: list[str], cols: list[list[int]]) -> None:
+        self.scores = scores  # policy keys, ascending; ties by id
+        self.ids = ids
         self.cols = cols
-        self.maxes = [max(c) if c else 0 for c in cols]
+        self.maxes = [_col_max(c) for c in cols]
 
     def tighten(self) -> None:
         """Bounds back to the exact column maxima."""
-        self.maxes = [max(c) if c else 0 for c in self.cols]
+        self.maxes = [_col_max(c) for c in self.cols]
 
 
 class NodeIndex:
@@ -99,9 +125,11 @@ class NodeIndex:
         self._fair = policy is NodeSortPolicy.FAIR
         self._block_size = block_size
         self._blocks: list[_Block] = []
-        self._last_keys: list[NodeKey] = []  # last key of every block, for bisect
+        # The last key of every block, for the bisect that finds a key's block.
+        self._last_scores: list[float] = []
+        self._last_ids: list[str] = []
+        self._keys: dict[str, float] = {}  # node id -> its current policy key
         self._dims: dict[str, int] = {}
-        self._keys: dict[str, NodeKey] = {}  # node id -> its current key
         self._avail: dict[str, list[int]] = {}  # node id -> available per dim
 
     def __len__(self) -> int:
@@ -120,7 +148,7 @@ class NodeIndex:
         if dim is None:
             dim = self._dims[name] = len(self._dims)
             for block in self._blocks:
-                block.cols.append([0] * len(block.keys))
+                block.cols.append([0] * len(block.ids))
                 block.maxes.append(0)
             for vec in self._avail.values():
                 vec.append(0)
@@ -138,53 +166,61 @@ class NodeIndex:
         """Insert a node, or move it to where its new usage puts it."""
         if node_id in self._keys:
             self.remove(node_id)
-        key = (self.key_of(capacity, available), node_id)
+        score = self.key_of(capacity, available)
         vec = self._vector(available)
-        self._keys[node_id] = key
+        self._keys[node_id] = score
         self._avail[node_id] = vec
         if not self._blocks:
-            self._blocks.append(_Block([key], [[q] for q in vec]))
-            self._last_keys.append(key)
+            self._blocks.append(_Block([score], [node_id], [[q] for q in vec]))
+            self._last_scores.append(score)
+            self._last_ids.append(node_id)
             return
-        b = bisect_left(self._last_keys, key)
+        b = _bisect(self._last_scores, self._last_ids, score, node_id)
         if b == len(self._blocks):
             b -= 1
         block = self._blocks[b]
-        i = bisect_left(block.keys, key)
-        block.keys.insert(i, key)
+        i = _bisect(block.scores, block.ids, score, node_id)
+        block.scores.insert(i, score)
+        block.ids.insert(i, node_id)
+        maxes = block.maxes
         for d, q in enumerate(vec):
             block.cols[d].insert(i, q)
-            if q > block.maxes[d]:
-                block.maxes[d] = q
-        self._last_keys[b] = block.keys[-1]
-        if len(block.keys) > 2 * self._block_size:
+            if q > maxes[d]:
+                maxes[d] = q
+        self._last_scores[b] = block.scores[-1]
+        self._last_ids[b] = block.ids[-1]
+        if len(block.ids) > 2 * self._block_size:
             self._split(b)
 
     def _split(self, b: int) -> None:
         block = self._blocks[b]
-        half = len(block.keys) // 2
-        left = _Block(block.keys[:half], [c[:half] for c in block.cols])
-        right = _Block(block.keys[half:], [c[half:] for c in block.cols])
+        half = len(block.ids) // 2
+        left = _Block(block.scores[:half], block.ids[:half], [c[:half] for c in block.cols])
+        right = _Block(block.scores[half:], block.ids[half:], [c[half:] for c in block.cols])
         self._blocks[b : b + 1] = [left, right]
-        self._last_keys[b : b + 1] = [left.keys[-1], right.keys[-1]]
+        self._last_scores[b : b + 1] = [left.scores[-1], right.scores[-1]]
+        self._last_ids[b : b + 1] = [left.ids[-1], right.ids[-1]]
 
     def remove(self, node_id: str) -> None:
         """Take a node out of the index (no-op when absent)."""
-        key = self._keys.pop(node_id, None)
-        if key is None:
+        score = self._keys.pop(node_id, None)
+        if score is None:
             return
         del self._avail[node_id]
-        b = bisect_left(self._last_keys, key)
+        b = _bisect(self._last_scores, self._last_ids, score, node_id)
         block = self._blocks[b]
-        i = bisect_left(block.keys, key)
-        del block.keys[i]
+        i = _bisect(block.scores, block.ids, score, node_id)
+        del block.scores[i]
+        del block.ids[i]
         for col in block.cols:
             del col[i]  # the bound in block.maxes stays valid: it only has to be ≥ the maximum
-        if block.keys:
-            self._last_keys[b] = block.keys[-1]
+        if block.ids:
+            self._last_scores[b] = block.scores[-1]
+            self._last_ids[b] = block.ids[-1]
         else:
             del self._blocks[b]
-            del self._last_keys[b]
+            del self._last_scores[b]
+            del self._last_ids[b]
 
     def first_fit(self, request: Mapping[str, int]) -> str | None:
         """The id of the first node in order whose availability holds the request."""
@@ -198,7 +234,7 @@ class NodeIndex:
                 return None
             want.append((d, qty))
         if not want:
-            return self._blocks[0].keys[0][1] if self._blocks else None
+            return self._blocks[0].ids[0] if self._blocks else None
         if len(want) == 2:
             return self._first_fit2(want[0], want[1])
         for block in self._blocks:
@@ -206,9 +242,9 @@ class NodeIndex:
             if any(maxes[d] < q for d, q in want):
                 continue
             cols = block.cols
-            for i in range(len(block.keys)):
+            for i in range(len(block.ids)):
                 if all(cols[d][i] >= q for d, q in want):
-                    return block.keys[i][1]
+                    return block.ids[i]
             block.tighten()
         return None
 
@@ -220,32 +256,34 @@ class NodeIndex:
             maxes = block.maxes
             if maxes[d0] < q0 or maxes[d1] < q1:
                 continue
+            col0 = block.cols[d0]
             col1 = block.cols[d1]
-            for i, a0 in enumerate(block.cols[d0]):
-                if a0 >= q0 and col1[i] >= q1:
-                    return block.keys[i][1]
+            for i in range(len(col0)):
+                if col0[i] >= q0 and col1[i] >= q1:
+                    return block.ids[i]
             block.tighten()  # scanned in vain: its bounds were loose
         return None
 
     def ordered(self) -> Iterator[str]:
         """Node ids in index order (schedulable nodes only)."""
         for block in self._blocks:
-            for _, node_id in block.keys:
-                yield node_id
+            yield from block.ids
 
     def check(self) -> None:
         """Assert the internal invariants (sortedness, maxima, bookkeeping); for tests."""
-        keys = [k for block in self._blocks for k in block.keys]
+        keys = [(s, n) for block in self._blocks for s, n in zip(block.scores, block.ids, strict=True)]
         assert keys == sorted(keys), "blocks out of order"
         assert len(keys) == len(self._keys) == len(set(keys))
+        assert len(self._last_scores) == len(self._last_ids) == len(self._blocks)
         for b, block in enumerate(self._blocks):
-            assert block.keys and self._last_keys[b] == block.keys[-1]
+            assert block.ids and len(block.scores) == len(block.ids)
+            assert (self._last_scores[b], self._last_ids[b]) == (block.scores[-1], block.ids[-1])
             for d, col in enumerate(block.cols):
-                assert len(col) == len(block.keys)
+                assert len(col) == len(block.ids)
                 assert block.maxes[d] >= max(col)
-            for i, key in enumerate(block.keys):
-                assert self._keys[key[1]] == key
-                assert [c[i] for c in block.cols] == self._avail[key[1]]
+            for i, node_id in enumerate(block.ids):
+                assert self._keys[node_id] == block.scores[i]
+                assert [c[i] for c in block.cols] == self._avail[node_id]
 
 
 def sorted_node_ids(

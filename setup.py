@@ -35,6 +35,7 @@ NATIVE_MODULES = (
     "projections/priority.py",
     "projections/queues.py",
     "scheduler/core/apply.py",
+    "scheduler/core/asks.py",
     "scheduler/core/bounds.py",
     "scheduler/core/cycle.py",
     "scheduler/core/engine.py",

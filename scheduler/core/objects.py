@@ -1,4 +1,4 @@
-"""The scheduler's live objects: asks, allocations, applications and nodes.
+"""The scheduler's live objects: asks (``scheduler.core.asks``), allocations, applications and nodes.
 
 Plain mutable records with slots; all behaviour that changes several of them at once
 lives in ``scheduler.core.state`` so that every cache is updated in one place.
@@ -8,43 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sortedcontainers import SortedKeyList
-
 from events.resources import Resources
 from projections.priority import MIN_PRIORITY
 from projections.queues import QueueNode
-
-
-@dataclass(slots=True, eq=False)
-class Ask:
-    """A pending resource request of an application."""
-
-    app_id: str
-    ask_id: str
-    resources: Resources
-    priority: int
-    created_us: int
-    seq: int  # arrival order in the log: the last tie-break of every sort
-    required_node: str | None = None
-    priority_class: str | None = None
-    tags: dict[str, str] = field(default_factory=dict)
-    reserved_node: str | None = None  # the node held for this ask (scheduler.core.reservations)
-    reserved_cycle: int = 0  # the cycle that made the reservation
-    preempt_other: bool = False  # may preempt others (scheduler.core.preemption)
-    allow_preemption: bool = True  # may its allocation be a victim
-    preempt_check_us: int | None = None  # log time of the last preemption attempt
-    preempt_triggered: bool = False  # victims were chosen for it: it never preempts again
-
-    def sort_key(self) -> tuple[int, int, int]:
-        """Asks in an app: priority desc, then creation time asc, then arrival order.
-
-        >>> a = Ask("app", "a", {"vcore": 1}, priority=5, created_us=20, seq=2)
-        >>> b = Ask("app", "b", {"vcore": 1}, priority=5, created_us=10, seq=3)
-        >>> c = Ask("app", "c", {"vcore": 1}, priority=9, created_us=30, seq=4)
-        >>> [x.ask_id for x in sorted([a, b, c], key=Ask.sort_key)]
-        ['c', 'b', 'a']
-        """
-        return (-self.priority, self.created_us, self.seq)
+from scheduler.core.asks import Ask as Ask
+from scheduler.core.asks import AskList
 
 
 @dataclass(slots=True, eq=False)
@@ -79,7 +47,7 @@ class App:
     state: str = "New"
     state_since_us: int = 0
     asks: dict[str, Ask] = field(default_factory=dict)
-    sorted_asks: SortedKeyList = field(default_factory=lambda: SortedKeyList(key=Ask.sort_key))
+    sorted_asks: AskList = field(default_factory=AskList)
     pending: Resources = field(default_factory=dict)
     allocated: Resources = field(default_factory=dict)
     allocations: dict[str, Allocation] = field(default_factory=dict)

@@ -1,0 +1,148 @@
+"""A pending ask, and an application's pending asks in allocation order: a sorted list typed for the compiler.
+
+Order (``Ask.sort_key``): priority descending, then creation time ascending, then arrival
+order (``seq``, unique per ask) — a total order. ``AskList`` keeps them in blocks of at
+most 512 (an insert or removal moves one block's pointers); its comparisons read the
+three fields directly, so no key tuple is built or stored per ask, and compiled (mypyc)
+every call here is a C call — sortedcontainers' ``SortedKeyList``, which this replaces, is
+interpreted Python that compiled code can only call through the interpreter.
+
+>>> asks = AskList()
+>>> for ask in (Ask("app", "a", {}, 5, 20, 2), Ask("app", "b", {}, 5, 10, 3), Ask("app", "c", {}, 9, 30, 4)):
+...     asks.add(ask)
+>>> [a.ask_id for a in asks], asks[0].ask_id, len(asks)
+(['c', 'b', 'a'], 'c', 3)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from events.resources import Resources
+
+
+@dataclass(slots=True, eq=False)
+class Ask:
+    """A pending resource request of an application."""
+
+    app_id: str
+    ask_id: str
+    resources: Resources
+    priority: int
+    created_us: int
+    seq: int  # arrival order in the log: the last tie-break of every sort
+    required_node: str | None = None
+    priority_class: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    reserved_node: str | None = None  # the node held for this ask (scheduler.core.reservations)
+    reserved_cycle: int = 0  # the cycle that made the reservation
+    preempt_other: bool = False  # may preempt others (scheduler.core.preemption)
+    allow_preemption: bool = True  # may its allocation be a victim
+    preempt_check_us: int | None = None  # log time of the last preemption attempt
+    preempt_triggered: bool = False  # victims were chosen for it: it never preempts again
+
+    def sort_key(self) -> tuple[int, int, int]:
+        """Asks in an app: priority desc, then creation time asc, then arrival order.
+
+        >>> a = Ask("app", "a", {"vcore": 1}, priority=5, created_us=20, seq=2)
+        >>> b = Ask("app", "b", {"vcore": 1}, priority=5, created_us=10, seq=3)
+        >>> c = Ask("app", "c", {"vcore": 1}, priority=9, created_us=30, seq=4)
+        >>> [x.ask_id for x in sorted([a, b, c], key=Ask.sort_key)]
+        ['c', 'b', 'a']
+        """
+        return (-self.priority, self.created_us, self.seq)
+
+
+def before(a: Ask, b: Ask) -> bool:
+    """``a.sort_key() < b.sort_key()``, field by field."""
+    if a.priority != b.priority:
+        return a.priority > b.priority
+    if a.created_us != b.created_us:
+        return a.created_us < b.created_us
+    return a.seq < b.seq
+
+
+class AskList:
+    """Asks sorted by ``Ask.sort_key``: add, remove, index, iterate."""
+
+    def __init__(self, load: int = 256) -> None:
+        self._blocks: list[list[Ask]] = []
+        self._len = 0
+        self._load = load  # a block splits in halves above twice this
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __bool__(self) -> bool:
+        return self._len > 0
+
+    def __iter__(self) -> Iterator[Ask]:
+        for block in self._blocks:
+            yield from block
+
+    def __getitem__(self, i: int) -> Ask:
+        if i < 0:
+            i += self._len
+        if i < 0 or i >= self._len:
+            raise IndexError("ask index out of range")
+        for block in self._blocks:
+            n = len(block)
+            if i < n:
+                return block[i]
+            i -= n
+        raise IndexError("ask index out of range")  # unreachable: the lengths sum to _len
+
+    def add(self, ask: Ask) -> None:
+        """Insert ``ask`` after every ask not after it (as ``bisect_right``)."""
+        blocks = self._blocks
+        self._len += 1
+        if not blocks:
+            blocks.append([ask])
+            return
+        lo, hi = 0, len(blocks) - 1  # the first block whose last ask comes after ``ask``, else the last
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if before(ask, blocks[mid][-1]):
+                hi = mid
+            else:
+                lo = mid + 1
+        block = blocks[lo]
+        i, j = 0, len(block)
+        while i < j:
+            mid = (i + j) >> 1
+            if before(ask, block[mid]):
+                j = mid
+            else:
+                i = mid + 1
+        block.insert(i, ask)
+        load = self._load
+        if len(block) > 2 * load:
+            blocks[lo : lo + 1] = [block[:load], block[load:]]
+
+    def remove(self, ask: Ask) -> None:
+        """Take out this very ask; ValueError when it is not in the list."""
+        blocks = self._blocks
+        lo, hi = 0, len(blocks)  # the first block whose last ask is not before ``ask``
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if before(blocks[mid][-1], ask):
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < len(blocks):
+            block = blocks[lo]
+            i, j = 0, len(block)
+            while i < j:
+                mid = (i + j) >> 1
+                if before(block[mid], ask):
+                    i = mid + 1
+                else:
+                    j = mid
+            if i < len(block) and block[i] is ask:
+                del block[i]
+                self._len -= 1
+                if not block:
+                    del blocks[lo]
+                return
+        raise ValueError(f"ask {ask.ask_id!r} is not in the list")

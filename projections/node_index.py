@@ -118,7 +118,7 @@ class _Block:
 class NodeIndex:
     """Schedulable nodes sorted by policy key, searchable for the first node that fits."""
 
-    def __init__(self, policy: NodeSortPolicy, weights: Mapping[str, float], block_size: int = 256) -> None:
+    def __init__(self, policy: NodeSortPolicy, weights: Mapping[str, float], block_size: int = 32) -> None:
         self.policy = policy
         self.weights = dict(weights)
         self._weight_items = weight_items(weights)  # computed once: key_of runs per allocation

@@ -7,10 +7,9 @@ operation updates all of them together. Operations append their outputs to ``out
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections.abc import Iterable, Mapping
 from typing import Protocol
-
-from sortedcontainers import SortedList
 
 from events.models import AllocationRevoked, AppStateChanged, AskReserved, AskUnreserved, OutputData
 from events.resources import Resources, add_into, is_positive, sub_into
@@ -21,7 +20,7 @@ from scheduler.core.draining import chain_of, effective_root
 from scheduler.core.dynamic_queues import QueueSettings, create_path, prune, settings_from_spec
 from scheduler.core.form_cache import FormCache
 from scheduler.core.objects import Allocation, App, Ask, Node
-from scheduler.core.sorting import AppSortPolicy, app_sort_key
+from scheduler.core.sorting import AppKey, AppSortPolicy, app_sort_key
 from scheduler.core.user_limits import LimitIndex, UserLimits, charge
 
 STARTING_TIMEOUT_US = 5 * 60 * 1_000_000
@@ -72,7 +71,8 @@ class PartitionState:
         self.nodes: dict[str, Node] = {}
         self.index = NodeIndex(NodeSortPolicy(node_policy), weights)
         self.cluster_capacity: Resources = {}
-        self.candidates: dict[str, SortedList] = {p: SortedList() for p, q in self.queues.items() if q.is_leaf}
+        # leaf → its listed apps as (sort key, app id), ascending: a plain list, bisect/insort are C calls
+        self.candidates: dict[str, list[tuple[AppKey, str]]] = {p: [] for p, q in self.queues.items() if q.is_leaf}
         self.starting: dict[str, dict[str, App]] = {p: {} for p, q in self.queues.items() if q.is_leaf}
         self.allocation_seq = 0
         # (app, ask) → node held for it, in the order the reservations were made
@@ -95,7 +95,7 @@ class PartitionState:
         if existing is not None:
             return existing, False
         leaf = create_path(self.queues, self.settings, path)[-1]
-        self.candidates[leaf.path] = SortedList()
+        self.candidates[leaf.path] = []
         self.starting[leaf.path] = {}
         return leaf, True
 
@@ -388,10 +388,10 @@ class PartitionState:
         if new_key == app.sort_key:
             return
         if app.sort_key is not None:
-            candidates.remove((app.sort_key, app.app_id))
+            del candidates[bisect_left(candidates, (app.sort_key, app.app_id))]
         app.sort_key = new_key
         if new_key is not None:
-            candidates.add((new_key, app.app_id))
+            insort(candidates, (new_key, app.app_id))
 
     def ordered_apps(self, leaf: QueueNode) -> list[App]:
         """The leaf's apps with pending asks, in its sort policy's order."""
@@ -433,7 +433,7 @@ class PartitionState:
         root = build_tree(effective)
         queues = {q.path: q for q in root.walk()}
         self.root, self.queues = root, queues
-        self.candidates = {p: SortedList() for p, q in queues.items() if q.is_leaf}
+        self.candidates = {p: [] for p, q in queues.items() if q.is_leaf}
         self.starting = {p: {} for p, q in queues.items() if q.is_leaf}
         self.settings = settings_from_spec(effective)
         index = LimitIndex.from_spec(self.config_root)

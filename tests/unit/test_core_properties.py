@@ -10,13 +10,14 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from events.resources import Resources, add_into
+from events.resources import Resources, add_into, is_positive
 from projections.digest import digest
 from projections.node_index import sorted_node_ids
 from projections.priority import MIN_PRIORITY
 from projections.queues import cached, recompute
 from scheduler.config import load_config
 from scheduler.core.engine import Engine
+from scheduler.core.sorting import AppSortPolicy, app_sort_key
 from scheduler.core.state_form import state_form
 from scheduler.simulation.simulate import Simulation
 from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
@@ -103,6 +104,11 @@ def check_invariants(engine: Engine) -> None:
             assert app.priority == max((a.priority for a in app.asks.values()), default=MIN_PRIORITY)
             assert [a.ask_id for a in app.sorted_asks] == [
                 a.ask_id for a in sorted(app.asks.values(), key=lambda a: (-a.priority, a.created_us, a.seq))]
+        for path, listed in part.candidates.items():  # each leaf's sorted app list, from scratch
+            leaf = part.queues[path]
+            policy = AppSortPolicy.parse(leaf.app_sort_policy)
+            assert listed == sorted((app_sort_key(a, policy, leaf.sort_priority), a.app_id)
+                                    for a in part.apps.values() if a.queue is leaf and is_positive(a.pending))
         for node in part.nodes.values():
             used: Resources = {}
             for al in node.allocations.values():

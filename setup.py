@@ -38,15 +38,23 @@ NATIVE_MODULES = (
     "scheduler/core/asks.py",
     "scheduler/core/bounds.py",
     "scheduler/core/cycle.py",
+    "scheduler/core/draining.py",
+    "scheduler/core/dynamic_queues.py",
     "scheduler/core/engine.py",
+    "scheduler/core/fact_fold.py",
     "scheduler/core/form_cache.py",
     "scheduler/core/objects.py",
     "scheduler/core/partition.py",
+    "scheduler/core/placement.py",
+    "scheduler/core/preemption.py",
+    "scheduler/core/preemption_queues.py",
     "scheduler/core/priorityclass.py",
+    "scheduler/core/required_node_preemption.py",
     "scheduler/core/reservations.py",
     "scheduler/core/sorting.py",
     "scheduler/core/state.py",
     "scheduler/core/state_form.py",
+    "scheduler/core/user_limits.py",
 )
 GROUP = "evsched_native"  # the shared library every compiled module links: evsched_native__mypyc.*.so
 MANIFEST = "events/native.json"

@@ -1,6 +1,6 @@
 """The sorted node index: schedulable nodes in policy order, with a fast first-fit search.
 
-Nodes are kept sorted by ``(policy key, node_id)`` in blocks of a few hundred entries.
+Nodes are kept sorted by ``(policy key, node_id)`` in blocks of a few dozen entries.
 Each block also keeps, per resource type, the column of its nodes' available quantities
 and a bound on that column's maximum (never below it). A first-fit search walks the blocks
 in order and skips any block whose bounds cannot hold the request, so nodes that cannot

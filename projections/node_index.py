@@ -155,11 +155,14 @@ class NodeIndex:
         return dim
 
     def _vector(self, available: Mapping[str, int]) -> list[int]:
-        for name in available:
-            self._dim(name)
-        vec = [0] * len(self._dims)
+        dims = self._dims
+        vec = [0] * len(dims)
         for name, qty in available.items():
-            vec[self._dims[name]] = qty
+            d = dims.get(name)
+            if d is None:  # a new type: one more column everywhere, this vector included
+                d = self._dim(name)
+                vec.append(0)
+            vec[d] = qty
         return vec
 
     def upsert(self, node_id: str, capacity: Mapping[str, int], available: Mapping[str, int]) -> None:

@@ -49,7 +49,6 @@ from replay.snapshot_start import restore_start
 from scheduler.core import snapshot
 from scheduler.core.engine import Engine
 from scheduler.core.snapshot import seen_pairs
-from scheduler.service.gc_thresholds import GC_THRESHOLDS
 from scheduler.storage.snapshot_files import SnapshotStore
 
 MIN_RANGE_INPUTS = 20_000
@@ -160,13 +159,14 @@ class RangeCancelled(Exception):
 _SOURCES: dict[str, tuple[ExitStack, LogSource]] = {}
 
 
-def _init_worker(progress_queue: Any, stop: Any) -> None:
+def _init_worker(progress_queue: Any, stop: Any, gc_thresholds: tuple[int, int, int]) -> None:
     global _QUEUE, _STOP
     _QUEUE, _STOP = progress_queue, stop
     # Progress is advisory: a worker exits without waiting to flush it into a pipe nobody reads.
     progress_queue.cancel_join_thread()
-    # evsched's GC thresholds, as every command runs under (a spawned worker starts with CPython's).
-    gc.set_threshold(*GC_THRESHOLDS)
+    # The parent's GC thresholds (every evsched command sets the service's); a spawned worker
+    # would start with CPython's, which re-scan the growing engine state every 700 new objects.
+    gc.set_threshold(*gc_thresholds)
     atexit.register(_close_sources)
 
 
@@ -353,7 +353,7 @@ def _run_ranges(
     ctx = multiprocessing.get_context("spawn")
     progress_queue = ctx.Queue()
     stop = ctx.Event()
-    pool = ctx.Pool(min(jobs, len(todo)), initializer=_init_worker, initargs=(progress_queue, stop))
+    pool = ctx.Pool(min(jobs, len(todo)), initializer=_init_worker, initargs=(progress_queue, stop, gc.get_threshold()))
     try:
         pending = {rng.key: (rng, pool.apply_async(verify_range, (spec, rng))) for rng in todo}
         by_index = {rng.index: rng for rng in run.ranges}

@@ -145,12 +145,12 @@ def simulate_outputs(lines: list[bytes], decode: Any) -> list[bytes]:
     """Every output of ``evsched simulate`` over ``lines``, its records decoded by ``decode``."""
     import scheduler.simulation.simulate as simulate_module
 
-    original = simulate_module.decode_loaded
-    simulate_module.decode_loaded = decode
+    original = getattr(simulate_module, "decode_loaded")  # noqa: B009 — imported there, not exported
+    setattr(simulate_module, "decode_loaded", decode)  # noqa: B010
     try:
         return [encode_output(event) for event in simulate_module.simulate(lines)]
     finally:
-        simulate_module.decode_loaded = original
+        setattr(simulate_module, "decode_loaded", original)  # noqa: B010
 
 
 def test_simulate_takes_the_fast_path_with_pydantic_results() -> None:

@@ -144,16 +144,20 @@ def _leaves_with_reservations(part: PartitionState) -> set[str]:
     return paths
 
 
-def reserved_step(part: PartitionState, fits_headroom: HeadroomCheck, held: HeldCheck) -> Step | None:
+def reserved_step(part: PartitionState, fits_headroom: HeadroomCheck, held: HeldCheck,
+                  unfit: set[Shape] | None = None) -> Step | None:
     """``tryReservedAllocate``: the first reserved ask that can be allocated now, or None.
 
     Nothing changes while it searches, so a request shape no unreserved node holds
-    (``first_fit`` found none) is not searched for again in the same call.
+    (``first_fit`` found none) is not searched for again in the same call. ``unfit`` may
+    bring shapes already known to fit no unreserved node (the cycle's ``unplaceable``:
+    within a cycle nodes only fill up or leave the index until a reservation ends); the
+    shapes found here are added to it.
     """
     if not part.reservations:
         return None
     on_path = _leaves_with_reservations(part)
-    return _walk(part, part.root, on_path, fits_headroom, held, set())
+    return _walk(part, part.root, on_path, fits_headroom, held, set() if unfit is None else unfit)
 
 
 def _walk(part: PartitionState, queue: QueueNode, on_path: set[str], fits_headroom: HeadroomCheck,

@@ -235,7 +235,7 @@ def allocate_step(part: PartitionState, memo: CycleMemo, now_us: int) -> Step | 
 def next_step(part: PartitionState, memo: CycleMemo, now_us: int) -> Step | None:
     """One step: a reserved ask that can be allocated now first, else the walk from root."""
     if part.reservations:
-        found = reserved_step(part, fits_queue_headroom, held_by_max_applications)
+        found = reserved_step(part, fits_queue_headroom, held_by_max_applications, memo.unplaceable)
         if found is not None:
             return found
     return allocate_step(part, memo, now_us)

@@ -41,6 +41,7 @@ RESERVATION_DELAY_US = 2_000_000
 
 HeadroomCheck = Callable[[PartitionState, QueueNode, Resources], bool]
 HeldCheck = Callable[[App], bool]
+Shape = tuple[tuple[str, int], ...]  # a request's items: equal shapes fit the same nodes
 
 
 @dataclass
@@ -76,6 +77,21 @@ def fit_in_score(request: Mapping[str, int], available: Mapping[str, int]) -> fl
     return score
 
 
+def _node_fit_in_score(request: Mapping[str, int], node: Node) -> float:
+    """``fit_in_score(request, node.available())`` without building the available dict."""
+    capacity, allocated, occupied = node.capacity, node.allocated, node.occupied
+    score = 0.0
+    for name, want in request.items():
+        if want <= 0:
+            continue
+        have = capacity.get(name, 0) - allocated.get(name, 0) - occupied.get(name, 0)
+        if have <= 0:
+            score += 1
+        elif want > have:
+            score += (want - have) / want
+    return score
+
+
 def may_reserve(ask: Ask, now_us: int) -> bool:
     """Not reserved yet, and older than the reservation delay (log time)."""
     return ask.reserved_node is None and now_us - ask.created_us > RESERVATION_DELAY_US
@@ -90,7 +106,7 @@ def node_to_reserve(part: PartitionState, ask: Ask) -> Node | None:
         node = part.nodes[node_id]
         if not fits(request, node.capacity):
             continue
-        score = fit_in_score(request, node.available())
+        score = _node_fit_in_score(request, node)
         if score < best_score:
             best, best_score = node, score
     return best
@@ -113,7 +129,7 @@ def required_node_step(part: PartitionState, app: App, ask: Ask) -> Step | None:
         if held.required_node is not None:
             return None  # a required-node ask holds it (maybe this one): the app's turn ends
         cancel.append((held_app, held))
-    if fits(ask.resources, node.available()):
+    if fits_node(ask.resources, node):
         return Step(app, ask, node, None, cancel)
     return Step(app, ask, node, "required-node", cancel)
 
@@ -128,27 +144,46 @@ def _leaves_with_reservations(part: PartitionState) -> set[str]:
     return paths
 
 
-def reserved_step(part: PartitionState, fits_headroom: HeadroomCheck, held: HeldCheck) -> Step | None:
-    """``tryReservedAllocate``: the first reserved ask that can be allocated now, or None."""
+def reserved_step(part: PartitionState, fits_headroom: HeadroomCheck, held: HeldCheck,
+                  unfit: set[Shape] | None = None) -> Step | None:
+    """``tryReservedAllocate``: the first reserved ask that can be allocated now, or None.
+
+    Nothing changes while it searches, so a request shape no unreserved node holds
+    (``first_fit`` found none) is not searched for again in the same call. ``unfit`` may
+    bring shapes already known to fit no unreserved node (the cycle's ``unplaceable``:
+    within a cycle nodes only fill up or leave the index until a reservation ends); the
+    shapes found here are added to it.
+    """
     if not part.reservations:
         return None
     on_path = _leaves_with_reservations(part)
-    return _walk(part, part.root, on_path, fits_headroom, held)
+    return _walk(part, part.root, on_path, fits_headroom, held, set() if unfit is None else unfit)
 
 
 def _walk(part: PartitionState, queue: QueueNode, on_path: set[str], fits_headroom: HeadroomCheck,
-          held: HeldCheck) -> Step | None:
+          held: HeldCheck, unfit: set[Shape]) -> Step | None:
     if queue.is_leaf:
-        return _try_leaf(part, queue, fits_headroom, held)
+        return _try_leaf(part, queue, fits_headroom, held, unfit)
     for child in sort_queues(queue.children, queue.sort_priority):
         if child.path in on_path:
-            found = _walk(part, child, on_path, fits_headroom, held)
+            found = _walk(part, child, on_path, fits_headroom, held, unfit)
             if found is not None:
                 return found
     return None
 
 
-def _try_leaf(part: PartitionState, leaf: QueueNode, fits_headroom: HeadroomCheck, held: HeldCheck) -> Step | None:
+def fits_node(request: Mapping[str, int], node: Node) -> bool:
+    """``fits(request, node.available())`` without building the available dict."""
+    capacity, allocated, occupied = node.capacity, node.allocated, node.occupied
+    for name, want in request.items():
+        if want > capacity.get(name, 0) - allocated.get(name, 0) - occupied.get(name, 0):
+            return False
+    return True
+
+
+def _try_leaf(part: PartitionState, leaf: QueueNode, fits_headroom: HeadroomCheck, held: HeldCheck,
+              unfit: set[Shape]) -> Step | None:
+    headroom: dict[Shape, bool] = {}  # the leaf's headroom per request shape (nothing changes in a search)
     for _, app_id in part.candidates[leaf.path]:
         app = part.apps[app_id]
         reserved = [a for a in app.sorted_asks if a.reserved_node is not None]
@@ -157,16 +192,20 @@ def _try_leaf(part: PartitionState, leaf: QueueNode, fits_headroom: HeadroomChec
         limits = part.limits  # the user's/group's headroom and maxapplications too (ugm)
         if limits is not None and app.state == "Accepted" and limits.blocking_apps(app) is not None:
             continue
-        ok = [
-            a for a in reserved
-            if fits_headroom(part, leaf, a.resources) and (limits is None or limits.fits(app, a.resources))
-        ]
+        ok: list[Ask] = []
+        for a in reserved:
+            shape = tuple(a.resources.items())
+            room = headroom.get(shape)
+            if room is None:
+                room = headroom[shape] = fits_headroom(part, leaf, a.resources)
+            if room and (limits is None or limits.fits(app, a.resources)):
+                ok.append(a)
         for ask in ok:
             assert ask.reserved_node is not None
             node = part.nodes[ask.reserved_node]
             if ask.required_node is None and not node.schedulable:
                 continue  # a cordoned node is not used for an ordinary ask (docs/semantics.md)
-            if fits(ask.resources, node.available()):
+            if fits_node(ask.resources, node):
                 return Step(app, ask, node)
             if ask.required_node is not None and not ask.preempt_triggered:
                 victims = required_node_victims(node, ask)  # YuniKorn tryRequiredNodePreemption
@@ -175,9 +214,13 @@ def _try_leaf(part: PartitionState, leaf: QueueNode, fits_headroom: HeadroomChec
         for ask in ok:
             if ask.required_node is not None:
                 continue
+            shape = tuple(ask.resources.items())
+            if shape in unfit:
+                continue
             node_id = part.index.first_fit(ask.resources)  # unreserved nodes only
             if node_id is not None:
                 return Step(app, ask, part.nodes[node_id])
+            unfit.add(shape)
     return None
 
 

@@ -1,0 +1,143 @@
+"""Property tests: the reservation searches' shortcuts equal a from-scratch computation.
+
+``reserved_step`` searches each request shape once per call and caches a leaf's headroom
+per shape; ``fits_node`` and ``node_to_reserve`` read a node's availability without
+building it. Each is compared here, at every point of random reservation-heavy runs, with
+the plain computation: ``node.available()``, every ask searched, nodes in from-scratch order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from events.resources import fits
+from projections.node_index import sorted_node_ids
+from scheduler.config import load_config
+from scheduler.core.cycle import fits_queue_headroom, held_by_max_applications
+from scheduler.core.objects import Node
+from scheduler.core.partition import PartitionState
+from scheduler.core.required_node_preemption import required_node_victims
+from scheduler.core.reservations import Step, fit_in_score, fits_node, node_to_reserve, reserved_step
+from scheduler.core.sorting import sort_queues
+from scheduler.simulation.simulate import Simulation
+from tests.unit.test_core_properties import APPS, CONFIG, NODES, SETUP, line
+from tests.unit.test_core_reservations import _times
+
+ASKS = [f"s{i}" for i in range(8)]
+# Few shapes (so one call meets the same shape again), some required nodes, dense in cycles.
+shaped_ask = st.builds(
+    lambda a, k, v, n: {"type": "ask.added", "data": {"app_id": a, "ask_id": k, "resources": {"vcore": v, "memory": 10},
+                                                      **({"required_node": n} if n else {})}},
+    st.sampled_from(APPS), st.sampled_from(ASKS), st.sampled_from((1000, 1500, 2500, 3500, 4500)),
+    st.one_of(st.none(), st.none(), st.none(), st.sampled_from([*NODES, "m1"])))
+churn = st.one_of(  # releases free room on nodes, so a reserved ask may fit elsewhere later
+    st.builds(lambda a, k: {"type": "allocation.released", "data": {"app_id": a, "ask_id": k}},
+              st.sampled_from(APPS), st.sampled_from([*ASKS, "fill"])),
+    st.builds(lambda a, k: {"type": "ask.removed", "data": {"app_id": a, "ask_id": k}},
+              st.sampled_from(APPS), st.sampled_from(ASKS)),
+)
+node_change = st.builds(
+    lambda n, v, s: {"type": "node.updated", "data": {"node_id": n, "capacity": {"vcore": v, "memory": 4000},
+                                                      "schedulable": s}},
+    st.sampled_from([*NODES[:3], "m0", "m1", "m2"]), st.sampled_from((1000, 3000, 4000, 5000)), st.booleans())
+lines = st.lists(st.one_of(shaped_ask, shaped_ask, shaped_ask, churn, churn, node_change,
+                           st.just({"type": "schedule"}), line), min_size=10, max_size=50)
+quantities = st.dictionaries(st.sampled_from(("vcore", "memory", "gpu")), st.integers(-3, 6), max_size=3)
+
+
+def _node(capacity: dict[str, int], allocated: dict[str, int], occupied: dict[str, int]) -> Node:
+    return Node("n", "default", capacity, occupied, True, {}, 0, allocated=allocated)
+
+
+@settings(max_examples=300, deadline=None)
+@given(quantities, quantities, quantities, quantities)
+def test_availability_read_in_place_equals_available(request: dict[str, int], capacity: dict[str, int],
+                                                     allocated: dict[str, int], occupied: dict[str, int]) -> None:
+    """Missing types, zero and negative quantities, types used but not in the capacity."""
+    node = _node(capacity, allocated, occupied)
+    assert fits_node(request, node) == fits(request, node.available())
+
+
+def _reference_reserved_step(part: PartitionState) -> Step | None:
+    """``tryReservedAllocate`` with nothing remembered: every reserved ask's headroom and search."""
+    def walk(queue: Any) -> Step | None:
+        if queue.is_leaf:
+            return leaf_step(queue)
+        for child in sort_queues(queue.children, queue.sort_priority):
+            found = walk(child)
+            if found is not None:
+                return found
+        return None
+
+    def leaf_step(leaf: Any) -> Step | None:
+        for app in part.ordered_apps(leaf):
+            reserved = [a for a in app.sorted_asks if a.reserved_node is not None]
+            if not reserved or held_by_max_applications(app):
+                continue
+            limits = part.limits
+            if limits is not None and app.state == "Accepted" and limits.blocking_apps(app) is not None:
+                continue
+            ok = [a for a in reserved if fits_queue_headroom(part, leaf, a.resources)
+                  and (limits is None or limits.fits(app, a.resources))]
+            for ask in ok:
+                node = part.nodes[ask.reserved_node or ""]
+                if ask.required_node is None and not node.schedulable:
+                    continue
+                if fits(ask.resources, node.available()):
+                    return Step(app, ask, node)
+                if ask.required_node is not None and not ask.preempt_triggered:
+                    victims = required_node_victims(node, ask)
+                    if victims:
+                        return Step(app, ask, node, "required-node", victims=victims)
+            for ask in ok:
+                if ask.required_node is None:
+                    node_id = part.index.first_fit(ask.resources)
+                    if node_id is not None:
+                        return Step(app, ask, part.nodes[node_id])
+        return None
+
+    return walk(part.root) if part.reservations else None
+
+
+def _reference_node_to_reserve(part: PartitionState, request: dict[str, int]) -> str | None:
+    """Lowest ``fit_in_score`` of ``available()`` over schedulable unreserved nodes in from-scratch order."""
+    usable = {n.node_id: (n.capacity, n.available()) for n in part.nodes.values()
+              if n.schedulable and n.reserved_for is None}
+    best, best_score = None, float("inf")
+    for node_id in sorted_node_ids(part.index.policy, part.index.weights, usable):
+        capacity, available = usable[node_id]
+        if fits(request, capacity) and fit_in_score(request, available) < best_score:
+            best, best_score = node_id, fit_in_score(request, available)
+    return best
+
+
+def _summary(step: Step | None) -> tuple[object, ...] | None:
+    if step is None:
+        return None
+    return (step.app.app_id, step.ask.ask_id, step.node.node_id, step.reserve, [v.ask_id for v in step.victims])
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lines)
+def test_reservation_searches_equal_a_from_scratch_search(body: list[dict[str, Any]]) -> None:
+    sim = Simulation(load_config(CONFIG))
+    fill = [{"type": "ask.added", "data": {"app_id": a, "ask_id": "fill", "resources": {"vcore": 2500, "memory": 10}}}
+            for a in APPS]  # more than the three nodes hold: later asks wait, reserve, and meet reserved nodes
+    compared = 0
+    small = [{"type": "node.added", "data": {"node_id": f"m{i}", "capacity": {"vcore": 1000 * (i + 1), "memory": 4000}}}
+             for i in range(3)]  # unequal nodes: one shape fits where another does not
+    for obj in _times([*SETUP, *small, *fill, *body]):  # one second apart: asks outlive the reservation delay
+        sim.feed(orjson.dumps(obj))
+        for part in sim.engine.state.partitions.values():
+            found = reserved_step(part, fits_queue_headroom, held_by_max_applications)
+            assert _summary(found) == _summary(_reference_reserved_step(part))
+            for app in part.apps.values():
+                for ask in app.sorted_asks:
+                    node = node_to_reserve(part, ask)
+                    assert (node.node_id if node else None) == _reference_node_to_reserve(part, ask.resources)
+                    compared += 1
+    assert compared > 0

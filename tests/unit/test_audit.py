@@ -211,8 +211,12 @@ def _cycle_two(position: dict[str, int]) -> list[bytes]:
 
 def test_cli_follow_reports_new_violations_until_sigint(tmp_path: Path) -> None:
     directory = tmp_path / "live"
+    # SIGINT's default handler, set explicitly: a child of a job started in the background
+    # without job control (as `cmd &` in a script) inherits SIGINT ignored, and Python then
+    # installs no KeyboardInterrupt handler — the follower would never end (CI run busy3 hung).
     script = (
-        "import argparse, sys\nfrom scheduler.cli.audit import add_audit\n"
+        "import argparse, signal, sys\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "from scheduler.cli.audit import add_audit\n"
         "p = argparse.ArgumentParser(); add_audit(p.add_subparsers())\n"
         "a = p.parse_args(sys.argv[1:]); sys.exit(a.handler(a))\n"
     )
@@ -249,7 +253,11 @@ def test_cli_follow_reports_new_violations_until_sigint(tmp_path: Path) -> None:
                 assert violation["data"]["rule"] == "ask-not-pending" and violation["data"]["cycle"] == 2
             finally:
                 proc.send_signal(signal.SIGINT)
-                code = proc.wait(timeout=HANG_S)
+                try:
+                    code = proc.wait(timeout=HANG_S)
+                except subprocess.TimeoutExpired:
+                    proc.kill()  # else Popen's exit would wait for it for ever
+                    raise
                 for reader in readers:
                     reader.join(timeout=5)
                 while not errors.empty():

@@ -27,7 +27,7 @@ from scheduler.core.objects import App, Ask
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption import MAX_ATTEMPTS_PER_QUEUE, may_attempt, record_preemption, try_preemption
 from scheduler.core.reservations import Step, may_reserve, node_to_reserve, required_node_step, reserved_step
-from scheduler.core.sorting import FEW_CHILDREN, AppSortPolicy, KeptOrder, QueueOrder, stateaware_allowed
+from scheduler.core.sorting import AppSortPolicy, ChildOrder, child_order, stateaware_allowed
 from scheduler.core.state import SchedulerState
 
 DECIDED_FIELDS = frozenset(AllocationDecided.model_fields)
@@ -51,25 +51,16 @@ class CycleMemo:
     prev_cycle_us: int | None = None
     preempt_tried: set[tuple[str, str]] = field(default_factory=set)
     attempts_left: int = MAX_ATTEMPTS_PER_QUEUE
-    # Each parent's child order, kept across the steps (an allocation changes one lineage):
-    # ``KeptOrder`` up to FEW_CHILDREN children, ``QueueOrder`` above.
-    kept_orders: dict[str, KeptOrder] = field(default_factory=dict)
-    queue_orders: dict[str, QueueOrder] = field(default_factory=dict)
+    # Each parent's child order, kept across the steps (an allocation changes one lineage).
+    child_orders: dict[str, ChildOrder] = field(default_factory=dict)
 
     def allocated_in(self, leaf: QueueNode) -> None:
         """An allocation changed ``leaf`` and its ancestors: re-order them under their parents."""
         for q in leaf.lineage:
             parent = q.parent
-            if parent is None:
-                continue
-            if len(parent.children) <= FEW_CHILDREN:
-                kept = self.kept_orders.get(parent.path)
-                if kept is not None:
-                    kept.changed(q)
-            else:
-                order = self.queue_orders.get(parent.path)
-                if order is not None:
-                    order.changed(q)
+            order = self.child_orders.get(parent.path) if parent is not None else None
+            if order is not None:
+                order.changed(q)
 
 
 def decision_id(partition: str, cycle: int, step: int) -> str:
@@ -198,17 +189,10 @@ def _try_leaf(part: PartitionState, leaf: QueueNode, memo: CycleMemo, now_us: in
 def _walk(part: PartitionState, queue: QueueNode, memo: CycleMemo, now_us: int) -> Step | None:
     if queue.is_leaf:
         return _try_leaf(part, queue, memo, now_us)
-    ordered: list[QueueNode]
-    if len(queue.children) <= FEW_CHILDREN:
-        kept = memo.kept_orders.get(queue.path)
-        if kept is None:
-            kept = memo.kept_orders[queue.path] = KeptOrder(queue.children, queue.sort_priority)
-        ordered = kept.sorted()
-    else:
-        order = memo.queue_orders.get(queue.path)
-        if order is None:
-            order = memo.queue_orders[queue.path] = QueueOrder(queue.children, queue.sort_priority)
-        ordered = order.sorted()
+    order = memo.child_orders.get(queue.path)
+    if order is None:
+        order = memo.child_orders[queue.path] = child_order(queue.children, queue.sort_priority)
+    ordered = order.sorted()
     for child in ordered:
         if child.path in memo.exhausted_queues:
             continue

@@ -394,3 +394,15 @@ class _Run:
                 k -= 1
             out.insert(k, q)
             placed.append(k)
+
+
+ChildOrder = KeptOrder | QueueOrder
+
+
+def child_order(children: Sequence[QueueNode], sort_priority: bool) -> ChildOrder:
+    """A parent's child order kept across a cycle's steps: ``KeptOrder`` for up to
+    ``FEW_CHILDREN`` children (a sorted list and one re-insert per change is cheapest
+    there), ``QueueOrder`` above (runs of equal keys, so a change re-does one run's pass)."""
+    if len(children) <= FEW_CHILDREN:
+        return KeptOrder(children, sort_priority)
+    return QueueOrder(children, sort_priority)

@@ -1,11 +1,12 @@
 """Pacing by observed progress: what a running ``evsched run -v`` says it has done so far.
 
 With ``-v`` the service logs one line per cycle once the cycle's outputs are durable
-(``evsched.service[.SHARD]: cycle N written: I inputs, O outputs; C inputs consumed``), and
-the line that ends start-up (``… N inputs waiting``). A test that kills, pauses, stops or
-joins an instance "mid-run" waits here for such lines instead of sleeping a fixed time, so it
-acts at the same point of the work on a fast machine as on a slow or busy one. The only
-clock is a generous ``timeout`` that turns a hang into a failure.
+(``evsched.service[.SHARD]: cycle N written: I inputs, O outputs; C inputs consumed``), the
+line before it writes them (``cycle N writing O outputs``), and the line that ends start-up
+(``… N inputs waiting``). A test that kills, pauses, stops or joins an instance "mid-run"
+waits here for such lines instead of sleeping a fixed time, so it acts at the same point of
+the work on a fast machine as on a slow or busy one. The only clock is a generous
+``timeout`` that turns a hang into a failure.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 READY = b"inputs waiting"  # Service.start's last line: recovery is done, cycles come next
@@ -24,6 +25,7 @@ _CYCLE = re.compile(
     rb"evsched\.service(?:\.(?P<shard>[\w.-]+))?: cycle (?P<cycle>\d+) written: (?P<inputs>\d+) inputs, "
     rb"\d+ outputs; (?P<consumed>\d+) inputs consumed"
 )
+_WRITING = re.compile(rb"evsched\.service(?:\.(?P<shard>[\w.-]+))?: cycle (?P<cycle>\d+) writing \d+ outputs")
 _READY = re.compile(rb"evsched\.service(?:\.(?P<shard>[\w.-]+))?: .*?(?P<waiting>\d+) inputs waiting")
 
 
@@ -37,12 +39,9 @@ class Seen:
     inputs: int = 0  # inputs those cycles consumed
     last_cycle: int = 0  # the number of the last cycle written
     consumed: int = 0  # inputs consumed in the log as of that cycle (all channels)
-    cycle_times: list[float] = field(default_factory=list)  # when each cycle line was seen (monotonic)
-
-    def mean_cycle_s(self) -> float:
-        """The mean time between two cycles seen so far (0.0 before the second)."""
-        times = self.cycle_times
-        return (times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else 0.0
+    writing: int = 0  # the number of the last cycle that began writing its outputs
+    lines: int = 0  # log lines written so far (every logger's): start-up's stages before ``ready``
+    startup_lines: int = 0  # how many lines came before the start-up's last one
 
 
 class ServiceWatch:
@@ -68,17 +67,19 @@ class ServiceWatch:
             return self.seen
         end = chunk.rfind(b"\n") + 1
         self._offset += end
-        now = time.monotonic()
         for line in chunk[:end].splitlines():
+            self.seen.lines += 1
             if (cycle := _CYCLE.search(line)) and self._mine(cycle):
                 s = self.seen
                 s.cycles += 1
                 s.inputs += int(cycle.group("inputs"))
                 s.last_cycle = int(cycle.group("cycle"))
                 s.consumed = int(cycle.group("consumed"))
-                s.cycle_times.append(now)
+            elif (writing := _WRITING.search(line)) and self._mine(writing):
+                self.seen.writing = int(writing.group("cycle"))
             elif READY in line and (ready := _READY.search(line)) and self._mine(ready):
                 self.seen.ready = True
+                self.seen.startup_lines = self.seen.lines - 1
                 self.seen.waiting = int(ready.group("waiting"))
         return self.seen
 

@@ -5,7 +5,10 @@
 cycle cut short is being completed), the rest while cycles are being written. Each life is
 paced by the progress the service itself reports (``run -v``, ``tests.progress``): when it
 is ready it says how many inputs wait, the campaign plans a random share of them for the
-life and kills it once the life's cycle lines show that share consumed. So the kills spread
+life and kills it as soon as the life's cycle lines show that share consumed (as the next
+cycle begins), or, for half of them, once the next cycle says it is writing its outputs. A
+start-up kill lands once the life has logged a random number of the lines earlier lives
+logged before they were ready (none: before the interpreter is up). So the kills spread
 over the whole workload on a fast machine as on a slow or busy one, and the campaign reaches
 its kill count before the work runs out, whatever the speed.
 
@@ -119,34 +122,45 @@ def _consumed(share: int, seen: Seen) -> bool:
     return seen.inputs >= share
 
 
+def _writing_next(seen: Seen) -> bool:
+    return seen.writing > seen.last_cycle
+
+
+def _logged(lines: int, seen: Seen) -> bool:
+    return seen.lines >= lines or seen.ready
+
+
 def kill_campaign(args: list[str], workdir: Path, *, kills: int, seed: int) -> Campaign:
     """SIGKILL ``evsched run *args`` ``kills`` times, restarting it each time (see the module doc).
 
-    Paced by what each life says it did (``-v``: ``tests.progress``), never by a fixed time:
-    a mid-stream kill lands once the life has consumed its planned share of the inputs, a
-    random part of a cycle later (a fraction of the cycle time seen so far); a start-up kill
-    lands at a random fraction of the longest start-up seen so far. Stops early only if a life
-    finishes the whole workload by itself (``finished``).
+    Paced by what each life says it did (``-v``: ``tests.progress``), never by time: a
+    mid-stream kill lands as soon as the life has consumed its planned share of the inputs (or
+    once the next cycle begins writing its outputs); a
+    start-up kill once the life has logged a random number of start-up lines (the stages an
+    earlier life logged before it was ready). Stops early only if a life finishes the whole
+    workload by itself (``finished``).
     """
     rng = random.Random(seed)
     plan = _Planner(kills)
     done = Campaign()
-    startups: list[float] = []  # how long start-up (to READY) took in the lives so far
+    startup_lines: int | None = None  # the most lines a life logged before it was ready: start-up's stages
     began = time.monotonic()
     while done.kills < kills:
         err = workdir / f"life-{done.lives:03d}.err"
-        spawned = time.monotonic()
         proc = spawn_run([*args, "-v"], err)
         watch = ServiceWatch(proc, err)
         done.lives += 1
-        if startups and rng.random() < STARTUP_SHARE:
-            # Interpreter start, log open, snapshot load, re-derive, a cut-short cycle completed.
-            time.sleep(rng.uniform(0.0, max(startups)))
+        if startup_lines is not None and rng.random() < STARTUP_SHARE:
+            # Interpreter start, log open, snapshot load, re-derive, a cut-short cycle completed:
+            # killed after a random number of the stages start-up reports (0: before the first).
+            stage = rng.randint(0, startup_lines)
+            watch.wait(functools.partial(_logged, stage), f"{stage} start-up lines")
         elif watch.wait_ready():
-            startups.append(time.monotonic() - spawned)
+            startup_lines = max(startup_lines or 0, watch.seen.startup_lines)
             share = plan.inputs(watch.seen.waiting, done.kills, rng)
-            if watch.wait(functools.partial(_consumed, share), f"{share} inputs consumed"):
-                time.sleep(rng.uniform(0.0, watch.seen.mean_cycle_s()))  # somewhere in the next cycle
+            if watch.wait(functools.partial(_consumed, share), f"{share} inputs consumed") and rng.random() < 0.5:
+                # Half the mid-stream kills aim at the next cycle's write (outputs partly sent).
+                watch.wait(_writing_next, "the next cycle writing")
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()

@@ -39,7 +39,7 @@ class Seen:
     inputs: int = 0  # inputs those cycles consumed
     last_cycle: int = 0  # the number of the last cycle written
     consumed: int = 0  # inputs consumed in the log as of that cycle (all channels)
-    writing: int = 0  # the number of the last cycle that began writing its outputs
+    writes: int = 0  # cycles that began writing their outputs since it started
     lines: int = 0  # log lines written so far (every logger's): start-up's stages before ``ready``
     startup_lines: int = 0  # how many lines came before the start-up's last one
 
@@ -76,7 +76,7 @@ class ServiceWatch:
                 s.last_cycle = int(cycle.group("cycle"))
                 s.consumed = int(cycle.group("consumed"))
             elif (writing := _WRITING.search(line)) and self._mine(writing):
-                self.seen.writing = int(writing.group("cycle"))
+                self.seen.writes += 1
             elif READY in line and (ready := _READY.search(line)) and self._mine(ready):
                 self.seen.ready = True
                 self.seen.startup_lines = self.seen.lines - 1

@@ -122,8 +122,9 @@ def _consumed(share: int, seen: Seen) -> bool:
     return seen.inputs >= share
 
 
-def _writing_next(seen: Seen) -> bool:
-    return seen.writing > seen.last_cycle
+def _began_writing(writes_before: int, seen: Seen) -> bool:
+    # A count, not "writing > written": a fast write's two lines often arrive in one poll.
+    return seen.writes > writes_before
 
 
 def _logged(lines: int, seen: Seen) -> bool:
@@ -160,7 +161,7 @@ def kill_campaign(args: list[str], workdir: Path, *, kills: int, seed: int) -> C
             share = plan.inputs(watch.seen.waiting, done.kills, rng)
             if watch.wait(functools.partial(_consumed, share), f"{share} inputs consumed") and rng.random() < 0.5:
                 # Half the mid-stream kills aim at the next cycle's write (outputs partly sent).
-                watch.wait(_writing_next, "the next cycle writing")
+                watch.wait(functools.partial(_began_writing, watch.seen.writes), "the next cycle writing")
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()

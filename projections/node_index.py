@@ -138,6 +138,10 @@ class NodeIndex:
     def __contains__(self, node_id: object) -> bool:
         return node_id in self._keys
 
+    def key(self, node_id: str) -> float | None:
+        """The node's current policy key (its place in the order, with its id), or None when not indexed."""
+        return self._keys.get(node_id)
+
     def key_of(self, capacity: Mapping[str, int], available: Mapping[str, int]) -> float:
         """The policy key a node with this capacity and availability gets (as ``policy_key``)."""
         score = _score(capacity, available, self._weight_items)

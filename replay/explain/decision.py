@@ -4,7 +4,7 @@
 that cycle's batch (records, time, positions), applies the batch exactly as
 ``scheduler.core.logged_cycle.run_logged_cycle`` does, starts the cycle as ``run_cycle`` does
 (cycle number, timers) and commits the steps before the decision with the core's own
-``next_step``/``commit`` (reservation steps included). For the decision's step it re-walks
+``next_step``/``commit_step`` (reservation steps included). For the decision's step it re-walks
 the state read-only (``replay.explain.walk``), then checks that walk against the core's
 ``next_step`` and against the recorded decision; any disagreement is put first in the
 summary as a WARNING. A decision that allocated a reserved ask (reserved asks go first)
@@ -28,7 +28,14 @@ from replay.explain.pending import PendingExplanation, explain_pending
 from replay.explain.report import ask_section, leaf_of, leaf_section, node_section, queue_levels
 from replay.explain.summary import summary
 from replay.explain.walk import Choice, Walker
-from scheduler.core.cycle import CycleMemo, commit, cycle_memo, fits_queue_headroom, held_by_max_applications, next_step
+from scheduler.core.cycle import (
+    CycleMemo,
+    commit_step,
+    cycle_memo,
+    fits_queue_headroom,
+    held_by_max_applications,
+    next_step,
+)
 from scheduler.core.engine import Engine
 from scheduler.core.logged_cycle import admit, decode_records, merge
 from scheduler.core.partition import PartitionState
@@ -129,11 +136,7 @@ def _advance_to_step(engine: Engine, batch: CycleBatch, partition: str, step: in
                 return part, memo  # the memo only learnt failures that stay failures
             if found.reserve is None:
                 decisions += 1
-            if commit(state, part, found, decisions, batch.now_us, out):
-                memo = cycle_memo(state, name, prev_cycle_us, memo)
-            else:  # as run_cycle: the step changed its app's queues
-                for app in (found.app, *(held_app for held_app, _ in found.cancel)):
-                    memo.allocated_in(app.queue)
+            memo = commit_step(state, part, found, decisions, batch.now_us, out, memo)
     if partition not in state.partitions:
         raise ExplainError(f"partition {partition!r} does not exist in cycle {batch.cycle}")
     raise ExplainError(f"cycle {batch.cycle} re-derives only {decisions} decisions; there is no step {step}")

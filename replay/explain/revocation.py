@@ -2,7 +2,7 @@
 
 ``explain_revocation_from_log`` finds the ``allocation.revoked`` (reason ``preempted``) of a
 victim, re-derives the state just before that preemption step (``replay.rederive`` through
-the cycle before, then the cycle's own steps with the core's ``next_step``/``commit``) and
+the cycle before, then the cycle's own steps with the core's ``next_step``/``commit_step``) and
 reports on it with ``replay.explain.preemption.preemption_report``: the preemptor, the fence,
 the guarantees checked, every node tried and why the chosen one won. The victims
 re-derived there are checked against the core's step.
@@ -19,7 +19,7 @@ from replay.explain.preemption import RULE, preemption_report
 from replay.find_cycle import find_cycle
 from replay.reader import LogSource, channel_order
 from replay.rederive import Rederiver, StartPoint
-from scheduler.core.cycle import commit, cycle_memo, next_step
+from scheduler.core.cycle import commit_step, cycle_memo, next_step
 from scheduler.core.engine import Engine
 
 
@@ -68,11 +68,7 @@ def explain_revocation_from_log(source: LogSource, app_id: str, ask_id: str,
                 return report
             if found.reserve is None:
                 decisions += 1
-            if commit(state, part, found, decisions, batch.now_us, out):
-                memo = cycle_memo(state, name, prev_cycle_us, memo)
-            else:  # as run_cycle: the step changed its app's queues
-                for step_app in (found.app, *(held_app for held_app, _ in found.cancel)):
-                    memo.allocated_in(step_app.queue)
+            memo = commit_step(state, part, found, decisions, batch.now_us, out, memo)
     raise ExplainError(f"cycle {number} does not re-derive the preemption of {app_id}/{ask_id}")
 
 

@@ -18,7 +18,9 @@ fast it is found.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Final
 
 from events.models import AllocationDecided, OutputData, construct
@@ -26,7 +28,8 @@ from projections.queues import QueueNode
 from scheduler.core.objects import App, Ask
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption import MAX_ATTEMPTS_PER_QUEUE, may_attempt, record_preemption, try_preemption
-from scheduler.core.reservations import Step, may_reserve, node_to_reserve, required_node_step, reserved_step
+from scheduler.core.reservations import Step, may_reserve, required_node_step, reserved_step
+from scheduler.core.reserve_candidates import ReserveCandidates
 from scheduler.core.sorting import AppSortPolicy, ChildOrder, child_order, stateaware_allowed
 from scheduler.core.state import SchedulerState
 
@@ -53,6 +56,14 @@ class CycleMemo:
     attempts_left: int = MAX_ATTEMPTS_PER_QUEUE
     # Each parent's child order, kept across the steps (an allocation changes one lineage).
     child_orders: dict[str, ChildOrder] = field(default_factory=dict)
+    # How many of the partition's reservations (in the order they were made) the reserved
+    # step has tried and found nothing for. Within a memo's life reservations are only added
+    # (ending one brings a node back, and the cycle starts a fresh memo), at the end of the
+    # dict, and a reserved ask that failed keeps failing: its headroom only shrinks, its node
+    # only fills, its other nodes only fill or leave the index, and its app's hold only tightens.
+    reservations_tried: int = 0
+    # The node each waiting request shape would reserve (nodes change only by this memo's steps).
+    reserve_candidates: ReserveCandidates = field(default_factory=ReserveCandidates)
 
     def allocated_in(self, leaf: QueueNode) -> None:
         """An allocation changed ``leaf`` and its ancestors: re-order them under their parents."""
@@ -110,9 +121,13 @@ def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, now_us: int
     request = ask.resources
     shape = tuple(request.items())
     unplaceable = shape in memo.unplaceable
-    # ``_may_preempt`` and ``may_reserve`` read nothing this function changes: asked only when needed.
-    if unplaceable and not may_reserve(ask, now_us) and not _may_preempt(app, ask, memo, now_us):
-        return None  # checked first: cheaper than the headroom walk, and the answer is the same None
+    # ``_may_preempt``, ``may_reserve`` and the reservation candidate read nothing this function
+    # changes. An ask whose shape fits no free node, that cannot reserve one now and may not
+    # preempt, fails whatever the headroom says: checked first, as cheaper than the headroom
+    # walk (when the cluster is full, nearly every waiting ask ends here).
+    if unplaceable and not _may_preempt(app, ask, memo, now_us) and (
+            not may_reserve(ask, now_us) or memo.reserve_candidates.best(part, request) is None):
+        return None
     if part.limits is not None and not part.limits.fits(app, request):
         return None  # the user's or group's maxresources (YuniKorn tryAllocate's ugm headroom, checked first)
     if not fits_queue_headroom(part, app.queue, request):
@@ -123,7 +138,7 @@ def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, now_us: int
             return Step(app, ask, part.nodes[node_id])
         memo.unplaceable.add(shape)
     if may_reserve(ask, now_us):
-        node = node_to_reserve(part, ask)
+        node = memo.reserve_candidates.best(part, request)  # = node_to_reserve(part, ask), kept per cycle
         if node is not None:
             return Step(app, ask, node, "no-fit")
     return _preempt(part, app, ask, memo, True) if _may_preempt(app, ask, memo, now_us) else None
@@ -218,10 +233,16 @@ def allocate_step(part: PartitionState, memo: CycleMemo, now_us: int) -> Step | 
 
 def next_step(part: PartitionState, memo: CycleMemo, now_us: int) -> Step | None:
     """One step: a reserved ask that can be allocated now first, else the walk from root."""
-    if part.reservations:
-        found = reserved_step(part, fits_queue_headroom, held_by_max_applications, memo.unplaceable)
+    reservations = part.reservations
+    untried = len(reservations) - memo.reservations_tried
+    if untried > 0:
+        keys: Iterable[tuple[str, str]] = reservations  # the newest ``untried`` are the last ones
+        if memo.reservations_tried:
+            keys = islice(reversed(reservations), untried)
+        found = reserved_step(part, fits_queue_headroom, held_by_max_applications, memo.unplaceable, keys)
         if found is not None:
             return found
+        memo.reservations_tried = len(reservations)
     return allocate_step(part, memo, now_us)
 
 
@@ -264,6 +285,22 @@ def cycle_memo(state: SchedulerState, partition: str, prev_cycle_us: int | None,
                      preempt_tried=memo.preempt_tried if memo is not None else set())
 
 
+def commit_step(state: SchedulerState, part: PartitionState, found: Step, step: int, now_us: int,
+                out: list[OutputData], memo: CycleMemo) -> CycleMemo:
+    """``commit`` a found step; returns the memo for the next step.
+
+    When a reservation ended (a node came back) failures may now succeed: a fresh memo.
+    Otherwise the memo is told what the step changed: its app's queues (and those of the
+    reservations it ended) and its node.
+    """
+    if commit(state, part, found, step, now_us, out):
+        return cycle_memo(state, part.name, memo.prev_cycle_us, memo)
+    for app in (found.app, *(held_app for held_app, _ in found.cancel)):
+        memo.allocated_in(app.queue)
+    memo.reserve_candidates.node_changed(part, found.node)
+    return memo
+
+
 def run_cycle(state: SchedulerState, now_us: int, max_allocations: int | None = None) -> tuple[list[OutputData], int]:
     """Run the next cycle at time ``now_us``; returns its outputs and decision count."""
     state.cycle += 1
@@ -280,9 +317,5 @@ def run_cycle(state: SchedulerState, now_us: int, max_allocations: int | None = 
                 break
             if found.reserve is None:
                 decisions += 1
-            if commit(state, part, found, decisions, now_us, out):
-                memo = cycle_memo(state, name, prev_cycle_us, memo)  # a node came back: failures may now succeed
-            else:  # the step changed its app's queues (and those of reservations it ended)
-                for app in (found.app, *(held_app for held_app, _ in found.cancel)):
-                    memo.allocated_in(app.queue)
+            memo = commit_step(state, part, found, decisions, now_us, out, memo)
     return out, decisions

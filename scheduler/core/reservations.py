@@ -26,7 +26,7 @@ Deterministic where YuniKorn iterates maps: apps and asks in their sort orders.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from events.models import AskReserved, AskUnreserved
@@ -35,13 +35,13 @@ from projections.queues import QueueNode
 from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.required_node_preemption import required_node_victims
+from scheduler.core.reserve_candidates import Shape, node_fit_in_score
 from scheduler.core.sorting import sort_queues
 
 RESERVATION_DELAY_US = 2_000_000
 
 HeadroomCheck = Callable[[PartitionState, QueueNode, Resources], bool]
 HeldCheck = Callable[[App], bool]
-Shape = tuple[tuple[str, int], ...]  # a request's items: equal shapes fit the same nodes
 
 
 @dataclass
@@ -77,21 +77,6 @@ def fit_in_score(request: Mapping[str, int], available: Mapping[str, int]) -> fl
     return score
 
 
-def _node_fit_in_score(request: Mapping[str, int], node: Node) -> float:
-    """``fit_in_score(request, node.available())`` without building the available dict."""
-    capacity, allocated, occupied = node.capacity, node.allocated, node.occupied
-    score = 0.0
-    for name, want in request.items():
-        if want <= 0:
-            continue
-        have = capacity.get(name, 0) - allocated.get(name, 0) - occupied.get(name, 0)
-        if have <= 0:
-            score += 1
-        elif want > have:
-            score += (want - have) / want
-    return score
-
-
 def may_reserve(ask: Ask, now_us: int) -> bool:
     """Not reserved yet, and older than the reservation delay (log time)."""
     return ask.reserved_node is None and now_us - ask.created_us > RESERVATION_DELAY_US
@@ -106,7 +91,7 @@ def node_to_reserve(part: PartitionState, ask: Ask) -> Node | None:
         node = part.nodes[node_id]
         if not fits(request, node.capacity):
             continue
-        score = _node_fit_in_score(request, node)
+        score = node_fit_in_score(request, node)
         if score < best_score:
             best, best_score = node, score
     return best
@@ -134,9 +119,28 @@ def required_node_step(part: PartitionState, app: App, ask: Ask) -> Step | None:
     return Step(app, ask, node, "required-node", cancel)
 
 
-def _leaves_with_reservations(part: PartitionState) -> set[str]:
+ReservationKey = tuple[str, str]  # (app id, ask id), as in ``PartitionState.reservations``
+
+
+def _reserved_by_app(part: PartitionState, keys: Iterable[ReservationKey]) -> dict[str, list[Ask]]:
+    """The reserved asks named by ``keys``, per app, in each app's ask order."""
+    by_app: dict[str, list[Ask]] = {}
+    apps = part.apps
+    for app_id, ask_id in keys:
+        asks = by_app.get(app_id)
+        if asks is None:
+            asks = by_app[app_id] = []
+        asks.append(apps[app_id].asks[ask_id])
+    for asks in by_app.values():
+        if len(asks) > 1:
+            asks.sort(key=Ask.sort_key)
+    return by_app
+
+
+def _leaves_on_path(part: PartitionState, app_ids: Iterable[str]) -> set[str]:
+    """The queues from root down to the leaves of ``app_ids``."""
     paths: set[str] = set()
-    for app_id, _ in part.reservations:
+    for app_id in app_ids:
         q: QueueNode | None = part.apps[app_id].queue
         while q is not None and q.path not in paths:
             paths.add(q.path)
@@ -145,7 +149,7 @@ def _leaves_with_reservations(part: PartitionState) -> set[str]:
 
 
 def reserved_step(part: PartitionState, fits_headroom: HeadroomCheck, held: HeldCheck,
-                  unfit: set[Shape] | None = None) -> Step | None:
+                  unfit: set[Shape] | None = None, only: Iterable[ReservationKey] | None = None) -> Step | None:
     """``tryReservedAllocate``: the first reserved ask that can be allocated now, or None.
 
     Nothing changes while it searches, so a request shape no unreserved node holds
@@ -153,20 +157,28 @@ def reserved_step(part: PartitionState, fits_headroom: HeadroomCheck, held: Held
     bring shapes already known to fit no unreserved node (the cycle's ``unplaceable``:
     within a cycle nodes only fill up or leave the index until a reservation ends); the
     shapes found here are added to it.
+
+    ``only`` restricts the search to these reservations (default: all). The cycle passes
+    the reservations not yet tried since a node last came back: every other one failed
+    then and fails again (see ``scheduler.core.cycle``), so the first of ``only`` in walk
+    order that succeeds is the first of all.
     """
     if not part.reservations:
         return None
-    on_path = _leaves_with_reservations(part)
-    return _walk(part, part.root, on_path, fits_headroom, held, set() if unfit is None else unfit)
+    by_app = _reserved_by_app(part, part.reservations if only is None else only)
+    if not by_app:
+        return None
+    on_path = _leaves_on_path(part, by_app)
+    return _walk(part, part.root, on_path, by_app, fits_headroom, held, set() if unfit is None else unfit)
 
 
-def _walk(part: PartitionState, queue: QueueNode, on_path: set[str], fits_headroom: HeadroomCheck,
-          held: HeldCheck, unfit: set[Shape]) -> Step | None:
+def _walk(part: PartitionState, queue: QueueNode, on_path: set[str], by_app: dict[str, list[Ask]],
+          fits_headroom: HeadroomCheck, held: HeldCheck, unfit: set[Shape]) -> Step | None:
     if queue.is_leaf:
-        return _try_leaf(part, queue, fits_headroom, held, unfit)
+        return _try_leaf(part, queue, by_app, fits_headroom, held, unfit)
     for child in sort_queues(queue.children, queue.sort_priority):
         if child.path in on_path:
-            found = _walk(part, child, on_path, fits_headroom, held, unfit)
+            found = _walk(part, child, on_path, by_app, fits_headroom, held, unfit)
             if found is not None:
                 return found
     return None
@@ -181,13 +193,15 @@ def fits_node(request: Mapping[str, int], node: Node) -> bool:
     return True
 
 
-def _try_leaf(part: PartitionState, leaf: QueueNode, fits_headroom: HeadroomCheck, held: HeldCheck,
-              unfit: set[Shape]) -> Step | None:
+def _try_leaf(part: PartitionState, leaf: QueueNode, by_app: dict[str, list[Ask]], fits_headroom: HeadroomCheck,
+              held: HeldCheck, unfit: set[Shape]) -> Step | None:
     headroom: dict[Shape, bool] = {}  # the leaf's headroom per request shape (nothing changes in a search)
     for _, app_id in part.candidates[leaf.path]:
+        reserved = by_app.get(app_id)
+        if reserved is None:
+            continue
         app = part.apps[app_id]
-        reserved = [a for a in app.sorted_asks if a.reserved_node is not None]
-        if not reserved or held(app):
+        if held(app):
             continue
         limits = part.limits  # the user's/group's headroom and maxapplications too (ugm)
         if limits is not None and app.state == "Accepted" and limits.blocking_apps(app) is not None:

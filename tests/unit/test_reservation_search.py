@@ -14,10 +14,11 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from events.models import CycleCompleted, OutputData
 from events.resources import fits
 from projections.node_index import sorted_node_ids
 from scheduler.config import load_config
-from scheduler.core.cycle import fits_queue_headroom, held_by_max_applications
+from scheduler.core.cycle import commit_step, cycle_memo, fits_queue_headroom, held_by_max_applications, next_step
 from scheduler.core.objects import Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.required_node_preemption import required_node_victims
@@ -141,3 +142,61 @@ def test_reservation_searches_equal_a_from_scratch_search(body: list[dict[str, A
                     assert (node.node_id if node else None) == _reference_node_to_reserve(part, ask.resources)
                     compared += 1
     assert compared > 0
+
+
+def _checked_cycle(sim: Simulation, now_us: int, max_allocations: int | None) -> None:
+    """``run_cycle``'s loop, checking every step's reserved search against a full one.
+
+    The cycle searches only the reservations it has not tried since a node last came
+    back (``CycleMemo.reservations_tried``). Before each step the full search (every
+    reservation, nothing remembered) runs on the same state: when it finds a step, the
+    cycle's step must be that one; when it finds none, the cycle's restricted search must
+    have found none either. And for every pending ask the memo's reservation candidate
+    (``ReserveCandidates``, kept across the steps) must be the node a full scan picks.
+    """
+    state = sim.engine.state
+    state.cycle += 1
+    out: list[OutputData] = []
+    state.fire_timers(now_us, out)
+    prev_cycle_us, state.cycle_time_us = state.cycle_time_us, now_us
+    decisions = 0
+    for name in sorted(state.partitions):
+        part = state.partitions[name]
+        memo = cycle_memo(state, name, prev_cycle_us)
+        while max_allocations is None or decisions < max_allocations:
+            for app in part.apps.values():  # the memo's heaps against the scan, at every step
+                for ask in app.sorted_asks:
+                    assert memo.reserve_candidates.best(part, ask.resources) is node_to_reserve(part, ask)
+            full = reserved_step(part, fits_queue_headroom, held_by_max_applications)
+            untried = len(part.reservations) - memo.reservations_tried
+            found = next_step(part, memo, now_us)
+            if full is not None:
+                assert _summary(found) == _summary(full)
+            elif untried:
+                assert memo.reservations_tried == len(part.reservations)  # searched them, found nothing
+            if found is None:
+                break
+            if found.reserve is None:
+                decisions += 1
+            memo = commit_step(state, part, found, decisions, now_us, out, memo)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lines)
+def test_a_cycle_searches_only_untried_reservations_and_finds_the_same_step(body: list[dict[str, Any]]) -> None:
+    checked, engine = Simulation(load_config(CONFIG)), Simulation(load_config(CONFIG))
+    fill = [{"type": "ask.added", "data": {"app_id": a, "ask_id": "fill", "resources": {"vcore": 2500, "memory": 10}}}
+            for a in APPS]
+    small = [{"type": "node.added", "data": {"node_id": f"m{i}", "capacity": {"vcore": 1000 * (i + 1), "memory": 4000}}}
+             for i in range(3)]
+    for obj in _times([*SETUP, *small, *fill, *body]):
+        raw = orjson.dumps(obj)
+        if obj["type"] == "schedule":
+            now = checked.last_time_us = checked._next_time(obj)
+            _checked_cycle(checked, now, (obj.get("data") or {}).get("max_allocations"))
+            completed = engine.feed(raw)[-1].data
+            assert isinstance(completed, CycleCompleted)
+            assert checked.engine.digest() == completed.state_digest  # the checked loop is the engine's cycle
+        else:
+            checked.feed(raw)
+            engine.feed(raw)

@@ -21,6 +21,7 @@ from replay.verify_parallel import (
     ParallelRun,
     derived_engine_hash,
     engine_hash,
+    estimated_work,
     plan_ranges,
     verify_parallel,
 )
@@ -47,7 +48,7 @@ def sequential(path: Path) -> VerifyReport:
 def parallel(path: Path, snapshots: Path, run: ParallelRun | None = None) -> VerifyReport:
     with open_file_log(path) as source:
         report: VerifyReport = verify_parallel(
-            source, LogSettings(directory=str(path)), SnapshotStore(snapshots), jobs=2, min_range_inputs=MIN_INPUTS,
+            source, LogSettings(directory=str(path)), SnapshotStore(snapshots), jobs=3, min_range_inputs=MIN_INPUTS,
             run=run,
         )
     return report
@@ -78,12 +79,24 @@ def forge_decision_in(cycles: set[int]) -> Any:
 
 def test_ranges_are_cut_at_snapshots_into_balanced_pieces() -> None:
     snaps = [Boundary(c, c * 1000, f"s{c}") for c in range(10, 100, 10)]  # every 10 cycles, 10,000 inputs
-    ranges = plan_ranges(snaps, 100_000, jobs=2, min_inputs=20_000)
-    assert [r.key for r in ranges] == [(0, 30), (30, 60), (60, 90), (90, None)]  # 2 per job, ≥ 25,000 inputs
-    assert plan_ranges(snaps, 100_000, jobs=1, min_inputs=50_000)[0].key == (0, 50)
+    assert [r.key for r in plan_ranges(snaps, 100_000, jobs=2, min_inputs=20_000)] == [(0, 50), (50, None)]
+    assert [r.key for r in plan_ranges(snaps, 100_000, jobs=4, min_inputs=20_000)] == [
+        (0, 20), (20, 50), (50, 70), (70, None)]  # nearest to 25,000, 50,000, 75,000: the first of a tie
+    assert [r.key for r in plan_ranges(snaps, 100_000, jobs=1, min_inputs=20_000)] == [(0, None)]
     assert [r.key for r in plan_ranges([], 100_000, jobs=2)] == [(0, None)]
-    # never a last range of almost nothing
-    assert [r.key for r in plan_ranges(snaps, 90_500, jobs=2, min_inputs=20_000)][-1] == (60, None)
+    # never a last range of almost nothing, nor a range under min_inputs
+    assert [r.key for r in plan_ranges(snaps, 12_000, jobs=2, min_inputs=10_000)] == [(0, None)]
+    assert [r.key for r in plan_ranges(snaps, 100_000, jobs=8, min_inputs=30_000)] == [(0, 30), (30, 60), (60, None)]
+
+
+def test_ranges_balance_estimated_work_where_the_state_grows() -> None:
+    """A cycle over a larger state costs more: the cut moves past the inputs' midpoint."""
+    growing = [Boundary(c, c * 1000, f"s{c}", state_bytes=c * 1_000_000) for c in range(10, 100, 10)]
+    through, total = estimated_work(growing, 100_000)
+    assert through == sorted(through) and total > through[-1]
+    assert [r.key for r in plan_ranges(growing, 100_000, jobs=2, min_inputs=20_000)] == [(0, 70), (70, None)]
+    flat = [Boundary(b.cycle, b.inputs, b.path) for b in growing]
+    assert [r.key for r in plan_ranges(flat, 100_000, jobs=2, min_inputs=20_000)] == [(0, 50), (50, None)]
 
 
 def test_engine_hash_ignores_timer_heap_order() -> None:

@@ -202,3 +202,23 @@ def test_folding_the_recorded_reservations_rebuilds_the_state() -> None:
         fold(folded.state.partitions, data, folded.state.cycle)
     assert folded.digest() == sim.engine.digest()
     assert dump(folded)["partitions"] == dump(sim.engine)["partitions"]
+
+
+def test_a_shape_that_fits_no_node_does_not_stop_the_next_shape_in_the_same_search() -> None:
+    """YuniKorn ``tryReservedAllocate``'s second loop tries every reserved ask: the reserved
+    search remembers that b1's shape fits no free node (and skips it for the rest of the
+    call), then finds the node b2's shape fits. n1 and n3 keep 1,500 vcore free each (the
+    cluster has room for b1, no node has); n2 joins after both reserved and holds 2,500:
+    b2 (2,000), not b1 (3,000). Reserved asks go first: rival's ask, of higher priority (so
+    ahead of big in the walk) and as large as b2, gets nothing."""
+    lines = [at(0, node("n1", vcore=4000, memory=8000)), at(0, node("n3", vcore=4000, memory=8000)),
+             at(0, app("fill")), at(0, ask("fill", "f1", vcore=2500)), at(0, ask("fill", "f3", vcore=2500)),
+             at(0, SCHEDULE), at(0.5, app("big")), at(0.5, ask("big", "b1", vcore=3000, priority=10)),
+             at(0.5, ask("big", "b2", vcore=2000, priority=5)), at(3, SCHEDULE),
+             at(3.5, app("rival")), at(3.5, ask("rival", "r", vcore=2000, priority=20)),
+             at(4, node("n2", vcore=2500, memory=8000)), at(4.1, SCHEDULE)]
+    outputs, state = run(lines)
+    assert reservations(outputs)[:2] == [("ask.reserved", "b1", "n1", "no-fit"), ("ask.reserved", "b2", "n3", "no-fit")]
+    assert placements(outputs) == [("f1", "n1"), ("f3", "n3"), ("b2", "n2")]
+    assert reservations(outputs)[2:] == [("ask.unreserved", "b2", "n3", "allocated")]
+    assert state["nodes"]["n1"]["reserved_for"] == "big/b1"

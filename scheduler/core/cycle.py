@@ -12,8 +12,10 @@ decision. Within a cycle nothing is released and a reservation only takes a node
 failures are permanent until the cycle ends or a reservation ends: an ask that fitted
 nowhere, an app none of whose asks fitted, and a queue none of whose children or apps
 could allocate are remembered and skipped (and forgotten when a reserved node comes
-back). Skipping something that would fail again cannot change which ask wins, only how
-fast it is found.
+back); so are the reservations the reserved step already tried, and each request shape's
+reservable nodes are kept in a heap (``scheduler.core.reserve_candidates``) rather than
+scanned again per reservation. Skipping something that would fail again cannot change
+which ask wins, only how fast it is found.
 """
 
 from __future__ import annotations

@@ -54,10 +54,20 @@ kafka: $(STAMP)
 brokers:
 	@sh tests/brokers/mosquitto.sh
 
-# Every test but the long fault-injection runs (marked slow; `make faults` runs them).
-test: native kafka lint typecheck brokers
-	$(PY) -m pytest -q -m "not slow"
-	EVSCHED_PURE_PYTHON=1 $(PY) -m pytest -q -m "not slow" $(CORE_TESTS)
+# Every test but the long fault-injection runs (marked slow; `make faults` runs them). The type
+# check and the pure-Python core tests run beside the main suite, which spends much of its time
+# waiting on brokers, on the second CPU; their output follows the suite's. Any failure fails.
+SIDE_LOG := $(VENV)/side-checks.log
+test: native kafka lint brokers
+	@echo "type check and pure-Python core tests: beside the suite, output in $(SIDE_LOG), shown after it"
+	@( $(MAKE) --no-print-directory typecheck && \
+	   echo "EVSCHED_PURE_PYTHON=1 $(PY) -m pytest -q -m \"not slow\" CORE_TESTS" && \
+	   EVSCHED_PURE_PYTHON=1 $(PY) -m pytest -q -p no:cacheprovider -m "not slow" $(CORE_TESTS) \
+	 ) > $(SIDE_LOG) 2>&1 & side=$$!; \
+	$(PY) -m pytest -q -m "not slow"; suite=$$?; \
+	wait $$side; checks=$$?; cat $(SIDE_LOG); \
+	if [ $$suite -ne 0 ] || [ $$checks -ne 0 ]; then \
+	  echo "make test: FAILED (suite exit $$suite, type check + pure core tests exit $$checks)"; exit 1; fi
 
 # The fault-injection harness alone (tests/faults, issue #8): kills, log damage, broker
 # outages, a full disk; prints its measured figures (lines starting FAULTS). Under 15 minutes.

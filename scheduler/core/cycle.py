@@ -27,11 +27,11 @@ from typing import Final
 
 from events.models import AllocationDecided, OutputData, construct
 from projections.queues import QueueNode
-from scheduler.core.objects import App, Ask
+from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption import MAX_ATTEMPTS_PER_QUEUE, may_attempt, record_preemption, try_preemption
 from scheduler.core.reservations import Step, may_reserve, required_node_step, reserved_step
-from scheduler.core.reserve_candidates import ReserveCandidates
+from scheduler.core.reserve_candidates import ReserveCandidates, Shape
 from scheduler.core.sorting import AppSortPolicy, ChildOrder, child_order, stateaware_allowed
 from scheduler.core.state import SchedulerState
 
@@ -46,7 +46,7 @@ class CycleMemo:
     exhausted_queues: set[str] = field(default_factory=set)
     exhausted_apps: set[str] = field(default_factory=set)
     failed_prefix: dict[str, int] = field(default_factory=dict)  # app → leading asks known to fail
-    unplaceable: set[tuple[tuple[str, int], ...]] = field(default_factory=set)  # shapes no node holds
+    unplaceable: set[Shape] = field(default_factory=set)  # shapes no node holds
     # Turns ended at a required-node ask: not permanent (once that ask fails its headroom the
     # app's later asks are tried), so an app, leaf or queue that saw one is not exhausted.
     turn_ends: int = 0
@@ -124,12 +124,17 @@ def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, now_us: int
     shape = tuple(request.items())
     unplaceable = shape in memo.unplaceable
     # ``_may_preempt``, ``may_reserve`` and the reservation candidate read nothing this function
-    # changes. An ask whose shape fits no free node, that cannot reserve one now and may not
-    # preempt, fails whatever the headroom says: checked first, as cheaper than the headroom
-    # walk (when the cluster is full, nearly every waiting ask ends here).
-    if unplaceable and not _may_preempt(app, ask, memo, now_us) and (
-            not may_reserve(ask, now_us) or memo.reserve_candidates.best(part, request) is None):
-        return None
+    # changes. An ask whose shape fits no free node and that may not preempt can only reserve:
+    # when it cannot (too young, or no node to hold) it fails whatever the headroom says,
+    # checked first as cheaper than the headroom walk (with a full cluster nearly every
+    # waiting ask ends here). The candidate found is kept for the reservation below.
+    to_reserve: Node | None = None
+    if unplaceable and not _may_preempt(app, ask, memo, now_us):
+        if not may_reserve(ask, now_us):
+            return None
+        to_reserve = memo.reserve_candidates.best(part, shape, request)
+        if to_reserve is None:
+            return None
     if part.limits is not None and not part.limits.fits(app, request):
         return None  # the user's or group's maxresources (YuniKorn tryAllocate's ugm headroom, checked first)
     if not fits_queue_headroom(part, app.queue, request):
@@ -140,7 +145,7 @@ def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, now_us: int
             return Step(app, ask, part.nodes[node_id])
         memo.unplaceable.add(shape)
     if may_reserve(ask, now_us):
-        node = memo.reserve_candidates.best(part, request)  # = node_to_reserve(part, ask), kept per cycle
+        node = to_reserve if to_reserve is not None else memo.reserve_candidates.best(part, shape, request)
         if node is not None:
             return Step(app, ask, node, "no-fit")
     return _preempt(part, app, ask, memo, True) if _may_preempt(app, ask, memo, now_us) else None

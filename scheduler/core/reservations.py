@@ -35,7 +35,7 @@ from projections.queues import QueueNode
 from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.required_node_preemption import required_node_victims
-from scheduler.core.reserve_candidates import Shape, node_fit_in_score
+from scheduler.core.reserve_candidates import Shape
 from scheduler.core.sorting import sort_queues
 
 RESERVATION_DELAY_US = 2_000_000
@@ -80,21 +80,6 @@ def fit_in_score(request: Mapping[str, int], available: Mapping[str, int]) -> fl
 def may_reserve(ask: Ask, now_us: int) -> bool:
     """Not reserved yet, and older than the reservation delay (log time)."""
     return ask.reserved_node is None and now_us - ask.created_us > RESERVATION_DELAY_US
-
-
-def node_to_reserve(part: PartitionState, ask: Ask) -> Node | None:
-    """The schedulable unreserved node whose capacity holds the ask with the lowest fit score."""
-    best: Node | None = None
-    best_score = float("inf")
-    request = ask.resources
-    for node_id in part.index.ordered():  # schedulable, unreserved, in node order
-        node = part.nodes[node_id]
-        if not fits(request, node.capacity):
-            continue
-        score = node_fit_in_score(request, node)
-        if score < best_score:
-            best, best_score = node, score
-    return best
 
 
 def required_node_step(part: PartitionState, app: App, ask: Ask) -> Step | None:

@@ -1,7 +1,7 @@
 """The node a waiting ask reserves, found without scanning every node again (a cycle's cache).
 
-``scheduler.core.reservations.node_to_reserve`` defines the answer: among the schedulable,
-unreserved nodes (the node index) whose capacity holds the request, the lowest
+The node an ask that fits nowhere reserves (``scheduler.core.reservations``): among the
+schedulable, unreserved nodes (the node index) whose capacity holds the request, the lowest
 ``fit_in_score``, the first in node order on ties. Node order is the index's, ascending
 (policy key, node id), so the answer is the least ``(fit score, policy key, node id)``.
 That scan costs one score per node; while a cluster fills up every new reservation paid
@@ -78,9 +78,8 @@ class ReserveCandidates:
             if fits(request, capacity):
                 heappush(heap, (node_fit_in_score(request, node), key, node_id, version))
 
-    def best(self, part: PartitionState, request: Resources) -> Node | None:
-        """The node ``node_to_reserve`` would choose for ``request`` now, or None."""
-        shape = tuple(request.items())
+    def best(self, part: PartitionState, shape: Shape, request: Resources) -> Node | None:
+        """The node to reserve for ``request`` (of items ``shape``) now, or None when no node can hold it."""
         heap = self._heaps.get(shape)
         if heap is None:
             heap = self._heaps[shape] = self._build(part, request)

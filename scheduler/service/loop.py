@@ -195,8 +195,8 @@ class Service:
             # fenced by its producer epoch (and its commit markers take offsets of their own).
             await self._fence()
         what = f"cycle {self.engine.cycle_number}: writing outputs"
-        if self._log.isEnabledFor(logging.DEBUG):  # `run -v`: kill tests aim at the write by this line
-            self._log.debug("cycle %d writing %d outputs", self.engine.cycle_number, len(encoded))
+        # `run -v`: the kill tests aim at the write by this line (tests.progress)
+        self._log.debug("cycle %d writing %d outputs", self.engine.cycle_number, len(encoded))
         try:
             if self.transactional:  # outputs and input offsets commit as one, or not at all
                 end = await watched(what, self.log.append_cycle(encoded, through), self._log)  # type: ignore[attr-defined]

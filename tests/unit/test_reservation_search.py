@@ -1,7 +1,7 @@
 """Property tests: the reservation searches' shortcuts equal a from-scratch computation.
 
 ``reserved_step`` searches each request shape once per call and caches a leaf's headroom
-per shape; ``fits_node`` and ``node_to_reserve`` read a node's availability without
+per shape; ``fits_node`` and ``ReserveCandidates`` read a node's availability without
 building it. Each is compared here, at every point of random reservation-heavy runs, with
 the plain computation: ``node.available()``, every ask searched, nodes in from-scratch order.
 """
@@ -22,7 +22,8 @@ from scheduler.core.cycle import commit_step, cycle_memo, fits_queue_headroom, h
 from scheduler.core.objects import Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.required_node_preemption import required_node_victims
-from scheduler.core.reservations import Step, fit_in_score, fits_node, node_to_reserve, reserved_step
+from scheduler.core.reservations import Step, fit_in_score, fits_node, reserved_step
+from scheduler.core.reserve_candidates import ReserveCandidates
 from scheduler.core.sorting import sort_queues
 from scheduler.simulation.simulate import Simulation
 from tests.unit.test_core_properties import APPS, CONFIG, NODES, SETUP, line
@@ -138,7 +139,7 @@ def test_reservation_searches_equal_a_from_scratch_search(body: list[dict[str, A
             assert _summary(found) == _summary(_reference_reserved_step(part))
             for app in part.apps.values():
                 for ask in app.sorted_asks:
-                    node = node_to_reserve(part, ask)
+                    node = ReserveCandidates().best(part, tuple(ask.resources.items()), ask.resources)  # one scan
                     assert (node.node_id if node else None) == _reference_node_to_reserve(part, ask.resources)
                     compared += 1
     assert compared > 0
@@ -152,7 +153,7 @@ def _checked_cycle(sim: Simulation, now_us: int, max_allocations: int | None) ->
     reservation, nothing remembered) runs on the same state: when it finds a step, the
     cycle's step must be that one; when it finds none, the cycle's restricted search must
     have found none either. And for every pending ask the memo's reservation candidate
-    (``ReserveCandidates``, kept across the steps) must be the node a full scan picks.
+    (``ReserveCandidates``, kept across the steps) must be the node a from-scratch scan picks.
     """
     state = sim.engine.state
     state.cycle += 1
@@ -166,7 +167,8 @@ def _checked_cycle(sim: Simulation, now_us: int, max_allocations: int | None) ->
         while max_allocations is None or decisions < max_allocations:
             for app in part.apps.values():  # the memo's heaps against the scan, at every step
                 for ask in app.sorted_asks:
-                    assert memo.reserve_candidates.best(part, ask.resources) is node_to_reserve(part, ask)
+                    node = memo.reserve_candidates.best(part, tuple(ask.resources.items()), ask.resources)
+                    assert (node.node_id if node else None) == _reference_node_to_reserve(part, ask.resources)
             full = reserved_step(part, fits_queue_headroom, held_by_max_applications)
             untried = len(part.reservations) - memo.reservations_tried
             found = next_step(part, memo, now_us)

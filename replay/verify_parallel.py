@@ -38,8 +38,9 @@ import hashlib
 import itertools
 import multiprocessing
 import queue as queue_module
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,7 @@ from typing import Any
 import orjson
 
 from events.log.open import LogSettings
-from replay.reader import LogSource, input_total
+from replay.reader import FileSource, LogSource, input_total
 from replay.rederive import Rederiver
 from replay.snapshot_start import restore_start
 from scheduler.core import snapshot
@@ -212,9 +213,14 @@ def _close_sources() -> None:
     _SOURCES.clear()
 
 
+def spec_key(spec: Spec) -> str:
+    """The key a worker keeps its open log under (equal settings, equal key)."""
+    return orjson.dumps(spec, option=orjson.OPT_SORT_KEYS).decode()
+
+
 def _source(spec: Spec) -> LogSource:
     """The worker's open log for ``spec`` (opened once per worker process, reused by its ranges)."""
-    key = orjson.dumps(spec, option=orjson.OPT_SORT_KEYS).decode()
+    key = spec_key(spec)
     if key not in _SOURCES:
         from replay.open_source import open_source
 
@@ -369,7 +375,7 @@ def verify_parallel(
 
             results[only.key] = verify_range(spec, only, source, progress=local)
         elif todo:
-            _run_ranges(spec, todo, jobs, run, results, on_progress)
+            _run_ranges(spec, source, todo, jobs, run, results, on_progress)
         bad = _broken_links(run.ranges, results)
         if not bad:
             return merge_results(run.ranges, results)
@@ -377,19 +383,56 @@ def verify_parallel(
         boundaries = [b for b in boundaries if b not in bad]
 
 
+def start_method() -> str:
+    """``fork`` where the platform has it and this process runs no other thread, else ``spawn``.
+
+    A thread (a Kafka source's event loop, say) may hold a lock at the moment of the fork,
+    and the child would wait on it for ever; a single-threaded process has no such lock.
+    """
+    if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+        return "fork"
+    return "spawn"
+
+
+@contextmanager
+def shared(spec: Spec, source: LogSource | None) -> Iterator[None]:
+    """While open, workers forked from this process use ``source`` for ``spec`` instead of
+    opening the log again (only the embedded log: its reads are ``pread`` calls on
+    descriptors, so a forked copy reads the same bytes without disturbing this one)."""
+    if not isinstance(source, FileSource):
+        yield
+        return
+    key = spec_key(spec)
+    _SOURCES[key] = (ExitStack(), source)  # nothing to close: the source is this process's
+    try:
+        yield
+    finally:
+        del _SOURCES[key]
+
+
 def _run_ranges(
     spec: Spec,
+    source: LogSource,
     todo: list[Range],
     jobs: int,
     run: ParallelRun,
     results: dict[tuple[int, int | None], RangeResult],
     on_progress: Callable[[ParallelRun], None] | None,
 ) -> None:
-    """Run ``todo`` on a pool of ``jobs`` spawned processes until the outcome is settled."""
-    ctx = multiprocessing.get_context("spawn")
+    """Run ``todo`` on a pool of ``jobs`` processes until the outcome is settled.
+
+    The workers are forked when that is safe (``start_method``): they start at once, with
+    this process's modules imported and, for the embedded log, its open log (``shared``):
+    spawning re-imported everything and re-scanned the log in every worker, about half a
+    second before the first cycle (benchmarks/RESULTS.md).
+    """
+    method = start_method()
+    ctx = multiprocessing.get_context(method)
     progress_queue = ctx.Queue()
     stop = ctx.Event()
-    pool = ctx.Pool(min(jobs, len(todo)), initializer=_init_worker, initargs=(progress_queue, stop, gc.get_threshold()))
+    with shared(spec, source if method == "fork" else None):
+        pool = ctx.Pool(min(jobs, len(todo)), initializer=_init_worker,
+                        initargs=(progress_queue, stop, gc.get_threshold()))
     try:
         pending = {rng.key: (rng, pool.apply_async(verify_range, (spec, rng))) for rng in todo}
         by_index = {rng.index: rng for rng in run.ranges}
@@ -433,5 +476,5 @@ def _drain(progress_queue: Any) -> Iterator[tuple[int, tuple[int, int, int]]]:
 
 __all__ = [
     "Boundary", "ParallelRun", "Range", "RangeResult", "engine_hash", "merge_results", "plan_boundaries",
-    "plan_ranges", "verify_parallel", "verify_range",
+    "plan_ranges", "shared", "spec_key", "start_method", "verify_parallel", "verify_range",
 ]

@@ -5,6 +5,9 @@ that is not the state re-derived up to it."""
 from __future__ import annotations
 
 import shutil
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +16,7 @@ import pytest
 
 from events.log.file import FileLog
 from events.log.open import LogSettings
+from replay import verify_parallel as verify_parallel_module
 from replay.reader import open_file_log
 from replay.snapshot_start import pick_snapshot
 from replay.verify import VerifyReport, verify
@@ -23,6 +27,9 @@ from replay.verify_parallel import (
     engine_hash,
     estimated_work,
     plan_ranges,
+    shared,
+    spec_key,
+    start_method,
     verify_parallel,
 )
 from scheduler.cli.replay import main
@@ -129,6 +136,43 @@ def test_parallel_verify_equals_sequential_on_a_clean_log(snap_log: Path) -> Non
     assert (report.cycles, report.inputs, report.outputs) == (expected.cycles, expected.inputs, expected.outputs)
     assert len(run.ranges) >= 3 and run.passes == 1 and not run.dropped
     assert run.totals()[0] == report.cycles
+
+
+@contextmanager
+def another_thread() -> Iterator[None]:
+    release = threading.Event()
+    thread = threading.Thread(target=release.wait)
+    thread.start()
+    try:
+        yield
+    finally:
+        release.set()
+        thread.join()
+
+
+def test_workers_are_forked_only_from_a_single_threaded_process() -> None:
+    assert threading.active_count() == 1
+    assert start_method() == "fork"
+    with another_thread():
+        assert start_method() == "spawn"
+
+
+def test_spawned_workers_verify_as_forked_ones(snap_log: Path) -> None:
+    forked = parallel(snap_log, snap_log / "snapshots")
+    with another_thread():
+        run = ParallelRun()
+        spawned = parallel(snap_log, snap_log / "snapshots", run)
+    assert spawned.ok and forked.ok and len(run.ranges) >= 3
+    assert (spawned.cycles, spawned.inputs, spawned.outputs) == (forked.cycles, forked.inputs, forked.outputs)
+
+
+def test_a_forked_worker_reads_through_the_parents_open_log(snap_log: Path) -> None:
+    settings = LogSettings(directory=str(snap_log))
+    with open_file_log(snap_log) as source:
+        with shared(settings, source):
+            assert verify_parallel_module._source(settings) is source
+        with shared(settings, None):  # spawned workers open their own
+            assert spec_key(settings) not in verify_parallel_module._SOURCES
 
 
 def test_parallel_verify_reports_the_first_divergence_in_log_order(snap_log: Path, tmp_path: Path) -> None:

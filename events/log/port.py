@@ -16,13 +16,15 @@ Every adapter (memory, file, Kafka) passes the shared contract suite in
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 
-@dataclass(frozen=True, slots=True)
-class LogRecord:
-    """One stored record: where it is, its bytes, and when the log accepted it."""
+class LogRecord(NamedTuple):
+    """One stored record: where it is, its bytes, and when the log accepted it.
+
+    A named tuple: replay makes one per record it reads (hundreds of thousands), and it is
+    built at under half a frozen dataclass's cost (benchmarks/RESULTS.md).
+    """
 
     channel: str
     offset: int

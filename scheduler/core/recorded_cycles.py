@@ -74,6 +74,19 @@ def record_type(rec: LogRecord) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
+def boundary_kind(rec: LogRecord) -> str | None:
+    """``cycle.started``, ``cycle.completed``, or None for any other record.
+
+    Most records are neither, and bytes with no ``cycle.`` and no escape (which could spell
+    it) cannot be either: those are told without parsing the JSON.
+    """
+    value = rec.value
+    if b"cycle." not in value and b"\\" not in value:
+        return None
+    kind = record_type(rec)
+    return kind if kind in (STARTED, COMPLETED) else None
+
+
 def _started(rec: LogRecord) -> CycleStarted:
     obj = parse_record(rec)
     try:
@@ -90,7 +103,7 @@ def recorded_cycles(outputs: Iterable[LogRecord]) -> Iterator[RecordedCycle]:
     current: RecordedCycle | None = None
     last_number: int | None = None
     for rec in outputs:
-        kind = record_type(rec)
+        kind = boundary_kind(rec)
         if kind == STARTED:
             started = _started(rec)
             if current is not None:
@@ -104,7 +117,8 @@ def recorded_cycles(outputs: Iterable[LogRecord]) -> Iterator[RecordedCycle]:
         if current is None:
             where = "before the first cycle.started" if last_number is None else f"after cycle {last_number} completed"
             raise LogStructureError(
-                f"output record at offset {rec.offset} ({kind or 'unreadable'}) is outside any cycle ({where})",
+                f"output record at offset {rec.offset} ({record_type(rec) or 'unreadable'}) is outside any cycle "
+                f"({where})",
                 cycle=None if last_number is None else last_number + 1,
                 output_offset=rec.offset,
             )

@@ -282,6 +282,29 @@ def test_readonly_open_stops_before_a_torn_tail(tmp_path: Path) -> None:
         assert "truncated" in log.repairs[0]
 
 
+def test_readonly_open_ignores_a_last_record_whose_crc_fails(tmp_path: Path) -> None:
+    # The reader checks only the last frame's crc at open: a torn write that kept the
+    # frame's structure (its bytes damaged, its length whole) is still a torn tail to it.
+    fill(tmp_path, 10)
+    patch_bytes(segments(tmp_path)[0], 9 * FRAME + 25, b"X")
+    with FileLog(tmp_path, readonly=True) as log:
+        assert all_inputs(log) == values(9)
+        assert "crc mismatch" in log.repairs[0] and "not repaired" in log.repairs[0]
+
+
+def test_readonly_open_refuses_a_damaged_record_when_it_reads_it(tmp_path: Path) -> None:
+    # Damage inside the last segment, valid records after it: the writer refuses to open
+    # (test above); a reader opens without checking every crc, as for older segments, and
+    # refuses the record when it reads it — never returning its bytes.
+    fill(tmp_path, 10)
+    patch_bytes(segments(tmp_path)[0], 4 * FRAME + 25, b"X")
+    with FileLog(tmp_path, readonly=True) as log:
+        assert log.repairs == []
+        assert [r.value for r in asyncio.run(log.read_inputs({"inputs": 5}, 10))] == values(5, 5)
+        with pytest.raises(LogError, match=r"inputs@4 is corrupt"):
+            all_inputs(log)
+
+
 def test_readonly_open_follows_the_writer(tmp_path: Path) -> None:
     with FileLog(tmp_path, segment_bytes=100) as writer:
         writer.append_inputs_sync([(None, v) for v in values(2)])

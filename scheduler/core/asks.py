@@ -21,6 +21,17 @@ from dataclasses import dataclass, field
 
 from events.resources import Resources
 
+Shape = tuple[tuple[str, int], ...]  # a request's items, in order: equal shapes fit the same nodes
+
+
+def shape_of(resources: Resources) -> Shape:
+    """A request's shape: what a cycle's memos key by (equal requests in equal item order).
+
+    >>> shape_of({"vcore": 500, "memory": 1024})
+    (('vcore', 500), ('memory', 1024))
+    """
+    return tuple(resources.items())
+
 
 @dataclass(slots=True, eq=False)
 class Ask:
@@ -70,6 +81,13 @@ class AskList:
         self._blocks: list[list[Ask]] = []
         self._len = 0
         self._load = load  # a block splits in halves above twice this
+        # For the cycle's walk (``scheduler.core.cycle._hopeless``): how many asks have each
+        # shape, and how many cannot be judged by their shape alone (a required node, or
+        # they may preempt). Counted at the first ``shape_counts`` call (only a full cluster
+        # asks), then kept up to date; both fields are fixed while an ask is listed
+        # (``update_ask`` takes the ask out to change its resources).
+        self._shapes: dict[Shape, int] | None = None
+        self._not_plain = 0
 
     def __len__(self) -> int:
         return self._len
@@ -93,8 +111,37 @@ class AskList:
             i -= n
         raise IndexError("ask index out of range")  # unreachable: the lengths sum to _len
 
+    def shape_counts(self) -> tuple[dict[Shape, int], int]:
+        """How many asks have each shape, and how many have a required node or may preempt.
+
+        >>> asks = AskList()
+        >>> asks.add(Ask("app", "a", {"vcore": 1}, 0, 0, 1)); asks.add(Ask("app", "b", {"vcore": 1}, 0, 0, 2))
+        >>> asks.shape_counts()
+        ({(('vcore', 1),): 2}, 0)
+        """
+        if self._shapes is None:
+            shapes: dict[Shape, int] = {}
+            self._not_plain = 0
+            for block in self._blocks:
+                for ask in block:
+                    self._count(shapes, ask, 1)
+            self._shapes = shapes
+        return self._shapes, self._not_plain
+
+    def _count(self, shapes: dict[Shape, int], ask: Ask, delta: int) -> None:
+        shape = shape_of(ask.resources)
+        left = shapes.get(shape, 0) + delta
+        if left:
+            shapes[shape] = left
+        else:
+            del shapes[shape]
+        if ask.required_node is not None or ask.preempt_other:
+            self._not_plain += delta
+
     def add(self, ask: Ask) -> None:
         """Insert ``ask`` after every ask not after it (as ``bisect_right``)."""
+        if self._shapes is not None:
+            self._count(self._shapes, ask, 1)
         blocks = self._blocks
         self._len += 1
         if not blocks:
@@ -142,6 +189,8 @@ class AskList:
             if i < len(block) and block[i] is ask:
                 del block[i]
                 self._len -= 1
+                if self._shapes is not None:
+                    self._count(self._shapes, ask, -1)
                 if not block:
                     del blocks[lo]
                 return

@@ -27,11 +27,12 @@ from typing import Final
 
 from events.models import AllocationDecided, OutputData, construct
 from projections.queues import QueueNode
+from scheduler.core.asks import Shape, shape_of
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption import MAX_ATTEMPTS_PER_QUEUE, may_attempt, record_preemption, try_preemption
 from scheduler.core.reservations import Step, may_reserve, required_node_step, reserved_step
-from scheduler.core.reserve_candidates import ReserveCandidates, Shape
+from scheduler.core.reserve_candidates import ReserveCandidates
 from scheduler.core.sorting import AppSortPolicy, ChildOrder, child_order, stateaware_allowed
 from scheduler.core.state import SchedulerState
 
@@ -121,7 +122,7 @@ def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, now_us: int
     """Where this ask (without a required node) goes now — a node, a node to reserve, or a
     node to reserve after preempting victims — or None."""
     request = ask.resources
-    shape = tuple(request.items())
+    shape = shape_of(request)
     unplaceable = shape in memo.unplaceable
     # ``_may_preempt``, ``may_reserve`` and the reservation candidate read nothing this function
     # changes. An ask whose shape fits no free node and that may not preempt can only reserve:
@@ -162,6 +163,11 @@ def _try_app(part: PartitionState, app: App, memo: CycleMemo, now_us: int) -> St
     asks = app.sorted_asks
     i = memo.failed_prefix.get(app.app_id, 0)
     n = len(asks)
+    if i < n and memo.reserve_candidates.any_exhausted:
+        shapes, not_plain = asks.shape_counts()
+        if not_plain == 0 and _hopeless(shapes, memo):
+            memo.failed_prefix[app.app_id] = n  # what the loop below would find, ask by ask
+            return None
     while i < n:
         ask = asks[i]
         found: Step | None
@@ -183,6 +189,18 @@ def _try_app(part: PartitionState, app: App, memo: CycleMemo, now_us: int) -> St
         i += 1
     memo.failed_prefix[app.app_id] = i
     return None
+
+
+def _hopeless(shapes: Iterable[Shape], memo: CycleMemo) -> bool:
+    """Every shape fits no free node and has no node to reserve (``place``'s first test).
+
+    Then each of an app's plain asks (no required node, may not preempt) of these shapes
+    fails ``place`` at that test, which changes nothing, so the app's walk ends at once.
+    With a full cluster that is nearly every waiting app, each cycle: the walk costs a look
+    per shape instead of a ``place`` per ask.
+    """
+    unplaceable, candidates = memo.unplaceable, memo.reserve_candidates
+    return all(shape in unplaceable and candidates.exhausted(shape) for shape in shapes)
 
 
 def _try_leaf(part: PartitionState, leaf: QueueNode, memo: CycleMemo, now_us: int) -> Step | None:

@@ -195,7 +195,9 @@ class PartitionState:
         """Replace the resources of a pending ask."""
         sub_into(app.pending, ask.resources)
         app.queue.sub_pending(ask.resources)
+        app.sorted_asks.remove(ask)  # the list counts its asks' shapes: out while the shape changes
         ask.resources = resources
+        app.sorted_asks.add(ask)
         add_into(app.pending, resources)
         app.queue.add_pending(resources)
         self._refresh(app)

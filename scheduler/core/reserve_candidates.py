@@ -25,10 +25,10 @@ from __future__ import annotations
 from heapq import heapify, heappop, heappush
 
 from events.resources import Resources, fits
+from scheduler.core.asks import Shape
 from scheduler.core.objects import Node
 from scheduler.core.partition import PartitionState
 
-Shape = tuple[tuple[str, int], ...]  # a request's items: equal shapes fit the same nodes
 Entry = tuple[float, float, str, int]  # fit score, policy key, node id, the node's version
 
 
@@ -61,6 +61,9 @@ class ReserveCandidates:
         self._heaps: dict[Shape, list[Entry]] = {}
         self._requests: dict[Shape, Resources] = {}
         self._versions: dict[str, int] = {}  # node id → changes reported (absent: none)
+        # Some shape has had no node to reserve: only then can ``exhausted`` say yes (a flag
+        # the cycle reads before asking it, so a cycle with room asks nothing).
+        self.any_exhausted = False
 
     def node_changed(self, part: PartitionState, node: Node) -> None:
         """``node`` was allocated on or reserved: its entries are stale; a current one if it is reservable."""
@@ -84,11 +87,27 @@ class ReserveCandidates:
         if heap is None:
             heap = self._heaps[shape] = self._build(part, request)
             self._requests[shape] = dict(request)
+        node_id = self._current(heap)
+        if node_id is None:
+            self.any_exhausted = True
+            return None
+        return part.nodes[node_id]
+
+    def exhausted(self, shape: Shape) -> bool:
+        """No node can be reserved for requests of ``shape`` now: ``best`` gives None.
+
+        False when the shape was never asked for (unknown here).
+        """
+        heap = self._heaps.get(shape)
+        return heap is not None and self._current(heap) is None
+
+    def _current(self, heap: list[Entry]) -> str | None:
+        """The node of the heap's least current entry (stale ones above it dropped), or None."""
         versions = self._versions
         while heap:
             _, _, node_id, version = heap[0]
             if version == versions.get(node_id, 0):
-                return part.nodes[node_id]
+                return node_id
             heappop(heap)
         return None
 

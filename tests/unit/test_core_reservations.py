@@ -9,6 +9,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from events.codec import output_to_dict
 from events.models import AllocationDecided, AskReserved, AskUnreserved, CycleCompleted
 from scheduler.config import load_config
 from scheduler.core.reservations import fold
@@ -111,6 +112,21 @@ def test_required_node_ask_takes_a_node_held_for_an_ordinary_ask() -> None:
     outputs, _ = run(lines)
     assert reservations(outputs)[-1] == ("ask.unreserved", "b", "n1", "required-node")
     assert placements(outputs)[-1] == ("pin", "n1")
+
+
+def test_an_app_with_a_required_node_ask_is_walked_though_its_shapes_are_hopeless() -> None:
+    """Once both nodes are held, an app whose asks have only shapes no node can take or be
+    reserved for is skipped by the walk (``cycle._hopeless``). Not so an app with a
+    required-node ask of such a shape: ``pin`` still takes the node held for ``b1``."""
+    lines = [at(0, node("n1", vcore=4000)), at(0, node("n2", vcore=4000)), at(0, app("fill")),
+             at(0, ask("fill", "f", vcore=3000)), at(0, ask("fill", "g", vcore=3000)), at(0, SCHEDULE),
+             at(0.5, app("big")), at(0.5, ask("big", "b1", vcore=1500)), at(0.5, ask("big", "b2", vcore=1500)),
+             at(0.6, app("ds")), at(0.6, ask("ds", "pin", vcore=1500, required_node="n1")), at(3, SCHEDULE)]
+    sim = Simulation()
+    outputs = [output_to_dict(o) for line in lines for o in sim.feed(orjson.dumps(line))]  # no later cycle
+    assert reservations(outputs) == [("ask.reserved", "b1", "n1", "no-fit"), ("ask.reserved", "b2", "n2", "no-fit"),
+                                     ("ask.unreserved", "b1", "n1", "required-node"),
+                                     ("ask.reserved", "pin", "n1", "required-node")]
 
 
 def test_snapshots_include_reservations() -> None:

@@ -8,17 +8,32 @@ the plain computation: ``node.available()``, every ask searched, nodes in from-s
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from events import native
+from events.codec import encode_output
 from events.models import CycleCompleted, OutputData
 from events.resources import fits
 from projections.node_index import sorted_node_ids
 from scheduler.config import load_config
-from scheduler.core.cycle import commit_step, cycle_memo, fits_queue_headroom, held_by_max_applications, next_step
+from scheduler.core import cycle as cycle_module
+from scheduler.core.asks import shape_of
+from scheduler.core.cycle import (
+    CycleMemo,
+    _hopeless,
+    commit_step,
+    cycle_memo,
+    fits_queue_headroom,
+    held_by_max_applications,
+    next_step,
+    place,
+)
 from scheduler.core.objects import Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.required_node_preemption import required_node_victims
@@ -145,6 +160,24 @@ def test_reservation_searches_equal_a_from_scratch_search(body: list[dict[str, A
     assert compared > 0
 
 
+HOPELESS_SEEN = [0]  # apps the walk skipped as hopeless, over all examples (printed by -s)
+
+
+def _check_hopeless_apps(part: PartitionState, memo: CycleMemo, now_us: int) -> None:
+    """Each app's shape counts equal a count of its asks, and where the walk would skip an
+    app as hopeless, ``place`` fails every one of its asks (and so changes nothing)."""
+    for app in part.apps.values():
+        asks = app.sorted_asks
+        shapes, not_plain = asks.shape_counts()  # counted once, then kept up to date by add and remove
+        assert shapes == Counter(shape_of(a.resources) for a in asks)
+        assert not_plain == sum(1 for a in asks if a.required_node is not None or a.preempt_other)
+        if asks and not_plain == 0 and _hopeless(shapes, memo):
+            HOPELESS_SEEN[0] += 1
+            unplaceable = set(memo.unplaceable)
+            assert all(place(part, app, ask, memo, now_us) is None for ask in asks)
+            assert memo.unplaceable == unplaceable
+
+
 def _checked_cycle(sim: Simulation, now_us: int, max_allocations: int | None) -> None:
     """``run_cycle``'s loop, checking every step's reserved search against a full one.
 
@@ -169,6 +202,7 @@ def _checked_cycle(sim: Simulation, now_us: int, max_allocations: int | None) ->
                 for ask in app.sorted_asks:
                     node = memo.reserve_candidates.best(part, tuple(ask.resources.items()), ask.resources)
                     assert (node.node_id if node else None) == _reference_node_to_reserve(part, ask.resources)
+            _check_hopeless_apps(part, memo, now_us)
             full = reserved_step(part, fits_queue_headroom, held_by_max_applications)
             untried = len(part.reservations) - memo.reservations_tried
             found = next_step(part, memo, now_us)
@@ -202,3 +236,30 @@ def test_a_cycle_searches_only_untried_reservations_and_finds_the_same_step(body
         else:
             checked.feed(raw)
             engine.feed(raw)
+
+
+preempting_ask = st.builds(  # asks that may preempt are not judged by shape: the walk never skips their app
+    lambda a, k, v: {"type": "ask.added", "data": {"app_id": a, "ask_id": k, "resources": {"vcore": v, "memory": 10},
+                                                   "preempt_other": True, "priority": 50}},
+    st.sampled_from(APPS), st.sampled_from(ASKS), st.sampled_from((1000, 2500, 4500)))
+
+
+@pytest.mark.skipif(native.BUILD.compiled, reason="the compiled core calls _hopeless directly, past any patch; "
+                    "`make test` runs this file on the pure-Python core too (CORE_TESTS)")
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(shaped_ask, shaped_ask, shaped_ask, preempting_ask, churn, node_change,
+                          st.just({"type": "schedule"}), line), min_size=10, max_size=50))
+def test_skipping_hopeless_apps_changes_no_output(body: list[dict[str, Any]]) -> None:
+    """Cycles that skip the apps whose every shape is hopeless write what cycles that try
+    every ask write (``_hopeless`` patched to say no), byte for byte, digests included."""
+    fill = [{"type": "ask.added", "data": {"app_id": a, "ask_id": "fill", "resources": {"vcore": 2500, "memory": 10}}}
+            for a in APPS]
+    small = [{"type": "node.added", "data": {"node_id": f"m{i}", "capacity": {"vcore": 1000 * (i + 1), "memory": 4000}}}
+             for i in range(3)]
+    raws = [orjson.dumps(obj) for obj in _times([*SETUP, *small, *fill, *body])]
+    skipping = Simulation(load_config(CONFIG))
+    expected = [encode_output(o) for raw in raws for o in skipping.feed(raw)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cycle_module, "_hopeless", lambda shapes, memo: False)
+        trying = Simulation(load_config(CONFIG))
+        assert [encode_output(o) for raw in raws for o in trying.feed(raw)] == expected

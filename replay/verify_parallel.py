@@ -16,13 +16,9 @@ cancelled. A snapshot that cannot be used (unreadable, another schema, not vouch
 log, or not equal to the state re-derived up to it) is dropped as a boundary and the
 ranges around it are re-planned as one.
 
-Ranges are planned from the snapshot headers (cycle, input positions) and file sizes to
-hold about equal estimated work, one per worker, and not fewer than ``MIN_RANGE_INPUTS``
-inputs each (restoring a snapshot costs time). The estimate: an input costs about
-``STATE_BASE_BYTES`` plus the size of the state it meets, in bytes of its snapshot
-(measured on ``benchmarks/verify.py``'s 200,000-event log: 37 ms per 1,000 inputs, plus
-2.2 ms per MB of state — later cycles walk more waiting asks). Cutting by inputs alone,
-two workers there waited on the last, largest range: 9.6 s of work where 6.9 s would do. Progress: every worker puts
+Ranges are planned from the snapshot headers (cycle, input positions) and file sizes
+(``replay.verify_plan``): one per worker, cut where the slowest range, its snapshot restore
+and end hash included, is fastest. Progress: every worker puts
 ``(range, cycles, inputs, outputs)`` on a queue after each cycle; ``on_progress`` gets
 the sum over ranges. Ranges no longer needed are cancelled cooperatively: the parent sets
 an event that every worker checks after each cycle (never ``Pool.terminate``, whose SIGTERM
@@ -51,40 +47,13 @@ from events.log.open import LogSettings
 from replay.reader import FileSource, LogSource, input_total
 from replay.rederive import Rederiver
 from replay.snapshot_start import restore_start
+from replay.verify_plan import MIN_RANGE_INPUTS, Boundary, Range, plan_ranges
 from scheduler.core import snapshot
 from scheduler.core.engine import Engine
 from scheduler.core.snapshot import seen_pairs
 from scheduler.storage.snapshot_files import SnapshotStore
 
-MIN_RANGE_INPUTS = 20_000
-RANGES_PER_JOB = 1  # each cut costs a snapshot restore and two engine hashes (~0.06 s per MB of state)
-STATE_BASE_BYTES = 17_000_000  # an input's work, in bytes of state it would take to double (module docstring)
-
 Spec = LogSettings  # what a worker opens the log with (``replay.open_source``); frozen, picklable
-
-
-@dataclass(frozen=True)
-class Boundary:
-    """A cut between ranges: after ``cycle``, restored from the snapshot at ``path`` (None: the start)."""
-
-    cycle: int
-    inputs: int  # input records consumed through ``cycle``, over all channels
-    path: str | None = None
-    state_bytes: int = 0  # the snapshot file's size: how large the state is there (0: unknown)
-
-
-@dataclass(frozen=True)
-class Range:
-    """Cycles ``start.cycle + 1`` … ``end.cycle`` (to the end of the log when ``end`` is None)."""
-
-    index: int
-    start: Boundary
-    end: Boundary | None
-
-    @property
-    def key(self) -> tuple[int, int | None]:
-        """Identifies the work: the same cycles verified from the same start."""
-        return (self.start.cycle, None if self.end is None else self.end.cycle)
 
 
 @dataclass
@@ -138,51 +107,6 @@ def plan_boundaries(store: SnapshotStore | None) -> list[Boundary]:
             size = 0
         out.setdefault(head["cycle"], Boundary(head["cycle"], inputs, str(path), size))
     return [out[c] for c in sorted(out)]
-
-
-def estimated_work(boundaries: list[Boundary], total_inputs: int) -> tuple[list[float], float]:
-    """The estimated work done through each boundary, and through the end of the log.
-
-    Each input costs ``STATE_BASE_BYTES`` plus the state's size where it is applied: the
-    mean of the snapshot sizes around it (after the last snapshot, the last size).
-    """
-    through: list[float] = []
-    inputs, size, work = 0, 0, 0.0
-    for b in boundaries:
-        work += (b.inputs - inputs) * (STATE_BASE_BYTES + (size + b.state_bytes) / 2)
-        through.append(work)
-        inputs, size = b.inputs, b.state_bytes
-    return through, work + max(0, total_inputs - inputs) * (STATE_BASE_BYTES + size)
-
-
-def plan_ranges(
-    boundaries: list[Boundary], total_inputs: int, jobs: int, min_inputs: int = MIN_RANGE_INPUTS
-) -> list[Range]:
-    """Ranges of about equal estimated work, cut only at ``boundaries`` (see the module docstring).
-
-    Each cut is the boundary nearest to its share of the work (``k / ranges`` of it), at
-    least ``min_inputs`` after the previous cut, and never leaving a last range of fewer
-    than ``min_inputs // 2`` inputs. Example: 100,000 inputs, 2 jobs, snapshots every
-    10,000 inputs of equal size → one cut, at the snapshot holding 50,000; were the later
-    snapshots larger (more state to walk: later inputs cost more), the cut would come later.
-    """
-    wanted = max(1, jobs * RANGES_PER_JOB)
-    through, total_work = estimated_work(boundaries, total_inputs)
-    cuts = [Boundary(0, 0)]
-    for k in range(1, wanted):
-        target = total_work * k / wanted
-        best: Boundary | None = None
-        best_gap = 0.0
-        for b, work in zip(boundaries, through, strict=True):
-            if b.inputs - cuts[-1].inputs < min_inputs or total_inputs - b.inputs < min_inputs // 2:
-                continue
-            gap = abs(work - target)
-            if best is None or gap < best_gap:
-                best, best_gap = b, gap
-        if best is not None:
-            cuts.append(best)
-    ends: list[Boundary | None] = [*cuts[1:], None]
-    return [Range(i, start, end) for i, (start, end) in enumerate(zip(cuts, ends, strict=True))]
 
 
 # ---------------------------------------------------------------------------------- worker side

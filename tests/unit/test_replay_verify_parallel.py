@@ -4,6 +4,7 @@ that is not the state re-derived up to it."""
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import threading
 from collections.abc import Iterator
@@ -13,6 +14,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from events.log.file import FileLog
 from events.log.open import LogSettings
@@ -21,17 +24,15 @@ from replay.reader import open_file_log
 from replay.snapshot_start import pick_snapshot
 from replay.verify import VerifyReport, verify
 from replay.verify_parallel import (
-    Boundary,
     ParallelRun,
     derived_engine_hash,
     engine_hash,
-    estimated_work,
-    plan_ranges,
     shared,
     spec_key,
     start_method,
     verify_parallel,
 )
+from replay.verify_plan import Boundary, estimated_work, plan_ranges, range_cost
 from scheduler.cli.replay import main
 from scheduler.simulation.workload import WorkloadSpec
 from scheduler.storage.snapshot_files import SnapshotStore
@@ -88,7 +89,7 @@ def test_ranges_are_cut_at_snapshots_into_balanced_pieces() -> None:
     snaps = [Boundary(c, c * 1000, f"s{c}") for c in range(10, 100, 10)]  # every 10 cycles, 10,000 inputs
     assert [r.key for r in plan_ranges(snaps, 100_000, jobs=2, min_inputs=20_000)] == [(0, 50), (50, None)]
     assert [r.key for r in plan_ranges(snaps, 100_000, jobs=4, min_inputs=20_000)] == [
-        (0, 20), (20, 50), (50, 70), (70, None)]  # nearest to 25,000, 50,000, 75,000: the first of a tie
+        (0, 20), (20, 40), (40, 70), (70, None)]  # no range over 30,000; of those the earliest cuts
     assert [r.key for r in plan_ranges(snaps, 100_000, jobs=1, min_inputs=20_000)] == [(0, None)]
     assert [r.key for r in plan_ranges([], 100_000, jobs=2)] == [(0, None)]
     # never a last range of almost nothing, nor a range under min_inputs
@@ -96,14 +97,52 @@ def test_ranges_are_cut_at_snapshots_into_balanced_pieces() -> None:
     assert [r.key for r in plan_ranges(snaps, 100_000, jobs=8, min_inputs=30_000)] == [(0, 30), (30, 60), (60, None)]
 
 
-def test_ranges_balance_estimated_work_where_the_state_grows() -> None:
-    """A cycle over a larger state costs more: the cut moves past the inputs' midpoint."""
-    growing = [Boundary(c, c * 1000, f"s{c}", state_bytes=c * 1_000_000) for c in range(10, 100, 10)]
-    through, total = estimated_work(growing, 100_000)
+def test_the_range_after_a_cut_is_shorter_by_the_restore_it_starts_with() -> None:
+    """Snapshots every 10,000 inputs, 3 MB per 10,000: the inputs' work balances at 50,000, but
+    the range after the cut first restores its snapshot (15 MB there), so the cut comes later."""
+    snaps = [Boundary(c, c * 1000, f"s{c}", state_bytes=c * 300_000) for c in range(10, 100, 10)]
+    through, total = estimated_work(snaps, 100_000)
     assert through == sorted(through) and total > through[-1]
-    assert [r.key for r in plan_ranges(growing, 100_000, jobs=2, min_inputs=20_000)] == [(0, 70), (70, None)]
-    flat = [Boundary(b.cycle, b.inputs, b.path) for b in growing]
-    assert [r.key for r in plan_ranges(flat, 100_000, jobs=2, min_inputs=20_000)] == [(0, 50), (50, None)]
+    inputs_only = min(snaps, key=lambda b: abs(2 * through[snaps.index(b)] - total))
+    assert inputs_only.cycle == 50
+    assert [r.key for r in plan_ranges(snaps, 100_000, jobs=2)] == [(0, 60), (60, None)]
+    flat = [Boundary(b.cycle, b.inputs, b.path) for b in snaps]  # nothing to restore: the work alone decides
+    assert [r.key for r in plan_ranges(flat, 100_000, jobs=2)] == [(0, 50), (50, None)]
+
+
+def _cost(plan: list[tuple[int, int | None]], snaps: list[Boundary], total: int) -> float:
+    through, total_work = estimated_work(snaps, total)
+    at = {b.cycle: (b, w) for b, w in zip(snaps, through, strict=True)}
+    costs = []
+    for start, end in plan:
+        s, ws = at[start] if start else (None, 0.0)
+        e, we = at[end] if end is not None else (None, total_work)
+        costs.append(range_cost(ws, we, s, e))
+    return max(costs)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 40_000), st.integers(0, 30_000_000)), min_size=0, max_size=7),
+       st.integers(1, 4), st.sampled_from((5_000, 20_000)))
+def test_the_plan_has_the_fastest_slowest_range(steps: list[tuple[int, int]], jobs: int, min_inputs: int) -> None:
+    """Against every allowed choice of cuts: none has a cheaper slowest range than the plan."""
+    snaps, inputs = [], 0
+    for i, (more, size) in enumerate(steps):
+        inputs += more
+        snaps.append(Boundary(i + 1, inputs, f"s{i}", size))
+    total = inputs + 10_000
+    plan = [r.key for r in plan_ranges(snaps, total, jobs, min_inputs)]
+    assert len(plan) <= jobs and plan[0][0] == 0 and plan[-1][1] is None
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(plan))
+    best = min(
+        _cost(keys, snaps, total)
+        for k in range(min(jobs, len(snaps) + 1))
+        for chosen in itertools.combinations(snaps, k)
+        if all(b.inputs - a >= min_inputs for a, b in zip([0, *(c.inputs for c in chosen)], chosen, strict=False))
+        and (not chosen or total - chosen[-1].inputs >= min_inputs // 2)
+        for keys in [[*zip([0, *(c.cycle for c in chosen)], [*(c.cycle for c in chosen), None], strict=True)]]
+    )
+    assert _cost(plan, snaps, total) <= best + 1e-9
 
 
 def test_engine_hash_ignores_timer_heap_order() -> None:

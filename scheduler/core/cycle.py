@@ -12,10 +12,12 @@ decision. Within a cycle nothing is released and a reservation only takes a node
 failures are permanent until the cycle ends or a reservation ends: an ask that fitted
 nowhere, an app none of whose asks fitted, and a queue none of whose children or apps
 could allocate are remembered and skipped (and forgotten when a reserved node comes
-back); so are the reservations the reserved step already tried, and each request shape's
-reservable nodes are kept in a heap (``scheduler.core.reserve_candidates``) rather than
-scanned again per reservation. Skipping something that would fail again cannot change
-which ask wins, only how fast it is found.
+back); so are the reservations the reserved step already tried, and an app whose every
+ask has a shape that fits no free node and has no node to reserve (``_hopeless``). Each
+request shape's reservable nodes are kept in a heap by the partition
+(``scheduler.core.reserve_candidates``) rather than scanned again per reservation.
+Skipping something that would fail again cannot change which ask wins, only how fast it
+is found.
 """
 
 from __future__ import annotations
@@ -26,13 +28,13 @@ from itertools import islice
 from typing import Final
 
 from events.models import AllocationDecided, OutputData, construct
+from events.resources import Resources
 from projections.queues import QueueNode
 from scheduler.core.asks import Shape, shape_of
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption import MAX_ATTEMPTS_PER_QUEUE, may_attempt, record_preemption, try_preemption
 from scheduler.core.reservations import Step, may_reserve, required_node_step, reserved_step
-from scheduler.core.reserve_candidates import ReserveCandidates
 from scheduler.core.sorting import AppSortPolicy, ChildOrder, child_order, stateaware_allowed
 from scheduler.core.state import SchedulerState
 
@@ -65,8 +67,9 @@ class CycleMemo:
     # dict, and a reserved ask that failed keeps failing: its headroom only shrinks, its node
     # only fills, its other nodes only fill or leave the index, and its app's hold only tightens.
     reservations_tried: int = 0
-    # The node each waiting request shape would reserve (nodes change only by this memo's steps).
-    reserve_candidates: ReserveCandidates = field(default_factory=ReserveCandidates)
+    # Some shape had no node to reserve (``PartitionState.reserve_candidates``): only then may
+    # an app be hopeless (``_hopeless``), so a cycle with room never asks.
+    any_exhausted: bool = False
 
     def allocated_in(self, leaf: QueueNode) -> None:
         """An allocation changed ``leaf`` and its ancestors: re-order them under their parents."""
@@ -133,7 +136,7 @@ def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, now_us: int
     if unplaceable and not _may_preempt(app, ask, memo, now_us):
         if not may_reserve(ask, now_us):
             return None
-        to_reserve = memo.reserve_candidates.best(part, shape, request)
+        to_reserve = _reservable(part, memo, shape, request)
         if to_reserve is None:
             return None
     if part.limits is not None and not part.limits.fits(app, request):
@@ -146,10 +149,18 @@ def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, now_us: int
             return Step(app, ask, part.nodes[node_id])
         memo.unplaceable.add(shape)
     if may_reserve(ask, now_us):
-        node = to_reserve if to_reserve is not None else memo.reserve_candidates.best(part, shape, request)
+        node = to_reserve if to_reserve is not None else _reservable(part, memo, shape, request)
         if node is not None:
             return Step(app, ask, node, "no-fit")
     return _preempt(part, app, ask, memo, True) if _may_preempt(app, ask, memo, now_us) else None
+
+
+def _reservable(part: PartitionState, memo: CycleMemo, shape: Shape, request: Resources) -> Node | None:
+    """The node a request of ``shape`` would reserve now, or None (noted in the memo)."""
+    node = part.reserve_candidates.best(part.index, part.nodes, shape, request)
+    if node is None:
+        memo.any_exhausted = True
+    return node
 
 
 def _may_preempt(app: App, ask: Ask, memo: CycleMemo, now_us: int) -> bool:
@@ -163,9 +174,9 @@ def _try_app(part: PartitionState, app: App, memo: CycleMemo, now_us: int) -> St
     asks = app.sorted_asks
     i = memo.failed_prefix.get(app.app_id, 0)
     n = len(asks)
-    if i < n and memo.reserve_candidates.any_exhausted:
+    if i < n and memo.any_exhausted:
         shapes, not_plain = asks.shape_counts()
-        if not_plain == 0 and _hopeless(shapes, memo):
+        if not_plain == 0 and _hopeless(part, shapes, memo):
             memo.failed_prefix[app.app_id] = n  # what the loop below would find, ask by ask
             return None
     while i < n:
@@ -191,7 +202,7 @@ def _try_app(part: PartitionState, app: App, memo: CycleMemo, now_us: int) -> St
     return None
 
 
-def _hopeless(shapes: Iterable[Shape], memo: CycleMemo) -> bool:
+def _hopeless(part: PartitionState, shapes: Iterable[Shape], memo: CycleMemo) -> bool:
     """Every shape fits no free node and has no node to reserve (``place``'s first test).
 
     Then each of an app's plain asks (no required node, may not preempt) of these shapes
@@ -199,7 +210,7 @@ def _hopeless(shapes: Iterable[Shape], memo: CycleMemo) -> bool:
     With a full cluster that is nearly every waiting app, each cycle: the walk costs a look
     per shape instead of a ``place`` per ask.
     """
-    unplaceable, candidates = memo.unplaceable, memo.reserve_candidates
+    unplaceable, candidates = memo.unplaceable, part.reserve_candidates
     return all(shape in unplaceable and candidates.exhausted(shape) for shape in shapes)
 
 
@@ -322,7 +333,6 @@ def commit_step(state: SchedulerState, part: PartitionState, found: Step, step: 
         return cycle_memo(state, part.name, memo.prev_cycle_us, memo)
     for app in (found.app, *(held_app for held_app, _ in found.cancel)):
         memo.allocated_in(app.queue)
-    memo.reserve_candidates.node_changed(part, found.node)
     return memo
 
 

@@ -20,6 +20,7 @@ from scheduler.core.draining import chain_of, effective_root
 from scheduler.core.dynamic_queues import QueueSettings, create_path, prune, settings_from_spec
 from scheduler.core.form_cache import FormCache
 from scheduler.core.objects import Allocation, App, Ask, Node
+from scheduler.core.reserve_candidates import ReserveCandidates
 from scheduler.core.sorting import AppKey, AppSortPolicy, app_sort_key
 from scheduler.core.user_limits import LimitIndex, UserLimits, charge
 
@@ -70,6 +71,8 @@ class PartitionState:
         self.apps: dict[str, App] = {}
         self.nodes: dict[str, Node] = {}
         self.index = NodeIndex(NodeSortPolicy(node_policy), weights)
+        # The node each waiting request shape would reserve; told of every node change below.
+        self.reserve_candidates = ReserveCandidates()
         self.cluster_capacity: Resources = {}
         # leaf → its listed apps as (sort key, app id), ascending: a plain list, bisect/insort are C calls
         self.candidates: dict[str, list[tuple[AppKey, str]]] = {p: [] for p, q in self.queues.items() if q.is_leaf}
@@ -360,6 +363,7 @@ class PartitionState:
             )
             self.maybe_completing(app, now_us, timers, out)
         self.index.remove(node.node_id)
+        self.reserve_candidates.node_changed(self.index, node)
         sub_into(self.cluster_capacity, node.capacity)
         del self.nodes[node.node_id]
         self.form.node_changed(node.node_id)
@@ -370,6 +374,7 @@ class PartitionState:
             self.index.upsert(node.node_id, node.capacity, node.available())
         else:
             self.index.remove(node.node_id)
+        self.reserve_candidates.node_changed(self.index, node)
 
     # -- per-leaf sorted app lists ------------------------------------------------
 
@@ -456,5 +461,6 @@ class PartitionState:
             self._refresh(app)
         if NodeSortPolicy(node_policy) != self.index.policy or dict(weights) != self.index.weights:
             self.index = NodeIndex(NodeSortPolicy(node_policy), weights)
+            self.reserve_candidates = ReserveCandidates()  # node order changed: every heap with it
             for node in self.nodes.values():
                 self._reindex(node)

@@ -38,7 +38,7 @@ from scheduler.core.objects import Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.required_node_preemption import required_node_victims
 from scheduler.core.reservations import Step, fit_in_score, fits_node, reserved_step
-from scheduler.core.reserve_candidates import ReserveCandidates
+from scheduler.core.reserve_candidates import MAX_SHAPES, ReserveCandidates
 from scheduler.core.sorting import sort_queues
 from scheduler.simulation.simulate import Simulation
 from tests.unit.test_core_properties import APPS, CONFIG, NODES, SETUP, line
@@ -154,8 +154,12 @@ def test_reservation_searches_equal_a_from_scratch_search(body: list[dict[str, A
             assert _summary(found) == _summary(_reference_reserved_step(part))
             for app in part.apps.values():
                 for ask in app.sorted_asks:
-                    node = ReserveCandidates().best(part, tuple(ask.resources.items()), ask.resources)  # one scan
-                    assert (node.node_id if node else None) == _reference_node_to_reserve(part, ask.resources)
+                    expected = _reference_node_to_reserve(part, ask.resources)
+                    shape = shape_of(ask.resources)
+                    scanned = ReserveCandidates().best(part.index, part.nodes, shape, ask.resources)
+                    kept = part.reserve_candidates.best(part.index, part.nodes, shape, ask.resources)  # across cycles
+                    assert (scanned.node_id if scanned else None) == expected
+                    assert (kept.node_id if kept else None) == expected
                     compared += 1
     assert compared > 0
 
@@ -171,7 +175,7 @@ def _check_hopeless_apps(part: PartitionState, memo: CycleMemo, now_us: int) -> 
         shapes, not_plain = asks.shape_counts()  # counted once, then kept up to date by add and remove
         assert shapes == Counter(shape_of(a.resources) for a in asks)
         assert not_plain == sum(1 for a in asks if a.required_node is not None or a.preempt_other)
-        if asks and not_plain == 0 and _hopeless(shapes, memo):
+        if asks and not_plain == 0 and _hopeless(part, shapes, memo):
             HOPELESS_SEEN[0] += 1
             unplaceable = set(memo.unplaceable)
             assert all(place(part, app, ask, memo, now_us) is None for ask in asks)
@@ -186,7 +190,7 @@ def _checked_cycle(sim: Simulation, now_us: int, max_allocations: int | None) ->
     reservation, nothing remembered) runs on the same state: when it finds a step, the
     cycle's step must be that one; when it finds none, the cycle's restricted search must
     have found none either. And for every pending ask the memo's reservation candidate
-    (``ReserveCandidates``, kept across the steps) must be the node a from-scratch scan picks.
+    (``ReserveCandidates``, kept by the partition across steps and cycles) must be the node a from-scratch scan picks.
     """
     state = sim.engine.state
     state.cycle += 1
@@ -200,7 +204,7 @@ def _checked_cycle(sim: Simulation, now_us: int, max_allocations: int | None) ->
         while max_allocations is None or decisions < max_allocations:
             for app in part.apps.values():  # the memo's heaps against the scan, at every step
                 for ask in app.sorted_asks:
-                    node = memo.reserve_candidates.best(part, tuple(ask.resources.items()), ask.resources)
+                    node = part.reserve_candidates.best(part.index, part.nodes, shape_of(ask.resources), ask.resources)
                     assert (node.node_id if node else None) == _reference_node_to_reserve(part, ask.resources)
             _check_hopeless_apps(part, memo, now_us)
             full = reserved_step(part, fits_queue_headroom, held_by_max_applications)
@@ -260,6 +264,47 @@ def test_skipping_hopeless_apps_changes_no_output(body: list[dict[str, Any]]) ->
     skipping = Simulation(load_config(CONFIG))
     expected = [encode_output(o) for raw in raws for o in skipping.feed(raw)]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(cycle_module, "_hopeless", lambda shapes, memo: False)
+        patch.setattr(cycle_module, "_hopeless", lambda part, shapes, memo: False)
         trying = Simulation(load_config(CONFIG))
         assert [encode_output(o) for raw in raws for o in trying.feed(raw)] == expected
+
+
+def test_kept_heaps_stay_small_and_right_through_long_churn() -> None:
+    """A shape asked once, then thousands of node changes: each heap is compacted before it
+    passes twice the index (plus 64), answers as a scan does all along, and is dropped once its
+    shape goes unasked between two compactions; more than MAX_SHAPES shapes start afresh."""
+    sim = Simulation(load_config(CONFIG))
+    nodes = [{"type": "node.added", "data": {"node_id": f"c{i}", "capacity": {"vcore": 4000, "memory": 4000}}}
+             for i in range(3)]
+    for obj in _times([*SETUP, *nodes]):
+        sim.feed(orjson.dumps(obj))
+    part = sim.engine.state.partitions["default"]
+    kept = part.reserve_candidates
+    request = {"vcore": 3000, "memory": 10}
+    shape = shape_of(request)
+    limit = 2 * len(part.index) + 64
+
+    def answer() -> str | None:
+        node = kept.best(part.index, part.nodes, shape, request)
+        return node.node_id if node else None
+
+    assert answer() == _reference_node_to_reserve(part, request)
+    most = 0
+    for i in range(300):
+        small = {"vcore": 1000, "memory": 10}
+        churn: list[dict[str, Any]] = [
+            {"type": "ask.added", "data": {"app_id": APPS[0], "ask_id": f"k{i}", "resources": small}},
+            {"type": "schedule"}, {"type": "allocation.released", "data": {"app_id": APPS[0], "ask_id": f"k{i}"}}]
+        for obj in _times(churn):
+            sim.feed(orjson.dumps(obj))
+            most = max(most, kept.entries())
+        if i < 100:  # asked: compacted, kept
+            assert answer() == _reference_node_to_reserve(part, request)
+    assert 0 < most <= limit + 1
+    assert kept.entries() == 0  # not asked for the last 200 rounds: dropped at a compaction
+    assert answer() == _reference_node_to_reserve(part, request)  # and built again when asked
+    for v in range(1, MAX_SHAPES + 6):  # more shapes than kept: all are dropped, then built as asked
+        other = {"vcore": v, "memory": 10}
+        node = kept.best(part.index, part.nodes, shape_of(other), other)
+        assert (node.node_id if node else None) == _reference_node_to_reserve(part, other)
+    assert answer() == _reference_node_to_reserve(part, request)

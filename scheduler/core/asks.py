@@ -52,6 +52,9 @@ class Ask:
     allow_preemption: bool = True  # may its allocation be a victim
     preempt_check_us: int | None = None  # log time of the last preemption attempt
     preempt_triggered: bool = False  # victims were chosen for it: it never preempts again
+    # The reserved node's ``version`` when this (reserved, plain) ask last failed to fit it
+    # (-1: not since reserved); a cache for the reserved step, never state.
+    fit_checked: int = -1
 
     def sort_key(self) -> tuple[int, int, int]:
         """Asks in an app: priority desc, then creation time asc, then arrival order.

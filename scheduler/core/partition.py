@@ -217,6 +217,7 @@ class PartitionState:
         """Hold ``node`` for ``ask``: it leaves the node index, so no other ask is placed there."""
         ask.reserved_node = node.node_id
         ask.reserved_cycle = cycle
+        ask.fit_checked = -1
         node.reserved_for = (app.app_id, ask.ask_id)
         self.reservations[(app.app_id, ask.ask_id)] = node.node_id
         self._reindex(node)
@@ -231,6 +232,7 @@ class PartitionState:
             return
         ask.reserved_node = None
         ask.reserved_cycle = 0
+        ask.fit_checked = -1
         del self.reservations[(app.app_id, ask.ask_id)]
         node = self.nodes.get(node_id)
         if node is not None:
@@ -370,6 +372,7 @@ class PartitionState:
 
     def _reindex(self, node: Node) -> None:
         self.form.node_changed(node.node_id)  # every node mutation re-indexes, so marks here
+        node.version += 1
         if node.schedulable and node.reserved_for is None:
             self.index.upsert(node.node_id, node.capacity, node.available())
         else:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from events.models import AskReserved, AskUnreserved
 from events.resources import Resources, fits
 from projections.queues import QueueNode
-from scheduler.core.asks import Shape
+from scheduler.core.asks import Shape, shape_of
 from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.required_node_preemption import required_node_victims
@@ -138,7 +138,9 @@ def reserved_step(part: PartitionState, fits_headroom: HeadroomCheck, held: Held
     """``tryReservedAllocate``: the first reserved ask that can be allocated now, or None.
 
     Nothing changes while it searches, so a request shape no unreserved node holds
-    (``first_fit`` found none) is not searched for again in the same call. ``unfit`` may
+    (``first_fit`` found none) is not searched for again in the same call. A plain reserved
+    ask that did not fit its node is noted with the node's ``version`` (``Ask.fit_checked``,
+    a cache): while the node is unchanged and its shape fits no free node, it is passed over. ``unfit`` may
     bring shapes already known to fit no unreserved node (the cycle's ``unplaceable``:
     within a cycle nodes only fill up or leave the index until a reservation ends); the
     shapes found here are added to it.
@@ -192,8 +194,12 @@ def _try_leaf(part: PartitionState, leaf: QueueNode, by_app: dict[str, list[Ask]
         if limits is not None and app.state == "Accepted" and limits.blocking_apps(app) is not None:
             continue
         ok: list[Ask] = []
+        nodes = part.nodes
         for a in reserved:
-            shape = tuple(a.resources.items())
+            shape = shape_of(a.resources)
+            if a.required_node is None and shape in unfit and a.reserved_node is not None \
+                    and nodes[a.reserved_node].version == a.fit_checked:
+                continue  # it did not fit this very node, and no free node holds its shape: it fails again
             room = headroom.get(shape)
             if room is None:
                 room = headroom[shape] = fits_headroom(part, leaf, a.resources)
@@ -206,14 +212,16 @@ def _try_leaf(part: PartitionState, leaf: QueueNode, by_app: dict[str, list[Ask]
                 continue  # a cordoned node is not used for an ordinary ask (docs/semantics.md)
             if fits_node(ask.resources, node):
                 return Step(app, ask, node)
-            if ask.required_node is not None and not ask.preempt_triggered:
+            if ask.required_node is None:
+                ask.fit_checked = node.version
+            elif not ask.preempt_triggered:
                 victims = required_node_victims(node, ask)  # YuniKorn tryRequiredNodePreemption
                 if victims:
                     return Step(app, ask, node, "required-node", victims=victims)
         for ask in ok:
             if ask.required_node is not None:
                 continue
-            shape = tuple(ask.resources.items())
+            shape = shape_of(ask.resources)
             if shape in unfit:
                 continue
             node_id = part.index.first_fit(ask.resources)  # unreserved nodes only

@@ -154,6 +154,23 @@ def _source(spec: Spec) -> LogSource:
     return _SOURCES[key][1]
 
 
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Run the body without cyclic garbage collection; it is back on (if it was) after.
+
+    A range is finite work over a large heap: re-deriving 100,000 inputs spent ~3% of its
+    time (two workers at once: ~8%) in collections that found a few hundred cyclic objects
+    in all (reference counting frees everything else); they wait for the next collection.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def verify_range(
     spec: Spec, rng: Range, source: LogSource | None = None, progress: Callable[[Any], None] | None = None
 ) -> RangeResult:
@@ -183,7 +200,8 @@ def verify_range(
             raise RangeCancelled(f"range {rng.index} cancelled")
 
     rederiver = Rederiver(source, start=start, through_cycle=None if rng.end is None else rng.end.cycle)
-    report = verify_with(rederiver, progress=report_progress)
+    with paused_gc():  # a range is finite work; its few cyclic objects wait for the collection after it
+        report = verify_with(rederiver, progress=report_progress)
     end_hash = None
     engine = rederiver.engine
     if rng.end is not None and report.ok and engine is not None and engine.cycle_number == rng.end.cycle:

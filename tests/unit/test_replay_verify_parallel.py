@@ -4,6 +4,7 @@ that is not the state re-derived up to it."""
 
 from __future__ import annotations
 
+import gc
 import itertools
 import shutil
 import threading
@@ -27,6 +28,7 @@ from replay.verify_parallel import (
     ParallelRun,
     derived_engine_hash,
     engine_hash,
+    paused_gc,
     shared,
     spec_key,
     start_method,
@@ -247,3 +249,17 @@ def test_cli_verify_with_jobs(snap_log: Path, capsys: pytest.CaptureFixture[str]
     out = capsys.readouterr()
     assert out.out.startswith("ok: ") and "verify [" in out.err and "100%" in out.err
     assert main(["replay", "verify", "--log", str(snap_log), "--jobs", "0"]) == 1
+
+
+def test_a_range_runs_without_cyclic_collection_and_restores_it() -> None:
+    assert gc.isenabled()
+    with paused_gc():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with paused_gc():
+            pass
+        assert not gc.isenabled()  # left as it was found
+    finally:
+        gc.enable()

@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent
 NATIVE_MODULES = (
     "events/fast_decode.py",
     "events/resources.py",
+    "events/times.py",
     "projections/digest.py",
     "projections/node_index.py",
     "projections/priority.py",

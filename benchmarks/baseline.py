@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from events.codec import parse_time
+from events.times import parse_time
 from scheduler.config import QueueSpec, load_config
 
 RESERVATION_DELAY_US = 2_000_000

@@ -58,9 +58,10 @@ sys.path.insert(0, str(ROOT))
 
 from aiokafka import AIOKafkaConsumer, TopicPartition  # noqa: E402
 
-from events.codec import encode_output, format_time  # noqa: E402
+from events.codec import encode_output  # noqa: E402
 from events.log.kafka import KafkaLog  # noqa: E402
 from events.log.port import LogRecord  # noqa: E402
+from events.times import format_time  # noqa: E402
 from scheduler.core.engine import Engine  # noqa: E402
 from scheduler.core.logged_cycle import run_logged_cycle  # noqa: E402
 from scheduler.service.gc_thresholds import tuned_gc  # noqa: E402

@@ -48,8 +48,8 @@ import harness  # noqa: F401  (puts the repository on sys.path)
 import orjson
 from harness import ROOT, info, machine, report
 
-from events.codec import format_time
 from events.log.file import FileLog
+from events.times import format_time
 from scheduler.simulation.workload import PRIORITY_CLASSES, WorkloadSpec, config_yaml, leaf_paths
 
 TARGET_S = 2.0

@@ -7,13 +7,12 @@ person can act on. Encoding is canonical (sorted keys), so equal events are equa
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import Any, get_args
 
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from events.fast_decode import fast_input
+from events.fast_decode import fast_event, fast_input
 from events.models import (
     INPUT_DATA,
     MAX_RECORD_BYTES,
@@ -26,53 +25,9 @@ from events.models import (
     OutputEvent,
     construct,
 )
+from events.times import MAX_TIME_US, MIN_TIME_US, NO_APPEND_TIME_US, TimeFormatError, parse_time
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-# Event times must stay formattable after the arithmetic done on them (simulate adds 1 ms
-# per line, timers minutes): years 0001 to 9998, a year short of datetime's end.
-MIN_TIME_US = (datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) // timedelta(microseconds=1)
-MAX_TIME_US = (datetime(9999, 1, 1, tzinfo=UTC) - _EPOCH) // timedelta(microseconds=1)
-# The append time of a record its log gave no time (a Kafka timestamp of −1): a record
-# without its own ``time`` is then rejected, never stamped with a reader's clock.
-NO_APPEND_TIME_US = -(2**63)
 _DUMP_OPTS = orjson.OPT_SORT_KEYS
-
-
-class TimeFormatError(ValueError):
-    """An RFC 3339 timestamp that cannot be read."""
-
-
-def parse_time(text: str) -> int:
-    """RFC 3339 text → microseconds since the epoch. Requires an explicit offset.
-
-    >>> parse_time("1970-01-01T00:00:01.5Z")
-    1500000
-    """
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError as exc:
-        raise TimeFormatError(f"time {text!r} is not RFC 3339") from exc
-    if moment.tzinfo is None:
-        raise TimeFormatError(f"time {text!r} has no UTC offset")
-    delta = moment - _EPOCH  # exact integer arithmetic; cheaper than ``// timedelta(microseconds=1)``
-    micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-    if not MIN_TIME_US <= micros < MAX_TIME_US:
-        raise TimeFormatError(f"time {text!r} is outside {format_time(MIN_TIME_US)} … {format_time(MAX_TIME_US)}")
-    return micros
-
-
-def format_time(micros: int) -> str:
-    """Microseconds since the epoch → canonical RFC 3339 UTC text.
-
-    >>> format_time(1500000)
-    '1970-01-01T00:00:01.500000Z'
-    >>> format_time(0)
-    '1970-01-01T00:00:00Z'
-    """
-    moment = _EPOCH + timedelta(microseconds=micros)
-    base = moment.isoformat(timespec="seconds")[:19]  # not strftime: its %Y drops the zeros of year 0001
-    frac = micros % 1_000_000
-    return f"{base}.{frac:06d}Z" if frac else f"{base}Z"
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -113,6 +68,9 @@ def decode_input(raw: bytes, *, append_time_us: int, position: str = "?") -> Inp
     ``append_time_us`` stands in for a missing ``time``; ``position`` (e.g. ``inputs@42``)
     names the record in rejections when it has no readable id.
     """
+    event = fast_event(raw, append_time_us)  # the common record, in compiled code (None: decide here)
+    if event is not None:
+        return event
     if len(raw) > MAX_RECORD_BYTES:
         return reject(position, None, "too-large", f"record of {len(raw)} bytes exceeds 1 MiB")
     try:

@@ -19,9 +19,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from events.models import (
     IDENTIFIER_CHARS,
     INPUT_DATA,
+    MAX_RECORD_BYTES,
     PARTITION_CHARS,
     AllocationReleased,
     AppAdded,
@@ -30,12 +33,14 @@ from events.models import (
     AskRemoved,
     Frozen,
     InputEnvelope,
+    InputEvent,
     NodeAdded,
     NodeRemoved,
     NodeUpdated,
     construct,
 )
 from events.resources import MAX_QUANTITY
+from events.times import MAX_TIME_US, MIN_TIME_US, TimeFormatError, parse_time
 
 _BAD: Any = object()  # a checker's answer for "not sure: let pydantic decide"
 _REQUIRED: Any = object()
@@ -269,3 +274,36 @@ def fast_input(obj: Any) -> tuple[str, str, str, str | None, Frozen] | None:
     if data is None:
         return None
     return input_id, source, input_type, time, data
+
+
+_EVENT_FIELDS = frozenset(InputEvent.model_fields)
+
+
+def fast_event(raw: bytes, append_time_us: int) -> InputEvent | None:
+    """The ``InputEvent`` of a common, valid record's bytes, as ``codec.decode_input`` gives it;
+    None when that must decide (unreadable, unusual, invalid: its rejection is made there).
+
+    One compiled call for what takes four interpreted ones otherwise: replay decodes every
+    input of the log.
+    """
+    if len(raw) > MAX_RECORD_BYTES:
+        return None
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    checked = fast_input(obj)
+    if checked is None:
+        return None
+    event_id, source, event_type, time, data = checked
+    if time is None:
+        if not MIN_TIME_US <= append_time_us < MAX_TIME_US:
+            return None
+        time_us = append_time_us
+    else:
+        try:
+            time_us = parse_time(time)
+        except TimeFormatError:
+            return None
+    values = {"id": event_id, "source": source, "type": event_type, "time_us": time_us, "data": data}
+    return construct(InputEvent, values, set(_EVENT_FIELDS))

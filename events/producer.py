@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from events.codec import dumps, parse_time
+from events.codec import dumps
 from events.log.kafka_options import client_options
 from events.models import (
     INPUT_DATA,
@@ -41,6 +41,7 @@ from events.models import (
     PriorityClassDeleted,
     PriorityClassUpserted,
 )
+from events.times import parse_time
 
 IdFactory = Callable[[], str]
 DEFAULT_TOPIC = "evsched.inputs"

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from events.codec import MAX_TIME_US, MIN_TIME_US, format_time
 from events.log.port import LogRecord
 from events.models import ADMIN_TYPES, MAX_RECORD_BYTES
+from events.times import MAX_TIME_US, MIN_TIME_US, format_time
 from replay.reader import InputCursor, InputGap, LogSource, channel_order
 from scheduler.core.logged_cycle import decode_records, merge
 from scheduler.core.recorded_cycles import LogStructureError, recorded_cycles

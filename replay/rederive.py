@@ -31,9 +31,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from events.codec import TimeFormatError, parse_time
 from events.log.port import LogRecord
 from events.models import OutputEvent
+from events.times import TimeFormatError, parse_time
 from replay.reader import InputCursor, InputGap, LogSource, channel_order
 from scheduler.core.engine import DEFAULT_SOURCE, Engine
 from scheduler.core.fact_fold import FoldError, fold_recorded_cycle

@@ -16,8 +16,9 @@ from typing import Any
 
 import orjson
 
-from events.codec import encode_output, format_time
+from events.codec import encode_output
 from events.log.file import FileLog
+from events.times import format_time
 from scheduler.core.engine import Engine
 from scheduler.core.logged_cycle import advance, run_logged_cycle
 from tests.logdrive import copy_log as copy_log_records

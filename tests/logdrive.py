@@ -23,9 +23,10 @@ from typing import Any
 
 import orjson
 
-from events.codec import encode_output, format_time
+from events.codec import encode_output
 from events.log.file import FileLog
 from events.log.port import LogRecord
+from events.times import format_time
 from scheduler.config import SchedulerConfig
 from scheduler.core.engine import Engine
 from scheduler.core.logged_cycle import advance, run_logged_cycle

@@ -20,9 +20,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from events.codec import format_time
 from events.log.port import LogRecord
 from events.models import AllocationDecided, InputRejected, OutputData
+from events.times import format_time
 from replay.explain.format import RULE_RESERVATION, RULE_STEP
 from replay.explain.pending import PendingExplanation, explain_pending
 from replay.explain.report import ask_section, leaf_of, leaf_section, node_section, queue_levels

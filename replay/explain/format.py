@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from events.codec import format_time
+from events.times import format_time
 from events.units import fmt_quantity, fmt_resources
 from projections.priority import MIN_PRIORITY
 from projections.queues import QueueNode

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from events.codec import decode_input, decode_output, parse_time
+from events.codec import decode_input, decode_output
 from events.models import AllocationDecided, AskAdded, InputEvent
+from events.times import parse_time
 from replay.explain.decision import CycleBatch, ExplainError, Explanation, explain_decision, parse_decision_id
 from replay.explain.pending import PendingExplanation, explain_pending
 from replay.find_cycle import find_cycle

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from events.codec import decode_output, parse_time
+from events.codec import decode_output
 from events.models import AllocationRevoked, OutputData
+from events.times import parse_time
 from replay.explain.decision import CycleBatch, ExplainError, apply_batch, begin_cycle
 from replay.explain.preemption import RULE, preemption_report
 from replay.find_cycle import find_cycle

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from events.codec import decode_input_object, format_time, parse_time
+from events.codec import decode_input_object
 from events.log.clock import wall_clock_us
 from events.log.credentials import CredentialError, redact_logs
 from events.log.open import open_log
@@ -21,6 +21,7 @@ from events.log.port import LogError, LogFenced, LogMismatch, LogRefused
 from events.models import InputRejected
 from events.native import loaded_build
 from events.producer import key_of
+from events.times import format_time, parse_time
 from scheduler.cli.admin import admin_lines, append_records
 from scheduler.cli.config_arg import load_config_arg
 from scheduler.cli.credentials import prepare_run

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from events.codec import decode_input, format_time, reject
+from events.codec import decode_input, reject
 from events.models import (
     OUTPUT_TYPE,
     CycleCompleted,
@@ -21,6 +21,7 @@ from events.models import (
     construct,
 )
 from events.seen import SeenIds
+from events.times import format_time
 from scheduler.config import SchedulerConfig
 from scheduler.core.apply import apply
 from scheduler.core.cycle import run_cycle

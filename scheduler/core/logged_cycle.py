@@ -18,9 +18,10 @@ import heapq
 from collections.abc import Collection, Mapping, Sequence
 from typing import NamedTuple
 
-from events.codec import decode_input, format_time, reject
+from events.codec import decode_input, reject
 from events.log.port import LogRecord
 from events.models import ADMIN_TYPES, OUTPUT_TYPE, CycleStarted, InputEvent, InputRejected, OutputEvent
+from events.times import format_time
 from scheduler.core.engine import Engine
 from scheduler.core.rules_version import RULES_VERSION
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from events.codec import format_time
 from events.resources import normalized
+from events.times import format_time
 from projections.queues import QueueNode
 from scheduler.core.engine import Engine
 from scheduler.core.objects import App, Node

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from events.codec import decode_input, encode_output, parse_time
+from events.codec import decode_input, encode_output
 from events.log.port import EventLog, LogError, LogMismatch, LogRecord
 from events.models import CycleStarted, InputEvent
+from events.times import parse_time
 from scheduler.core.engine import Engine
 from scheduler.core.fact_fold import FoldError, fold_recorded_cycle
 from scheduler.core.logged_cycle import run_logged_cycle

@@ -14,8 +14,9 @@ from typing import Any
 
 import orjson
 
-from events.codec import TimeFormatError, decode_loaded, parse_time, reject
+from events.codec import decode_loaded, reject
 from events.models import MAX_RECORD_BYTES, InputRejected, OutputEvent
+from events.times import TimeFormatError, parse_time
 from scheduler.config import SchedulerConfig
 from scheduler.core.engine import Engine
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from events.codec import format_time
+from events.times import format_time
 
 GIB = 2**30
 PRIORITY_CLASSES = [("batch-low", -10), ("standard", 0), ("high", 100), ("critical", 1000)]

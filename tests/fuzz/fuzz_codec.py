@@ -17,8 +17,9 @@ import sys
 import atheris
 
 with atheris.instrument_imports(include=["events", "scheduler", "projections"]):
-    from events.codec import decode_input, encode_output, format_time, parse_time
+    from events.codec import decode_input, encode_output
     from events.models import InputEvent
+    from events.times import format_time, parse_time
     from scheduler.core.engine import Engine
 
 SETUP = [

@@ -9,11 +9,12 @@ from typing import Any
 
 import orjson
 
-from events.codec import decode_output, encode_output, format_time
+from events.codec import decode_output, encode_output
 from events.log.file import FileLog
 from events.log.memory import MemoryLog
 from events.log.port import LogRecord
 from events.models import CycleStarted
+from events.times import format_time
 from scheduler.core.engine import Engine
 from scheduler.core.logged_cycle import advance, run_logged_cycle
 from scheduler.service.loop import Service

@@ -11,9 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from events.codec import encode_output, format_time
+from events.codec import encode_output
 from events.log.memory import MemoryLog
 from events.log.port import LogError
+from events.times import format_time
 from scheduler.config import load_config
 from scheduler.core import snapshot
 from scheduler.core.engine import Engine

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from events.codec import format_time
+from events.times import format_time
 from scheduler.core import snapshot
 from tests.sim import app, ask, node, root_queues
 from tests.unit.test_fact_fold import START_US, _live_and_recovered, _next_cycle

@@ -20,19 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from events.codec import (
-    MAX_TIME_US,
-    MIN_TIME_US,
-    TimeFormatError,
-    decode_input,
-    decode_input_object,
-    dumps,
-    encode_output,
-    format_time,
-    output_to_dict,
-    parse_time,
-)
+from events.codec import decode_input, decode_input_object, dumps, encode_output, output_to_dict
 from events.models import MAX_RECORD_BYTES, InputEvent, InputRejected, OutputEvent
+from events.times import MAX_TIME_US, MIN_TIME_US, TimeFormatError, format_time, parse_time
 from scheduler.core.engine import Engine
 from scheduler.simulation.simulate import Simulation
 from tests.fuzz.strategies import (

@@ -14,9 +14,10 @@ from typing import Any
 import orjson
 import pytest
 
-from events.codec import encode_output, format_time
+from events.codec import encode_output
 from events.log.memory import MemoryLog
 from events.log.port import LogError, LogRecord
+from events.times import format_time
 from replay import kafka_source
 from replay.export import ExportStats, export_lines
 from replay.kafka_source import EventLogSource, LoopThread

@@ -20,7 +20,8 @@ from typing import Any
 
 import orjson
 
-from events.codec import encode_output, format_time
+from events.codec import encode_output
+from events.times import format_time
 from scheduler.config import load_config
 from scheduler.core.rules_version import IMPLEMENTED, LEGACY_RULES_VERSION, RULES_VERSION
 from scheduler.simulation.simulate import Simulation

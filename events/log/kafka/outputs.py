@@ -25,9 +25,9 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
-from events.codec import NO_APPEND_TIME_US
 from events.log.kafka.topics import channel_name
 from events.log.port import LogError, LogRecord
+from events.times import NO_APPEND_TIME_US
 
 MAX_ERROR_HEADER = 8192  # a dead-letter reason is for people; keep headers bounded
 

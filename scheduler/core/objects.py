@@ -31,6 +31,24 @@ class Allocation:
     required_node: str | None = None
     preempted: bool = False  # chosen as a victim: counted as "preempting" until released
 
+    # Written out (as ``Ask.__init__``): compiled, a native ``__init__``, one per decision.
+    def __init__(
+        self, app_id: str, ask_id: str, node_id: str, resources: Resources, priority: int, decision_id: str,
+        seq: int, created_us: int = 0, allow_preemption: bool = True, required_node: str | None = None,
+        preempted: bool = False,
+    ) -> None:
+        self.app_id = app_id
+        self.ask_id = ask_id
+        self.node_id = node_id
+        self.resources = resources
+        self.priority = priority
+        self.decision_id = decision_id
+        self.seq = seq
+        self.created_us = created_us
+        self.allow_preemption = allow_preemption
+        self.required_node = required_node
+        self.preempted = preempted
+
 
 @dataclass(slots=True, eq=False)
 class App:

@@ -58,6 +58,16 @@ class Step:
     cancel: list[tuple[App, Ask]] = field(default_factory=list)
     victims: list[Allocation] = field(default_factory=list)  # preempted for it (reason ``preemption``)
 
+    # Written out (as ``Ask.__init__``): compiled, a native ``__init__``, one per step.
+    def __init__(self, app: App, ask: Ask, node: Node, reserve: str | None = None,
+                 cancel: list[tuple[App, Ask]] | None = None, victims: list[Allocation] | None = None) -> None:
+        self.app = app
+        self.ask = ask
+        self.node = node
+        self.reserve = reserve
+        self.cancel = [] if cancel is None else cancel
+        self.victims = [] if victims is None else victims
+
 
 def fit_in_score(request: Mapping[str, int], available: Mapping[str, int]) -> float:
     """YuniKorn ``FitInScore``: per requested type, the missing fraction (1 when none is available).

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import orjson
 from sortedcontainers import SortedList
 
 from projections.digest import canonical
@@ -35,7 +34,8 @@ class EncodedEntries:
             return
         if key not in self.fragments:
             self.keys.add(key)
-        self.fragments[key] = orjson.dumps(key) + b":" + canonical(entry)
+        # ``"key":{…}``: the one-entry object's bytes without its braces (one encoding call)
+        self.fragments[key] = canonical({key: entry})[1:-1]
 
     def in_order(self) -> Iterable[tuple[str, bytes]]:
         """(key, fragment) pairs in canonical (sorted key) order."""

@@ -129,6 +129,22 @@ def test_an_app_with_a_required_node_ask_is_walked_though_its_shapes_are_hopeles
                                      ("ask.reserved", "pin", "n1", "required-node")]
 
 
+def test_a_reserved_ask_gets_its_node_once_the_node_frees_up_though_its_shape_fits_nowhere_else() -> None:
+    """The reserved step passes over a reserved ask that did not fit its node while that node is
+    unchanged (``Ask.fit_checked``). Here ``a2`` failed on n2 in the cycle at 3.1 s; at 4 s n2
+    frees up while ``a1``, of the same shape, still fails on n1 and no free node holds the shape:
+    ``a2`` must be tried again, and takes n2."""
+    lines = [at(0, node("n1", vcore=4000)), at(0, node("n2", vcore=4000)), at(0, app("fill")),
+             at(0, ask("fill", "f1", vcore=3000)), at(0, ask("fill", "f2", vcore=3000)), at(0, SCHEDULE),
+             at(0.5, app("x")), at(0.5, ask("x", "a1", vcore=1500)), at(0.6, app("y")),
+             at(0.6, ask("y", "a2", vcore=1500)), at(3, SCHEDULE), at(3.1, SCHEDULE),
+             at(4, release("fill", "f2")), at(4.1, SCHEDULE)]
+    sim = Simulation()
+    outputs = [output_to_dict(o) for line in lines for o in sim.feed(orjson.dumps(line))]
+    assert reservations(outputs)[:2] == [("ask.reserved", "a1", "n1", "no-fit"), ("ask.reserved", "a2", "n2", "no-fit")]
+    assert placements(outputs)[-2:] == [("a2", "n2"), ("a1", "n2")]  # then n2, unreserved, holds a1 too
+
+
 def test_snapshots_include_reservations() -> None:
     """A restored engine holds the same reservations and decides the same afterwards."""
     def feed(sim: Simulation, lines: list[dict[str, Any]]) -> list[bytes]:

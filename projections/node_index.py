@@ -42,7 +42,7 @@ class NodeSortPolicy(Enum):
 
 def usage_score(capacity: Mapping[str, int], available: Mapping[str, int], weights: Mapping[str, float]) -> float:
     """Weighted usage in [0, 1] (above 1 when overcommitted); 0.0 when no type is usable."""
-    return _score(capacity, available, weight_items(weights))
+    return _score(dict(capacity), dict(available), weight_items(weights))
 
 
 def weight_items(weights: Mapping[str, float]) -> list[tuple[str, float]]:
@@ -50,7 +50,8 @@ def weight_items(weights: Mapping[str, float]) -> list[tuple[str, float]]:
     return [(name, weights[name]) for name in sorted(weights) if weights[name]]
 
 
-def _score(capacity: Mapping[str, int], available: Mapping[str, int], items: list[tuple[str, float]]) -> float:
+def _score(capacity: dict[str, int], available: dict[str, int], items: list[tuple[str, float]]) -> float:
+    # ``dict``, not ``Mapping``: compiled, the lookups are dict operations (once per node change)
     total = 0.0
     weight_sum = 0.0
     for name, weight in items:
@@ -142,7 +143,7 @@ class NodeIndex:
         """The node's current policy key (its place in the order, with its id), or None when not indexed."""
         return self._keys.get(node_id)
 
-    def key_of(self, capacity: Mapping[str, int], available: Mapping[str, int]) -> float:
+    def key_of(self, capacity: dict[str, int], available: dict[str, int]) -> float:
         """The policy key a node with this capacity and availability gets (as ``policy_key``)."""
         score = _score(capacity, available, self._weight_items)
         return score if self._fair else 1.0 - score
@@ -158,7 +159,7 @@ class NodeIndex:
                 vec.append(0)
         return dim
 
-    def _vector(self, available: Mapping[str, int]) -> list[int]:
+    def _vector(self, available: dict[str, int]) -> list[int]:
         dims = self._dims
         vec = [0] * len(dims)
         for name, qty in available.items():
@@ -169,7 +170,7 @@ class NodeIndex:
             vec[d] = qty
         return vec
 
-    def upsert(self, node_id: str, capacity: Mapping[str, int], available: Mapping[str, int]) -> None:
+    def upsert(self, node_id: str, capacity: dict[str, int], available: dict[str, int]) -> None:
         """Insert a node, or move it to where its new usage puts it."""
         if node_id in self._keys:
             self.remove(node_id)
@@ -229,7 +230,7 @@ class NodeIndex:
             del self._last_scores[b]
             del self._last_ids[b]
 
-    def first_fit(self, request: Mapping[str, int]) -> str | None:
+    def first_fit(self, request: dict[str, int]) -> str | None:
         """The id of the first node in order whose availability holds the request."""
         dims = self._dims
         want: list[tuple[int, int]] = []

@@ -20,15 +20,19 @@ from collections.abc import Mapping
 
 import orjson
 
-from events.resources import MAX_QUANTITY
+from events.resources import MAX_QUANTITY, Resources
 from scheduler.core.objects import Node
 from scheduler.core.partition import PartitionState
 
 MIN_VALUE = -(2**63)
 
 
-def pending_growth_problem(part: PartitionState, grow: Mapping[str, int], shrink: Mapping[str, int]) -> str | None:
-    """Why the partition's pending cannot grow by ``grow − shrink`` (None when it can)."""
+def pending_growth_problem(part: PartitionState, grow: Resources, shrink: Resources) -> str | None:
+    """Why the partition's pending cannot grow by ``grow − shrink`` (None when it can).
+
+    Typed ``dict`` (not ``Mapping``): compiled, the loop runs on dict operations directly,
+    and it runs for every ask added.
+    """
     root = part.root
     for name, amount in grow.items():
         total = root.pending.get(name, 0) + root.allocated.get(name, 0) + amount - shrink.get(name, 0)

@@ -181,7 +181,7 @@ def _walk(part: PartitionState, queue: QueueNode, on_path: set[str], by_app: dic
     return None
 
 
-def fits_node(request: Mapping[str, int], node: Node) -> bool:
+def fits_node(request: Resources, node: Node) -> bool:
     """``fits(request, node.available())`` without building the available dict."""
     capacity, allocated, occupied = node.capacity, node.allocated, node.occupied
     for name, want in request.items():

@@ -52,6 +52,7 @@ NATIVE_MODULES = (
     "scheduler/core/priorityclass.py",
     "scheduler/core/required_node_preemption.py",
     "scheduler/core/reserve_candidates.py",
+    "scheduler/core/snapshot.py",
     "scheduler/core/reservations.py",
     "scheduler/core/sorting.py",
     "scheduler/core/state.py",

@@ -19,12 +19,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
 from events.models import (
     IDENTIFIER_CHARS,
     INPUT_DATA,
-    MAX_RECORD_BYTES,
     PARTITION_CHARS,
     AllocationReleased,
     AppAdded,
@@ -279,31 +276,29 @@ def fast_input(obj: Any) -> tuple[str, str, str, str | None, Frozen] | None:
 _EVENT_FIELDS = frozenset(InputEvent.model_fields)
 
 
-def fast_event(raw: bytes, append_time_us: int) -> InputEvent | None:
-    """The ``InputEvent`` of a common, valid record's bytes, as ``codec.decode_input`` gives it;
-    None when that must decide (unreadable, unusual, invalid: its rejection is made there).
+def input_event(event_id: str, source: str, event_type: str, time_us: int, data: Frozen) -> InputEvent:
+    """The event from validated parts (as ``model_construct``, at a quarter of its cost)."""
+    values = {"id": event_id, "source": source, "type": event_type, "time_us": time_us, "data": data}
+    return construct(InputEvent, values, set(_EVENT_FIELDS))
 
-    One compiled call for what takes four interpreted ones otherwise: replay decodes every
-    input of the log.
+
+def fast_event(obj: Any, append_time_us: int) -> InputEvent | None:
+    """The ``InputEvent`` of a common, valid record (a value from ``orjson.loads``), as
+    ``codec.decode_loaded`` gives it; None when that must decide (unusual or invalid: its
+    rejection is made there). Checks, time and model in one compiled call: replay decodes
+    every input of the log.
     """
-    if len(raw) > MAX_RECORD_BYTES:
-        return None
-    try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
     checked = fast_input(obj)
     if checked is None:
         return None
     event_id, source, event_type, time, data = checked
     if time is None:
         if not MIN_TIME_US <= append_time_us < MAX_TIME_US:
-            return None
+            return None  # no usable time: the rejection says why
         time_us = append_time_us
     else:
         try:
             time_us = parse_time(time)
         except TimeFormatError:
             return None
-    values = {"id": event_id, "source": source, "type": event_type, "time_us": time_us, "data": data}
-    return construct(InputEvent, values, set(_EVENT_FIELDS))
+    return input_event(event_id, source, event_type, time_us, data)

@@ -211,7 +211,8 @@ def _hopeless(part: PartitionState, shapes: Iterable[Shape], memo: CycleMemo) ->
     per shape instead of a ``place`` per ask.
     """
     unplaceable, candidates = memo.unplaceable, part.reserve_candidates
-    return all(shape in unplaceable and candidates.exhausted(shape) for shape in shapes)
+    nodes = part.nodes
+    return all(shape in unplaceable and candidates.exhausted(shape, nodes) for shape in shapes)
 
 
 def _try_leaf(part: PartitionState, leaf: QueueNode, memo: CycleMemo, now_us: int) -> Step | None:

@@ -94,8 +94,9 @@ class Node:
     allocated: Resources = field(default_factory=dict)
     allocations: dict[tuple[str, str], Allocation] = field(default_factory=dict)
     reserved_for: tuple[str, str] | None = None  # (app, ask) this node is held for
-    # Changes so far (every change re-indexes the node: PartitionState._reindex counts them);
-    # a cache's key, never state (not in the state form or snapshots).
+    # Set anew on every change (each re-indexes the node: ``PartitionState._reindex``), never
+    # to a value it or another node of the partition had; a cache's key, never state (not in
+    # the state form or snapshots).
     version: int = 0
 
     def available(self) -> Resources:

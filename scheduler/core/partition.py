@@ -73,6 +73,7 @@ class PartitionState:
         self.index = NodeIndex(NodeSortPolicy(node_policy), weights)
         # The node each waiting request shape would reserve; told of every node change below.
         self.reserve_candidates = ReserveCandidates()
+        self.node_changes = 0  # node re-indexes so far: the source of ``Node.version``
         self.cluster_capacity: Resources = {}
         # leaf → its listed apps as (sort key, app id), ascending: a plain list, bisect/insort are C calls
         self.candidates: dict[str, list[tuple[AppKey, str]]] = {p: [] for p, q in self.queues.items() if q.is_leaf}
@@ -364,20 +365,22 @@ class PartitionState:
                 )
             )
             self.maybe_completing(app, now_us, timers, out)
-        self.index.remove(node.node_id)
-        self.reserve_candidates.node_changed(self.index, node)
+        self.index.remove(node.node_id)  # its reservation candidates go stale with it (not in ``nodes``)
         sub_into(self.cluster_capacity, node.capacity)
         del self.nodes[node.node_id]
         self.form.node_changed(node.node_id)
 
     def _reindex(self, node: Node) -> None:
         self.form.node_changed(node.node_id)  # every node mutation re-indexes, so marks here
-        node.version += 1
+        # A version no node of this partition had before, a node removed and added again
+        # included: what the reservation caches compare (``ReserveCandidates``, ``Ask.fit_checked``).
+        self.node_changes += 1
+        node.version = self.node_changes
         if node.schedulable and node.reserved_for is None:
             self.index.upsert(node.node_id, node.capacity, node.available())
         else:
             self.index.remove(node.node_id)
-        self.reserve_candidates.node_changed(self.index, node)
+        self.reserve_candidates.node_changed(self.index, self.nodes, node)
 
     # -- per-leaf sorted app lists ------------------------------------------------
 

@@ -150,8 +150,8 @@ def reserved_step(part: PartitionState, fits_headroom: HeadroomCheck, held: Held
     Nothing changes while it searches, so a request shape no unreserved node holds
     (``first_fit`` found none) is not searched for again in the same call. A plain reserved
     ask that did not fit its node is noted with the node's ``version`` (``Ask.fit_checked``,
-    a cache): while the node is unchanged and its shape fits no free node, it is passed over. ``unfit`` may
-    bring shapes already known to fit no unreserved node (the cycle's ``unplaceable``:
+    a cache): while the node is unchanged and its shape fits no free node, it is passed
+    over. ``unfit`` may bring shapes already known to fit no unreserved node (the cycle's ``unplaceable``:
     within a cycle nodes only fill up or leave the index until a reservation ends); the
     shapes found here are added to it.
 
@@ -193,6 +193,7 @@ def fits_node(request: Resources, node: Node) -> bool:
 def _try_leaf(part: PartitionState, leaf: QueueNode, by_app: dict[str, list[Ask]], fits_headroom: HeadroomCheck,
               held: HeldCheck, unfit: set[Shape]) -> Step | None:
     headroom: dict[Shape, bool] = {}  # the leaf's headroom per request shape (nothing changes in a search)
+    nodes = part.nodes
     for _, app_id in part.candidates[leaf.path]:
         reserved = by_app.get(app_id)
         if reserved is None:
@@ -204,7 +205,6 @@ def _try_leaf(part: PartitionState, leaf: QueueNode, by_app: dict[str, list[Ask]
         if limits is not None and app.state == "Accepted" and limits.blocking_apps(app) is not None:
             continue
         ok: list[Ask] = []
-        nodes = part.nodes
         for a in reserved:
             shape = shape_of(a.resources)
             if a.required_node is None and shape in unfit and a.reserved_node is not None \

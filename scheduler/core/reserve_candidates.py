@@ -9,13 +9,14 @@ it (6,666 reservations over 6,666 nodes: 22 M scores, 70% of a replay verify).
 
 ``ReserveCandidates`` keeps, per request shape, a heap of those triples, built by one scan
 the first time the shape is asked for. The partition owns it and reports every node it
-re-indexes or removes (``node_changed``: an allocation, a release, a reservation made or
-ended, a node added, updated or removed), which gets a new version and, if it is in the
-index, a new entry with its new scores. An entry whose version is not its node's current
-one is stale and dropped when it surfaces, so the heap's least current entry is exactly
-the scan's answer, in every cycle and between them. A heap that has grown past twice the
-index (stale entries) is rebuilt by a scan, or dropped when its shape was not asked for
-since the last rebuild; so are all heaps when more than ``MAX_SHAPES`` shapes are kept.
+re-indexes (``node_changed``: an allocation, a release, a reservation made or ended, a
+node added or updated), which has a new ``Node.version`` by then and, if it is in the
+index, gets a new entry with its new scores. An entry whose version is not its node's
+current one (or whose node is gone) is stale and dropped when it surfaces, so the heap's
+least current entry is exactly the scan's answer, in every cycle and between them. A heap
+that has grown past twice the index (stale entries) is compacted, or dropped when its
+shape was not asked for since the last compaction; so are all heaps when more than
+``MAX_SHAPES`` shapes are kept.
 
 Example: nodes ``a`` (fit score 0.5, key 0.2) and ``b`` (0.5, 0.1) tie on the score;
 ``b`` comes first in node order, so ``b`` is reserved — and leaves the index: reported
@@ -63,27 +64,24 @@ class ReserveCandidates:
     def __init__(self) -> None:
         self._heaps: dict[Shape, list[Entry]] = {}
         self._requests: dict[Shape, Resources] = {}
-        self._asked: set[Shape] = set()  # shapes asked for since their heap was last built
-        self._versions: dict[str, int] = {}  # node id → changes reported (absent: none)
+        self._asked: set[Shape] = set()  # shapes asked for since their heap was last compacted
 
-    def node_changed(self, index: NodeIndex, node: Node) -> None:
-        """``node`` changed (or left): its entries are stale; a current one if it is reservable."""
+    def node_changed(self, index: NodeIndex, nodes: dict[str, Node], node: Node) -> None:
+        """``node`` changed (its ``version`` with it): a current entry for it if it is reservable."""
         if not self._heaps:
             return
         node_id = node.node_id
-        version = self._versions.get(node_id, 0) + 1
-        self._versions[node_id] = version
         key = index.key(node_id)
         if key is None:
-            return  # reserved, cordoned or removed: not a candidate
-        capacity = node.capacity
+            return  # reserved or cordoned: not a candidate (its older entries are stale)
+        capacity, version = node.capacity, node.version
         limit = 2 * len(index) + 64
         for shape, heap in list(self._heaps.items()):
             request = self._requests[shape]
             if fits(request, capacity):
                 heappush(heap, (node_fit_in_score(request, node), key, node_id, version))
-                if len(heap) > limit:  # mostly stale: rebuild, or forget a shape nobody asks for
-                    self._compact(shape)
+                if len(heap) > limit:  # mostly stale: compact, or forget a shape nobody asks for
+                    self._compact(shape, nodes)
 
     def best(self, index: NodeIndex, nodes: dict[str, Node], shape: Shape, request: Resources) -> Node | None:
         """The node to reserve for ``request`` (of items ``shape``) now, or None when no node can hold it."""
@@ -96,49 +94,52 @@ class ReserveCandidates:
             heap = self._heaps[shape] = self._build(index, nodes, request)
             self._requests[shape] = dict(request)
         self._asked.add(shape)
-        node_id = self._current(heap)
-        return None if node_id is None else nodes[node_id]
+        return _current(heap, nodes)
 
-    def exhausted(self, shape: Shape) -> bool:
+    def exhausted(self, shape: Shape, nodes: dict[str, Node]) -> bool:
         """No node can be reserved for requests of ``shape`` now: ``best`` gives None.
 
         False when the shape was never asked for (unknown here).
         """
         heap = self._heaps.get(shape)
-        return heap is not None and self._current(heap) is None
+        return heap is not None and _current(heap, nodes) is None
 
     def entries(self) -> int:
         """Heap entries held, stale ones included (each heap stays under twice the index, plus 64)."""
         return sum(len(heap) for heap in self._heaps.values())
 
-    def _current(self, heap: list[Entry]) -> str | None:
-        """The node of the heap's least current entry (stale ones above it dropped), or None."""
-        versions = self._versions
-        while heap:
-            _, _, node_id, version = heap[0]
-            if version == versions.get(node_id, 0):
-                return node_id
-            heappop(heap)
-        return None
-
-    def _compact(self, shape: Shape) -> None:
+    def _compact(self, shape: Shape, nodes: dict[str, Node]) -> None:
         if shape not in self._asked:
             del self._heaps[shape]
             del self._requests[shape]
             return
         self._asked.discard(shape)
         heap = self._heaps[shape]
-        heap[:] = [entry for entry in heap if entry[3] == self._versions.get(entry[2], 0)]
+        heap[:] = [entry for entry in heap if _is_current(entry, nodes)]
         heapify(heap)
 
     def _build(self, index: NodeIndex, nodes: dict[str, Node], request: Resources) -> list[Entry]:
-        versions = self._versions
         heap: list[Entry] = []
         for node_id in index.ordered():
             node = nodes[node_id]
             if fits(request, node.capacity):
                 key = index.key(node_id)
                 assert key is not None
-                heap.append((node_fit_in_score(request, node), key, node_id, versions.get(node_id, 0)))
+                heap.append((node_fit_in_score(request, node), key, node_id, node.version))
         heapify(heap)
         return heap
+
+
+def _is_current(entry: Entry, nodes: dict[str, Node]) -> bool:
+    node = nodes.get(entry[2])
+    return node is not None and node.version == entry[3]
+
+
+def _current(heap: list[Entry], nodes: dict[str, Node]) -> Node | None:
+    """The node of the heap's least current entry (stale ones above it dropped), or None."""
+    while heap:
+        node = nodes.get(heap[0][2])
+        if node is not None and node.version == heap[0][3]:
+            return node
+        heappop(heap)
+    return None

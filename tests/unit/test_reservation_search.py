@@ -164,9 +164,6 @@ def test_reservation_searches_equal_a_from_scratch_search(body: list[dict[str, A
     assert compared > 0
 
 
-HOPELESS_SEEN = [0]  # apps the walk skipped as hopeless, over all examples (printed by -s)
-
-
 def _check_hopeless_apps(part: PartitionState, memo: CycleMemo, now_us: int) -> None:
     """Each app's shape counts equal a count of its asks, and where the walk would skip an
     app as hopeless, ``place`` fails every one of its asks (and so changes nothing)."""
@@ -176,7 +173,6 @@ def _check_hopeless_apps(part: PartitionState, memo: CycleMemo, now_us: int) -> 
         assert shapes == Counter(shape_of(a.resources) for a in asks)
         assert not_plain == sum(1 for a in asks if a.required_node is not None or a.preempt_other)
         if asks and not_plain == 0 and _hopeless(part, shapes, memo):
-            HOPELESS_SEEN[0] += 1
             unplaceable = set(memo.unplaceable)
             assert all(place(part, app, ask, memo, now_us) is None for ask in asks)
             assert memo.unplaceable == unplaceable
@@ -308,3 +304,28 @@ def test_kept_heaps_stay_small_and_right_through_long_churn() -> None:
         node = kept.best(part.index, part.nodes, shape_of(other), other)
         assert (node.node_id if node else None) == _reference_node_to_reserve(part, other)
     assert answer() == _reference_node_to_reserve(part, request)
+
+
+def test_a_node_removed_and_added_again_leaves_no_current_entry_behind() -> None:
+    """Its old entries must stay stale: the node that comes back is another (here too small to
+    hold the request), whatever number of changes it has had itself."""
+    sim = Simulation(load_config(CONFIG))
+
+    def feed(*objs: dict[str, Any]) -> None:
+        for obj in _times(list(objs)):
+            sim.feed(orjson.dumps(obj))
+
+    def added(node_id: str, vcore: int) -> dict[str, Any]:
+        return {"type": "node.added", "data": {"node_id": node_id, "capacity": {"vcore": vcore, "memory": 4000}}}
+
+    feed(added("c0", 4000), added("c1", 8000))
+    part = sim.engine.state.partitions["default"]
+    request = {"vcore": 3000, "memory": 10}
+
+    def kept() -> str | None:
+        node = part.reserve_candidates.best(part.index, part.nodes, shape_of(request), request)
+        return node.node_id if node else None
+
+    assert kept() == _reference_node_to_reserve(part, request) == "c0"  # the tighter fit
+    feed({"type": "node.removed", "data": {"node_id": "c0"}}, added("c0", 1000))
+    assert kept() == _reference_node_to_reserve(part, request) == "c1"

@@ -27,7 +27,8 @@ venv: native
 # The core's tests again on the pure-Python build (EVSCHED_PURE_PYTHON=1), ~15 s.
 CORE_TESTS := tests/unit/test_core_*.py tests/unit/test_golden_scenarios.py tests/unit/test_bench_baseline.py \
               tests/unit/test_native_build.py tests/unit/test_queue_order.py tests/unit/test_resource_fast_paths.py \
-              tests/unit/test_asks.py tests/unit/test_reservation_search.py tests/unit/test_doctests.py
+              tests/unit/test_asks.py tests/unit/test_reservation_search.py tests/unit/test_doctests.py \
+              tests/unit/test_fuzz_log_file.py
 
 demo: native
 	$(PY) -m scheduler.cli.demo

@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent
 # time in (benchmarks/RESULTS.md, "Compiled core"); everything else stays interpreted.
 NATIVE_MODULES = (
     "events/fast_decode.py",
+    "events/log/framing.py",
     "events/resources.py",
     "events/times.py",
     "projections/digest.py",

@@ -27,17 +27,36 @@ import zlib
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from events.log.port import LogError, LogRecord
 
-MAGIC = 0xE1
+MAGIC: Final = 0xE1
 _PREFIX = struct.Struct("<BI")  # magic, length: the crc'd part of the header
 _HEAD = struct.Struct("<BII")  # magic, length, crc
 _META = struct.Struct("<qi")  # append_time_us, key_len
-HEAD_SIZE = _HEAD.size  # 9
-META_SIZE = _META.size  # 12
-MIN_FRAME = HEAD_SIZE + META_SIZE  # 21: a frame with no key and an empty value
-MAX_LENGTH = 0xFFFF_FFFF
+HEAD_SIZE: Final = 9  # _HEAD.size
+META_SIZE: Final = 12  # _META.size
+MIN_FRAME: Final = HEAD_SIZE + META_SIZE  # 21: a frame with no key and an empty value
+MAX_LENGTH: Final = 0xFFFF_FFFF
+assert _HEAD.size == HEAD_SIZE and _META.size == META_SIZE
+
+
+# Little-endian fields read byte by byte: this module is compiled (docs/native.md), where
+# indexing ``bytes`` is a C operation and a ``Struct`` call a Python one (opening a long
+# log walks every frame's header, reading it decodes every frame).
+def _u32(data: bytes, at: int) -> int:
+    return data[at] | data[at + 1] << 8 | data[at + 2] << 16 | data[at + 3] << 24
+
+
+def _i32(data: bytes, at: int) -> int:
+    value = _u32(data, at)
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def _i64(data: bytes, at: int) -> int:
+    value = _u32(data, at) | _u32(data, at + 4) << 32
+    return value - (1 << 64) if value >= 1 << 63 else value
 
 
 def encode_frame(append_time_us: int, key: bytes | None, value: bytes) -> bytes:
@@ -93,31 +112,31 @@ def _all_zero(chunk: memoryview) -> bool:
     return chunk.tobytes().count(0) == len(chunk)
 
 
-def scan(buf: memoryview, base: int, check_crc: bool) -> ScanResult:
-    """Walk the frames in ``buf`` (which starts at file position ``base``).
+def scan(data: bytes, base: int, check_crc: bool) -> ScanResult:
+    """Walk the frames in ``data`` (which starts at file position ``base``).
 
     Stops at the first invalid frame; ``problem`` says what was wrong there. Positions
     in the result are file positions (``base`` added).
     """
     positions: array[int] = array("q")
-    pos, limit = 0, len(buf)
-    unpack = _HEAD.unpack_from
+    pos, limit = 0, len(data)
+    view = memoryview(data)
+    crc32 = zlib.crc32
     while pos < limit:
         # Fast path for the common case; check_frame says exactly what is wrong otherwise.
-        if limit - pos >= MIN_FRAME:
-            magic, length, crc = unpack(buf, pos)
+        if limit - pos >= MIN_FRAME and data[pos] == MAGIC:
+            length = _u32(data, pos + 1)
             stop = pos + HEAD_SIZE + length
-            if magic == MAGIC and length >= META_SIZE and stop <= limit:
-                klen = _META.unpack_from(buf, pos + HEAD_SIZE)[1]
+            if length >= META_SIZE and stop <= limit:
+                klen = _i32(data, pos + HEAD_SIZE + 8)
                 ok = -1 <= klen <= length - META_SIZE
                 if ok and check_crc:
-                    data = buf[pos + HEAD_SIZE : stop]
-                    ok = zlib.crc32(data, zlib.crc32(buf[pos : pos + 5])) == crc
+                    ok = crc32(view[pos + HEAD_SIZE : stop], crc32(view[pos : pos + 5])) == _u32(data, pos + 5)
                 if ok:
                     positions.append(base + pos)
                     pos = stop
                     continue
-        return ScanResult(positions, base + pos, check_frame(buf, pos, limit, check_crc))
+        return ScanResult(positions, base + pos, check_frame(view, pos, limit, check_crc))
     return ScanResult(positions, base + pos, None)
 
 
@@ -164,26 +183,25 @@ def decode_frames(
     """
     out: list[LogRecord] = []
     view = memoryview(buf)
+    size = len(buf)
     pos = 0
-    unpack_head, unpack_meta, crc32 = _HEAD.unpack_from, _META.unpack_from, zlib.crc32
+    crc32 = zlib.crc32
     for i in range(count):
-        try:
-            magic, length, crc = unpack_head(buf, pos)
-        except struct.error:
-            magic, length, crc = -1, 0, 0
-        stop = pos + HEAD_SIZE + length
-        body = view[pos + HEAD_SIZE : stop]
+        time_us, klen = 0, -2
         # The length and key length are checked too: a frame rewritten with a matching crc
         # (not chance damage, but possible) must not make the slicing below read past it.
-        if length >= META_SIZE and stop <= len(buf):
-            time_us, klen = unpack_meta(buf, pos + HEAD_SIZE)
+        ok = pos + MIN_FRAME <= size and buf[pos] == MAGIC
+        length = _u32(buf, pos + 1) if ok else 0
+        stop = pos + HEAD_SIZE + length
+        if ok and length >= META_SIZE and stop <= size:
+            time_us, klen = _i64(buf, pos + HEAD_SIZE), _i32(buf, pos + HEAD_SIZE + 8)
+            if -1 <= klen <= length - META_SIZE:
+                ok = crc32(view[pos + HEAD_SIZE : stop], crc32(view[pos : pos + 5])) == _u32(buf, pos + 5)
+            else:
+                ok = False
         else:
-            time_us, klen = 0, -2
-        if (
-            magic != MAGIC
-            or not -1 <= klen <= length - META_SIZE
-            or crc32(body, crc32(view[pos : pos + 5])) != crc
-        ):
+            ok = False
+        if not ok:
             offset = first_offset + i
             raise LogError(
                 f"{where}: record {channel}@{offset} is corrupt (damaged since the log was "

@@ -177,7 +177,7 @@ class Channel:
         data = seg.path.read_bytes()
         size = len(data)
         view = memoryview(data)
-        result = self._scan_frames(view, last=last)
+        result = self._scan_frames(data, last=last)
         follow = None
         if result.problem is not None and last:
             follow = valid_frame_after(view, result.end + 1)
@@ -222,7 +222,7 @@ class Channel:
         logger.warning("%s", note)
         return seg
 
-    def _scan_frames(self, view: memoryview, *, last: bool) -> ScanResult:
+    def _scan_frames(self, data: bytes, *, last: bool) -> ScanResult:
         """The segment's frames: their structure, and their crcs where open must judge them.
 
         A writer checks the last segment's crcs, where a torn write may have left damage to
@@ -233,13 +233,14 @@ class Channel:
         writer would. That halves the time to open a long log read-only (benchmarks/RESULTS.md).
         """
         if not last or self._verify_all:
-            return scan(view, 0, check_crc=self._verify_all)
+            return scan(data, 0, check_crc=self._verify_all)
         if self._readonly:
-            quick = scan(view, 0, check_crc=False)
-            tail_ok = not quick.positions or check_frame(view, quick.positions[-1], quick.end, True) is None
+            quick = scan(data, 0, check_crc=False)
+            last_frame = quick.positions[-1] if quick.positions else 0
+            tail_ok = not quick.positions or check_frame(memoryview(data), last_frame, quick.end, True) is None
             if quick.problem is None and tail_ok:
                 return quick
-        return scan(view, 0, check_crc=True)
+        return scan(data, 0, check_crc=True)
 
     def _create_segment(self, base: int) -> int:
         flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND
@@ -421,7 +422,7 @@ class Channel:
             size = os.stat(last.path).st_size
             if size > last.size:
                 data = os.pread(self._read_fd(last), size - last.size, last.size)
-                result = scan(memoryview(data), last.size, check_crc=True)
+                result = scan(data, last.size, check_crc=True)
                 last.positions.extend(result.positions)
                 last.size = result.end
                 if result.problem is not None:
@@ -432,7 +433,7 @@ class Channel:
                 data = seg.path.read_bytes()
             except FileNotFoundError:
                 return
-            result = scan(memoryview(data), 0, check_crc=True)
+            result = scan(data, 0, check_crc=True)
             seg.positions, seg.size = result.positions, result.end
             self._add(seg)
             if result.problem is not None:

@@ -27,7 +27,7 @@ ZERO_BLOCK = 4096
 def frame_positions(segment: Path) -> tuple[list[int], int]:
     """File positions of the segment's frames, and where its valid data ends."""
     data = segment.read_bytes()
-    result = scan(memoryview(data), 0, check_crc=True)
+    result = scan(data, 0, check_crc=True)
     assert result.problem is None, f"{segment} is already damaged: {result.problem}"
     return list(result.positions), result.end
 

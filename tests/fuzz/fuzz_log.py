@@ -30,7 +30,7 @@ WORK = Path(tempfile.mkdtemp(prefix="evsched-atheris-log-"))
 
 def one_input(data: bytes) -> None:
     view = memoryview(data)
-    result = scan(view, 0, True)
+    result = scan(data, 0, True)
     if result.problem is not None:
         valid_frame_after(view, result.end + 1)
     with contextlib.suppress(LogError):

@@ -245,7 +245,7 @@ def test_hostile_directory_entries(workdir: Path) -> None:
 @given(st.binary(max_size=4096), st.booleans())
 def test_the_frame_scanner_never_raises(buf: bytes, check_crc: bool) -> None:
     view = memoryview(buf)
-    result = scan(view, 0, check_crc)
+    result = scan(buf, 0, check_crc)
     assert 0 <= result.end <= len(buf)
     assert (result.problem is None) == (result.end == len(buf))
     for i, pos in enumerate(result.positions):
@@ -264,6 +264,42 @@ def test_decoding_damaged_frames_raises_only_log_error(buf: bytes, count: int) -
     except LogError:
         return
     assert len(out) == count
+
+
+_RECORDS = st.lists(
+    st.tuples(st.integers(-(2**63), 2**63 - 1), st.none() | st.binary(max_size=40), st.binary(max_size=300)),
+    max_size=20,
+)
+
+
+def struct_walk(buf: bytes) -> list[tuple[int, int, int]]:
+    """Reference: (position, append time, key length) of each frame, read with ``struct``."""
+    out, pos = [], 0
+    while pos < len(buf):
+        _, length, _ = struct.unpack_from("<BII", buf, pos)
+        time_us, klen = struct.unpack_from("<qi", buf, pos + 9)
+        out.append((pos, time_us, klen))
+        pos += 9 + length
+    return out
+
+
+@FUZZ
+@given(_RECORDS, st.integers(0, 10**12))
+def test_frames_read_back_field_for_field(records: list[tuple[int, bytes | None, bytes]], base: int) -> None:
+    # The reader decodes the little-endian fields byte by byte (compiled, that is C; a
+    # ``Struct`` call is a Python one): every time (negative, 2**63 - 1) and key (none,
+    # empty) comes back as written, at the positions a ``struct`` walk finds.
+    buf = b"".join(encode_frame(t, k, v) for t, k, v in records)
+    walked = struct_walk(buf)
+    for check_crc in (False, True):
+        result = scan(buf, base, check_crc)
+        assert result.problem is None and result.end == base + len(buf)
+        assert list(result.positions) == [base + pos for pos, _, _ in walked]
+    out = decode_frames(buf, len(records), "inputs", 5, "fuzz")
+    assert [(r.offset, r.append_time_us, r.key, r.value) for r in out] == [
+        (5 + i, t, k, v) for i, (t, k, v) in enumerate(records)
+    ]
+    assert [klen for _, _, klen in walked] == [-1 if k is None else len(k) for _, k, _ in records]
 
 
 def forged_frame(length: int, body: bytes) -> bytes:

@@ -44,6 +44,7 @@ from typing import Any
 import orjson
 
 from events.log.open import LogSettings
+from replay.heap_pad import keep_heap_pad
 from replay.reader import FileSource, LogSource, input_total
 from replay.rederive import Rederiver
 from replay.snapshot_start import restore_start
@@ -131,6 +132,7 @@ def _init_worker(progress_queue: Any, stop: Any) -> None:
     # worker only runs ranges and exits. Collecting after each range instead re-scanned, in
     # one young collection, every object the range had left alive (~0.1 s per range).
     gc.disable()
+    keep_heap_pad()  # a forked worker has the parent's already; a spawned one asks again
     atexit.register(_close_sources)
 
 

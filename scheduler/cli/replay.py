@@ -24,6 +24,7 @@ from events.codec import dumps
 from events.log.port import LogError
 from replay.export import ExportError, ExportStats, export_lines
 from replay.find_cycle import latest_cycle
+from replay.heap_pad import keep_heap_pad
 from replay.open_source import open_source
 from replay.reader import LogUnavailable, input_total
 from replay.state_at import StateError, diff_states, format_diff, state_at, states_at
@@ -100,6 +101,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return _fail(f"--jobs must be at least 1, got {args.jobs}")
     jobs = args.jobs or os.cpu_count() or 1
     show = args.progress or sys.stderr.isatty()
+    keep_heap_pad()  # for this process and the workers it forks (replay.heap_pad says why)
     with open_source(log) as source:
         progress = _Progress(sys.stderr, input_total(source)) if show else None
         report = verify_parallel(source, log, snapshot_store(snapshot_settings(args, log)), jobs, on_progress=progress)

@@ -1,0 +1,31 @@
+"""Heap tuning for a replay process: keep freed memory at the top of the heap for reuse.
+
+Why: a re-derived cycle allocates and frees a few megabytes of short-lived objects (decoded
+inputs, outputs and their encodings). With glibc's defaults, freeing them shrinks the heap
+back to the OS at once (``brk``), and the next cycle faults the same pages in again: about
+4% of verifying the first 100,000 inputs of ``benchmarks/verify.py``'s log (five
+alternating runs each way, benchmarks/RESULTS.md). A top pad of 64 MiB makes glibc grow the
+heap by that much more and trim back only to it, so the churn reuses resident pages.
+
+Process-wide and permanent (glibc has no way to undo it), so only the ``replay verify``
+command and its worker processes ask for it. A C library without ``mallopt`` (musl, macOS)
+leaves it alone: it changes speed, never results. This is shell code; the core never calls it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+M_TOP_PAD = -2  # glibc's malloc.h
+TOP_PAD_BYTES = 64 << 20
+
+
+def keep_heap_pad(pad_bytes: int = TOP_PAD_BYTES) -> bool:
+    """Ask the C library to keep ``pad_bytes`` at the top of the heap; True when it agreed."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt  # the symbols this process has loaded: its C library's
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    return bool(mallopt(M_TOP_PAD, pad_bytes))

@@ -1,0 +1,44 @@
+"""replay.heap_pad: with the pad, memory freed at the top of the heap stays for reuse (glibc)."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+
+import pytest
+
+from tests.cli import ROOT
+
+GLIBC = platform.libc_ver()[0] == "glibc"
+
+# Grows the heap by 40 MiB in 100 KiB blocks (below the mmap threshold: they come from the
+# heap), frees them, and prints what the heap keeps at its top (mallinfo2's keepcost).
+PROBE = """
+import ctypes, sys
+from replay.heap_pad import keep_heap_pad
+if sys.argv[1] == "pad":
+    assert keep_heap_pad()
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                                                     "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+libc.mallinfo2.restype = MallInfo2
+blocks = [libc.malloc(100 << 10) for _ in range(400)]
+for block in reversed(blocks):
+    libc.free(block)
+print(libc.mallinfo2().keepcost)
+"""
+
+
+def kept_after_free(mode: str) -> int:
+    done = subprocess.run([sys.executable, "-c", PROBE, mode], cwd=ROOT, capture_output=True, text=True, check=True)
+    return int(done.stdout)
+
+
+@pytest.mark.skipif(not GLIBC, reason="mallopt and mallinfo2 are glibc's")
+def test_freed_heap_top_is_kept_with_the_pad_and_returned_without() -> None:
+    assert kept_after_free("pad") >= 32 << 20
+    assert kept_after_free("default") < 4 << 20

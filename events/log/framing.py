@@ -182,10 +182,10 @@ def decode_frames(
     when the log was opened, so this is damage after the fact: it raises ``LogError``.
     """
     out: list[LogRecord] = []
-    view = memoryview(buf)
     size = len(buf)
     pos = 0
     crc32 = zlib.crc32
+    new_record = tuple.__new__  # LogRecord(...) runs a Python-level __new__; the tuple is the same
     for i in range(count):
         time_us, klen = 0, -2
         # The length and key length are checked too: a frame rewritten with a matching crc
@@ -195,24 +195,25 @@ def decode_frames(
         stop = pos + HEAD_SIZE + length
         if ok and length >= META_SIZE and stop <= size:
             time_us, klen = _i64(buf, pos + HEAD_SIZE), _i32(buf, pos + HEAD_SIZE + 8)
-            if -1 <= klen <= length - META_SIZE:
-                ok = crc32(view[pos + HEAD_SIZE : stop], crc32(view[pos : pos + 5])) == _u32(buf, pos + 5)
-            else:
-                ok = False
+            ok = -1 <= klen <= length - META_SIZE
         else:
             ok = False
+        kstart = pos + MIN_FRAME
+        vstart = kstart + max(klen, 0)
+        if ok:
+            # The crc runs over the header's first 5 bytes, then the rest of the frame: its
+            # metadata and key, then the value (sliced once: it is the record's value).
+            value = buf[vstart:stop]
+            crc = crc32(value, crc32(buf[pos + HEAD_SIZE : vstart], crc32(buf[pos : pos + 5])))
+            ok = crc == _u32(buf, pos + 5)
         if not ok:
             offset = first_offset + i
             raise LogError(
                 f"{where}: record {channel}@{offset} is corrupt (damaged since the log was "
                 "opened); refusing to return it"
             )
-        kstart = pos + MIN_FRAME
-        if klen < 0:
-            key, vstart = None, kstart
-        else:
-            key, vstart = buf[kstart : kstart + klen], kstart + klen
-        out.append(LogRecord(channel, first_offset + i, buf[vstart:stop], time_us, key))
+        key = None if klen < 0 else buf[kstart:vstart]
+        out.append(new_record(LogRecord, (channel, first_offset + i, value, time_us, key)))
         pos = stop
     return out
 

@@ -35,7 +35,7 @@ import itertools
 import multiprocessing
 import queue as queue_module
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,7 +51,6 @@ from replay.snapshot_start import restore_start
 from replay.verify_plan import MIN_RANGE_INPUTS, Boundary, Range, plan_ranges
 from scheduler.core import snapshot
 from scheduler.core.engine import Engine
-from scheduler.core.snapshot import seen_pairs
 from scheduler.storage.snapshot_files import SnapshotStore
 
 Spec = LogSettings  # what a worker opens the log with (``replay.open_source``); frozen, picklable
@@ -67,22 +66,22 @@ class RangeResult:
     bad_start: str | None = None  # why the start snapshot could not be used
 
 
-def engine_hash(dumped: dict[str, Any], seen: Iterable[Sequence[str]] | None = None) -> str:
-    """sha256 of an engine dump with its order-free parts put in order (timers, classes, seen ids).
+def engine_hash(dumped: dict[str, Any]) -> str:
+    """sha256 of an engine dump with its order-free parts put in order (timers, classes, sources).
 
     The timer heap's list order depends on how the heap was built (pushes vs. a restore's
     heapify), not on the state; sorting makes two equal states hash equal. The seen input
-    ids (``seen``, else the dump's own) are hashed as one sorted run of length-prefixed
-    strings: sorting a million ``(source, id)`` tuples costs several times more.
+    ids are hashed source by source (sorted by name: a snapshot file may hold them in
+    another order than a live engine), each source's ids in their order, which is state:
+    it decides which id the window forgets next (``events.seen``).
     """
     body = dict(dumped)
-    grouped = body.pop("seen", {})
-    pairs = seen_pairs(grouped) if seen is None else seen
+    grouped: dict[str, list[str]] = body.pop("seen", {})
     body["timers"] = sorted(body.get("timers", []))
     body["classes"] = sorted(body.get("classes", []))
     digest = hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS))
-    keys = sorted(f"{len(src)}:{src}{len(ident)}:{ident}" for src, ident in pairs)
-    digest.update("".join(keys).encode())
+    for source in sorted(grouped):
+        digest.update(orjson.dumps([source, grouped[source]]))
     return digest.hexdigest()
 
 

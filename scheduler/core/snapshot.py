@@ -9,7 +9,6 @@ the one that was saved (tests compare digests and the decisions that follow).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator
 from typing import Any
 
 from events.resources import add_into
@@ -46,28 +45,6 @@ def _load_ask(app_id: str, row: list[Any]) -> Ask:
 def _load_alloc(app_id: str, row: list[Any]) -> Allocation:
     """An allocation from ``_alloc`` output (older rows: preemption fields at their defaults)."""
     return Allocation(app_id, *row)
-
-
-def seen_by_source(seen: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
-    """Applied input ids grouped by source, each list in log order (no sort: a million ids).
-
-    >>> seen_by_source([("rm", "1"), ("agent/n1", "7"), ("rm", "2")])
-    {'rm': ['1', '2'], 'agent/n1': ['7']}
-    """
-    out: dict[str, list[str]] = {}
-    for source, event_id in seen:
-        ids = out.get(source)
-        if ids is None:
-            ids = out[source] = []
-        ids.append(event_id)
-    return out
-
-
-def seen_pairs(grouped: dict[str, list[str]]) -> Iterator[tuple[str, str]]:
-    """The (source, id) pairs of ``seen_by_source`` output."""
-    for source, ids in grouped.items():
-        for event_id in ids:
-            yield source, event_id
 
 
 def dump(engine: Engine) -> dict[str, Any]:

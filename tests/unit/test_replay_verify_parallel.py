@@ -151,10 +151,13 @@ def test_engine_hash_ignores_timer_heap_order() -> None:
     dumped = {"seen": {"s": ["1"], "t": ["0"]}, "classes": [["b", 1], ["a", 2]], "timers": [[5, 1], [3, 2], [4, 0]]}
     reordered = {**dumped, "timers": [[3, 2], [4, 0], [5, 1]], "classes": [["a", 2], ["b", 1]]}
     assert engine_hash(dumped) == engine_hash(reordered)
-    assert engine_hash(dumped) == engine_hash({**dumped, "seen": {"t": ["0"], "s": ["1"]}})  # order-free
-    assert engine_hash(dumped) == engine_hash({**dumped, "seen": {}}, {("t", "0"), ("s", "1")})
+    assert engine_hash(dumped) == engine_hash({**dumped, "seen": {"t": ["0"], "s": ["1"]}})  # sources: order-free
     assert engine_hash(dumped) != engine_hash({**dumped, "seen": {"s": ["1"], "t": ["1"]}})
     assert engine_hash(dumped) != engine_hash({**dumped, "seen": {"s": ["1t"], "": ["0"]}})  # no run-together
+    assert engine_hash(dumped) != engine_hash({**dumped, "seen": {"s": ["1"], "t": ["0", ""]}})
+    # A source's ids in another order are another state: the window forgets its oldest first.
+    two = {**dumped, "seen": {"s": ["1", "2"], "t": ["0"]}}
+    assert engine_hash(two) != engine_hash({**two, "seen": {"s": ["2", "1"], "t": ["0"]}})
 
 
 def test_a_live_engine_hashes_as_its_snapshot(snap_log: Path) -> None:

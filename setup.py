@@ -53,6 +53,7 @@ NATIVE_MODULES = (
     "scheduler/core/preemption.py",
     "scheduler/core/preemption_queues.py",
     "scheduler/core/priorityclass.py",
+    "scheduler/core/recorded_cycles.py",
     "scheduler/core/required_node_preemption.py",
     "scheduler/core/reservations.py",
     "scheduler/core/reserve_candidates.py",

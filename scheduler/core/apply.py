@@ -147,48 +147,52 @@ def _app_removed(state: SchedulerState, event: InputEvent, out: list[OutputData]
 def _ask_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) -> None:
     data = event.data
     assert isinstance(data, AskAdded)
+    # Each field read once: the event is a pydantic model, and this runs for every ask.
+    ask_id, priority_class, preempt_other = data.ask_id, data.priority_class, data.preempt_other
     part = _partition(state, data.partition)
     app = _app(part, data.app_id)
+    app_id = app.app_id
     if app.state in TERMINAL_STATES:
-        raise Rejected("app-completed", f"application {app.app_id!r} is {app.state}")
+        raise Rejected("app-completed", f"application {app_id!r} is {app.state}")
     resources = normalized(data.resources)
     if not is_positive(resources):
-        raise Rejected("invalid", f"ask {data.ask_id!r} requests no resources")
-    if data.ask_id in app.allocations:
-        raise Rejected("ask-allocated", f"ask {data.ask_id!r} of {app.app_id!r} is already allocated")
-    too_large = decision_size_problem(resources, data.ask_id, app.app_id, app.queue.path)
+        raise Rejected("invalid", f"ask {ask_id!r} requests no resources")
+    if ask_id in app.allocations:
+        raise Rejected("ask-allocated", f"ask {ask_id!r} of {app_id!r} is already allocated")
+    too_large = decision_size_problem(resources, ask_id, app_id, app.queue.path)
     if too_large is not None:
-        raise Rejected("too-large", f"ask {data.ask_id!r}: {too_large}")
-    existing = app.asks.get(data.ask_id)
+        raise Rejected("too-large", f"ask {ask_id!r}: {too_large}")
+    existing = app.asks.get(ask_id)
     problem = pending_growth_problem(part, resources, existing.resources if existing is not None else {})
     if problem is not None:
-        raise Rejected("overflow", f"ask {data.ask_id!r}: {problem}")
+        raise Rejected("overflow", f"ask {ask_id!r}: {problem}")
     if existing is not None:
         part.update_ask(app, existing, resources)
         return
+    classes = state.priority_classes
     try:
-        priority = state.priority_classes.resolve(data.priority, data.priority_class)
+        priority = classes.resolve(data.priority, priority_class)
     except PriorityError as exc:
         raise Rejected(exc.reason, str(exc)) from None
+    time_us = event.time_us
     ask = Ask(
-        app_id=app.app_id,
-        ask_id=data.ask_id,
+        app_id=app_id,
+        ask_id=ask_id,
         resources=resources,
         priority=priority,
-        created_us=event.time_us,
+        created_us=time_us,
         seq=state.next_seq(),
         required_node=data.required_node,
-        priority_class=data.priority_class,
+        priority_class=priority_class,
         tags=dict(data.tags),
-        preempt_other=(data.preempt_other if data.preempt_other is not None
-                       else state.priority_classes.preempts(data.priority_class)),
+        preempt_other=preempt_other if preempt_other is not None else classes.preempts(priority_class),
         allow_preemption=data.allow_preemption,
     )
     part.add_ask(app, ask)
     if app.state == "New":
-        part.transition(app, "Accepted", event.time_us, state, out)
+        part.transition(app, "Accepted", time_us, state, out)
     elif app.state == "Completing":
-        part.transition(app, "Running", event.time_us, state, out)
+        part.transition(app, "Running", time_us, state, out)
 
 
 def _ask_removed(state: SchedulerState, event: InputEvent, out: list[OutputData]) -> None:

@@ -98,6 +98,9 @@ class Node:
     # to a value it or another node of the partition had; a cache's key, never state (not in
     # the state form or snapshots).
     version: int = 0
+    # ``available()`` as of the last re-index (which every change makes): the state digest
+    # encodes it for each changed node without building it a second time. A cache, never state.
+    indexed_available: Resources = field(default_factory=dict)
 
     def available(self) -> Resources:
         """capacity − allocated − occupied, zero entries left out (may be negative)."""

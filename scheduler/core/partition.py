@@ -376,8 +376,9 @@ class PartitionState:
         # included: what the reservation caches compare (``ReserveCandidates``, ``Ask.fit_checked``).
         self.node_changes += 1
         node.version = self.node_changes
+        available = node.indexed_available = node.available()
         if node.schedulable and node.reserved_for is None:
-            self.index.upsert(node.node_id, node.capacity, node.available())
+            self.index.upsert(node.node_id, node.capacity, available)
         else:
             self.index.remove(node.node_id)
         self.reserve_candidates.node_changed(self.index, self.nodes, node)

@@ -13,7 +13,7 @@ import hashlib
 import heapq
 from typing import Any
 
-from events.resources import normalized
+from events.resources import Resources, normalized
 from projections.digest import canonical
 from projections.queues import QueueNode
 from scheduler.core.form_cache import EncodedEntries
@@ -47,11 +47,13 @@ def app_entry(app: App) -> dict[str, Any]:
     }
 
 
-def node_vectors(node: Node) -> dict[str, Any]:
+def node_vectors(node: Node, available: Resources | None = None) -> dict[str, Any]:
     """A node's state-form fields as the node holds them (live dicts: read, never hand out).
 
-    ``reserved_for`` (``"app/ask"``) appears only while the node is reserved (additive)."""
-    out: dict[str, Any] = {"capacity": node.capacity, "allocated": node.allocated, "available": node.available()}
+    ``available``: the node's ``available()`` when the caller has it. ``reserved_for``
+    (``"app/ask"``) appears only while the node is reserved (additive)."""
+    out: dict[str, Any] = {"capacity": node.capacity, "allocated": node.allocated,
+                           "available": node.available() if available is None else available}
     if node.reserved_for is not None:
         out["reserved_for"] = "/".join(node.reserved_for)
     return out
@@ -113,7 +115,9 @@ def _refreshed(pname: str, part: PartitionState) -> None:
         # ``node_entry`` without its sorted copies: a node's vectors hold no zero entries and
         # ``canonical`` sorts keys, so the encoded bytes are the same (every node re-encodes
         # each cycle on a busy cluster). The digest property tests compare with a full form.
-        return None if node is None else node_vectors(node)
+        # ``indexed_available``: every change re-indexed the node (and marked it changed) after
+        # the change; the from-scratch state form builds ``available()`` anew.
+        return None if node is None else node_vectors(node, node.indexed_available)
 
     part.form.refresh(lambda name: _key(pname, name), app_of, node_of)
 

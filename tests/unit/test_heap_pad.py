@@ -40,5 +40,7 @@ def kept_after_free(mode: str) -> int:
 
 @pytest.mark.skipif(not GLIBC, reason="mallopt and mallinfo2 are glibc's")
 def test_freed_heap_top_is_kept_with_the_pad_and_returned_without() -> None:
-    assert kept_after_free("pad") >= 32 << 20
-    assert kept_after_free("default") < 4 << 20
+    # How much stays depends on the heap's layout (31-64 MiB seen); glibc's default keeps
+    # about 128 KiB.
+    assert kept_after_free("pad") >= 16 << 20
+    assert kept_after_free("default") < 1 << 20

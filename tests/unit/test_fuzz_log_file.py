@@ -24,6 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from events.log import segments as segments_module
 from events.log.file import FileLog, FsyncPolicy
 from events.log.framing import MAGIC, check_frame, decode_frames, encode_frame, scan, valid_frame_after
 from events.log.port import LogError, LogRecord
@@ -300,6 +301,43 @@ def test_frames_read_back_field_for_field(records: list[tuple[int, bytes | None,
         (5 + i, t, k, v) for i, (t, k, v) in enumerate(records)
     ]
     assert [klen for _, _, klen in walked] == [-1 if k is None else len(k) for _, k, _ in records]
+
+
+@FUZZ
+@given(
+    st.lists(st.tuples(st.none() | st.binary(max_size=8), st.binary(max_size=600)), max_size=12),
+    st.integers(1, 700),
+    st.none() | st.tuples(st.integers(0, 10**6), st.integers(0, 255)),
+    st.integers(0, 40),
+)
+def test_chunked_open_scan_equals_the_whole_file_scan(
+    tmp_path_factory: pytest.TempPathFactory,
+    records: list[tuple[bytes | None, bytes]],
+    chunk: int,
+    damage: tuple[int, int] | None,
+    cut: int,
+) -> None:
+    # A read-only open indexes a segment in chunks (segments.quick_structure): frames cut by a
+    # chunk's end, frames larger than a chunk, damage and a torn tail must give what scanning
+    # the whole file gives, or None (then the whole file is scanned).
+    buf = bytearray(b"".join(encode_frame(TIME, k, v) for k, v in records))
+    if damage is not None and buf:
+        buf[damage[0] % len(buf)] ^= damage[1] or 1
+    data = bytes(buf[: max(0, len(buf) - cut)])
+    path = tmp_path_factory.mktemp("quick") / "00000000000000000000.seg"
+    path.write_bytes(data)
+    whole = scan(data, 0, check_crc=False)
+    original = segments_module.QUICK_CHUNK
+    segments_module.QUICK_CHUNK = chunk
+    try:
+        quick = segments_module.quick_structure(path)
+    finally:
+        segments_module.QUICK_CHUNK = original
+    if whole.problem is None:
+        assert quick is not None
+    if quick is not None:
+        assert whole.problem is None and quick.problem is None
+        assert list(quick.positions) == list(whole.positions) and quick.end == whole.end == len(data)
 
 
 def forged_frame(length: int, body: bytes) -> bytes:

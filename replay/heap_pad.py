@@ -7,6 +7,11 @@ back to the OS at once (``brk``), and the next cycle faults the same pages in ag
 alternating runs each way, benchmarks/RESULTS.md). A top pad of 64 MiB makes glibc grow the
 heap by that much more and trim back only to it, so the churn reuses resident pages.
 
+Asking for a pad switches off glibc's sliding mmap threshold, which would leave every
+block over 128 KiB (a read of 1,024 records, the digest's joined state form) mapped and
+faulted in anew each time; so the threshold is set where glibc's sliding one stops
+(32 MiB): such blocks come from the heap, and its pad, too.
+
 Process-wide and permanent (glibc has no way to undo it), so only the ``replay verify``
 command and its worker processes ask for it. A C library without ``mallopt`` (musl, macOS)
 leaves it alone: it changes speed, never results. This is shell code; the core never calls it.
@@ -17,15 +22,18 @@ from __future__ import annotations
 import ctypes
 
 M_TOP_PAD = -2  # glibc's malloc.h
+M_MMAP_THRESHOLD = -3
 TOP_PAD_BYTES = 64 << 20
+MMAP_THRESHOLD_BYTES = 32 << 20  # glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit
 
 
 def keep_heap_pad(pad_bytes: int = TOP_PAD_BYTES) -> bool:
-    """Ask the C library to keep ``pad_bytes`` at the top of the heap; True when it agreed."""
+    """Ask the C library to keep ``pad_bytes`` at the top of the heap, and to map only blocks
+    of ``MMAP_THRESHOLD_BYTES`` or more; True when it agreed."""
     try:
         mallopt = ctypes.CDLL(None).mallopt  # the symbols this process has loaded: its C library's
     except (OSError, AttributeError):
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
-    return bool(mallopt(M_TOP_PAD, pad_bytes))
+    return bool(mallopt(M_TOP_PAD, pad_bytes)) and bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))

@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent
 NATIVE_MODULES = (
     "events/fast_decode.py",
     "events/log/framing.py",
+    "events/model_construct.py",
     "events/resources.py",
     "events/seen.py",
     "events/times.py",

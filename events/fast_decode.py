@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from events.model_construct import construct
 from events.models import (
     IDENTIFIER_CHARS,
     INPUT_DATA,
@@ -34,7 +35,6 @@ from events.models import (
     NodeAdded,
     NodeRemoved,
     NodeUpdated,
-    construct,
 )
 from events.resources import MAX_QUANTITY
 from events.times import MAX_TIME_US, MIN_TIME_US, TimeFormatError, parse_time

@@ -7,7 +7,7 @@ envelope with the models in ``OUTPUT_DATA``. Everything here is pure data: no I/
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -44,30 +44,6 @@ class Frozen(BaseModel):
     """Base for every event model: immutable, unknown fields rejected."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-Model = TypeVar("Model", bound=Frozen)
-_new = object.__new__  # BaseModel has no ``__new__`` of its own
-# BaseModel's four slots, set through their descriptors: what ``object.__setattr__`` ends in,
-# without its attribute lookup on every call (a third of ``construct``'s time).
-_set_dict = BaseModel.__dict__["__dict__"].__set__
-_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
-_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
-
-
-def construct(cls: type[Model], values: dict[str, Any], fields_set: set[str]) -> Model:
-    """A model instance from values already known valid, laid out as validation lays it out.
-
-    The same four attributes ``model_construct`` sets, without its per-field default and
-    alias handling (the caller gives every field, in declaration order).
-    """
-    model: Model = _new(cls)
-    _set_dict(model, values)
-    _set_fields_set(model, fields_set)
-    _set_extra(model, None)
-    _set_private(model, None)
-    return model
 
 
 # ---------------------------------------------------------------- inputs (CONTRACT §2)

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Final
 
-from events.models import AllocationDecided, OutputData, construct
+from events.model_construct import construct
+from events.models import AllocationDecided, OutputData
 from events.resources import Resources
 from projections.queues import QueueNode
 from scheduler.core.asks import Shape, shape_of

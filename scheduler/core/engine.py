@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from events.codec import decode_input, reject
+from events.model_construct import construct
 from events.models import (
     OUTPUT_TYPE,
     CycleCompleted,
@@ -18,7 +19,6 @@ from events.models import (
     InputRejected,
     OutputData,
     OutputEvent,
-    construct,
 )
 from events.seen import SeenIds
 from events.times import format_time

@@ -197,6 +197,9 @@ def _verify_range(
 
     if _STOP is not None and _STOP.is_set():  # queued before the outcome was settled
         raise RangeCancelled(f"range {rng.index} cancelled")
+    if _LAST_ENGINE:  # a worker's second range (a re-plan): free the first's engine, cycles too
+        _LAST_ENGINE.clear()
+        gc.collect()
     source = source if source is not None else _source(spec)
     start = None
     start_hash = None

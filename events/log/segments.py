@@ -491,8 +491,8 @@ def quick_structure(path: Path) -> ScanResult | None:
         pos, want = 0, QUICK_CHUNK
         while pos < size:
             chunk = os.pread(fd, want, pos)
-            if not chunk:
-                return None
+            if len(chunk) < min(want, size - pos):
+                return None  # the file shrank under us
             part = scan(chunk, pos, check_crc=False)
             positions.extend(part.positions)
             want = QUICK_CHUNK

@@ -340,6 +340,31 @@ def test_chunked_open_scan_equals_the_whole_file_scan(
         assert list(quick.positions) == list(whole.positions) and quick.end == whole.end == len(data)
 
 
+@pytest.mark.parametrize("cut_into", [10, 500], ids=["frame-head", "frame-body"])
+def test_chunked_open_scan_of_a_file_shrinking_under_it_gives_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cut_into: int
+) -> None:
+    # Found in review: a file truncated inside a frame after the first read (``truncate -s``,
+    # a restore by ``cp`` that died) made the chunked scan re-read the same short frame for
+    # ever. Any short read is a changed file: None, and the whole-file path judges it.
+    path = tmp_path / "00000000000000000000.seg"
+    frames = [encode_frame(TIME, None, bytes(1000)) for _ in range(300)]
+    path.write_bytes(b"".join(frames))
+    starts = scan(path.read_bytes(), 0, check_crc=False).positions
+    cut = next(p for p in starts if p > segments_module.QUICK_CHUNK) + cut_into
+    real_pread, calls = os.pread, []
+
+    def pread(fd: int, n: int, offset: int) -> bytes:
+        calls.append(offset)
+        assert len(calls) < 100, "the scan keeps re-reading: it does not give up"
+        if len(calls) == 2:
+            os.truncate(path, cut)
+        return real_pread(fd, n, offset)
+
+    monkeypatch.setattr(os, "pread", pread)
+    assert segments_module.quick_structure(path) is None
+
+
 def forged_frame(length: int, body: bytes) -> bytes:
     """A frame whose crc is right but whose lengths lie: not chance damage, a rewrite."""
     crc = zlib.crc32(body, zlib.crc32(struct.pack("<BI", MAGIC, length)))

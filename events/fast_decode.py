@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from events.model_construct import construct
 from events.models import (
@@ -39,12 +39,13 @@ from events.models import (
 from events.resources import MAX_QUANTITY
 from events.times import MAX_TIME_US, MIN_TIME_US, TimeFormatError, parse_time
 
-_BAD: Any = object()  # a checker's answer for "not sure: let pydantic decide"
-_REQUIRED: Any = object()
+_BAD: Final[Any] = object()  # a checker's answer for "not sure: let pydantic decide"
+_REQUIRED: Final[Any] = object()
 
-_IDENTIFIER = re.compile(IDENTIFIER_CHARS).fullmatch  # models.Identifier's pattern
-_PARTITION = re.compile(PARTITION_CHARS).fullmatch  # models.PartitionName's pattern
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_IDENTIFIER: Final = re.compile(IDENTIFIER_CHARS).fullmatch  # models.Identifier's pattern
+_PARTITION: Final = re.compile(PARTITION_CHARS).fullmatch  # models.PartitionName's pattern
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
 
 Checker = Callable[[Any], Any]
 
@@ -167,14 +168,14 @@ _FIELDS: dict[type[Frozen], tuple[FieldSpec, ...]] = {
     NodeRemoved: (("node_id", _identifier, _REQUIRED), ("partition", _partition, lambda: "default")),
 }
 
-_FAST: dict[str, tuple[type[Frozen], tuple[FieldSpec, ...], frozenset[str]]] = {
+_FAST: Final[dict[str, tuple[type[Frozen], tuple[FieldSpec, ...], frozenset[str]]]] = {
     name: (model, _FIELDS[model], frozenset(f[0] for f in _FIELDS[model]))
     for name, model in INPUT_DATA.items()
     if model in _FIELDS
 }
 
-_ENVELOPE_KEYS = frozenset(InputEnvelope.model_fields)
-_ASK_ADDED_KEYS = _FAST["ask.added"][2]
+_ENVELOPE_KEYS: Final = frozenset(InputEnvelope.model_fields)
+_ASK_ADDED_KEYS: Final = _FAST["ask.added"][2]
 
 
 def _ask_added(data: dict[str, Any]) -> Any:
@@ -273,7 +274,7 @@ def fast_input(obj: Any) -> tuple[str, str, str, str | None, Frozen] | None:
     return input_id, source, input_type, time, data
 
 
-_EVENT_FIELDS = frozenset(InputEvent.model_fields)
+_EVENT_FIELDS: Final = frozenset(InputEvent.model_fields)
 
 
 def input_event(event_id: str, source: str, event_type: str, time_us: int, data: Frozen) -> InputEvent:

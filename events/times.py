@@ -7,12 +7,13 @@ codec where the compiled decoder (``events.fast_decode``) can call it.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Final
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 # Event times must stay formattable after the arithmetic done on them (simulate adds 1 ms
 # per line, timers minutes): years 0001 to 9998, a year short of datetime's end.
-MIN_TIME_US = (datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) // timedelta(microseconds=1)
-MAX_TIME_US = (datetime(9999, 1, 1, tzinfo=UTC) - _EPOCH) // timedelta(microseconds=1)
+MIN_TIME_US: Final = (datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) // timedelta(microseconds=1)
+MAX_TIME_US: Final = (datetime(9999, 1, 1, tzinfo=UTC) - _EPOCH) // timedelta(microseconds=1)
 # The append time of a record its log gave no time (a Kafka timestamp of −1): a record
 # without its own ``time`` is then rejected, never stamped with a reader's clock.
 NO_APPEND_TIME_US = -(2**63)

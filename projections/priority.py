@@ -17,8 +17,10 @@ with offset 5, one pending ask at priority 0:
 
 from __future__ import annotations
 
-MIN_PRIORITY = -(2**31)
-MAX_PRIORITY = 2**31 - 1
+from typing import Final
+
+MIN_PRIORITY: Final = -(2**31)
+MAX_PRIORITY: Final = 2**31 - 1
 
 
 def clamp_int32(value: int) -> int:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from events.resources import Resources, add_into, sub_into
 from projections.priority import MIN_PRIORITY, adjusted
 
-RUNNING_STATES = frozenset({"Starting", "Running"})
+RUNNING_STATES: Final = frozenset({"Starting", "Running"})
 
 
 class AppView(Protocol):
@@ -234,7 +234,7 @@ def app_key(app: AppView) -> str:
     return app.app_id
 
 
-EXACT = 2**53  # below this an int converts to a double exactly
+EXACT: Final = 2**53  # below this an int converts to a double exactly
 
 
 def _share_of(qty: int, g: int) -> float:

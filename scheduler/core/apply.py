@@ -7,6 +7,7 @@ event with a stable reason code, never both: a rejected event changes nothing.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Final
 
 from events.codec import reject
 from events.models import (
@@ -37,7 +38,7 @@ from scheduler.core.placement import PlacementError, Submission, place
 from scheduler.core.priorityclass import PriorityClass, PriorityError
 from scheduler.core.state import SchedulerState
 
-TERMINAL_STATES = frozenset({"Completed", "Rejected", "Failed"})
+TERMINAL_STATES: Final = frozenset({"Completed", "Rejected", "Failed"})
 
 
 class Rejected(Exception):

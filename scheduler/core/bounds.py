@@ -17,6 +17,7 @@ the partition's cluster capacity (the sum of its nodes') on every capacity chang
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Final
 
 import orjson
 
@@ -24,7 +25,7 @@ from events.resources import MAX_QUANTITY, Resources
 from scheduler.core.objects import Node
 from scheduler.core.partition import PartitionState
 
-MIN_VALUE = -(2**63)
+MIN_VALUE: Final = -(2**63)
 
 
 def pending_growth_problem(part: PartitionState, grow: Resources, shrink: Resources) -> str | None:
@@ -69,8 +70,8 @@ def node_change_problem(
 # so a decision is kept under 1,000,000 bytes. Everything it holds besides the resources,
 # the ask and app ids and the queue path — node id (≤ 253 characters), decision id,
 # partition, numbers, envelope — fits in DECISION_OVERHEAD.
-MAX_DECISION_BYTES = 1_000_000
-DECISION_OVERHEAD = 2048
+MAX_DECISION_BYTES: Final = 1_000_000
+DECISION_OVERHEAD: Final = 2048
 
 
 def decision_size_problem(resources: Mapping[str, int], ask_id: str, app_id: str, queue: str) -> str | None:

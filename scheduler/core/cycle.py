@@ -39,7 +39,7 @@ from scheduler.core.reservations import Step, may_reserve, required_node_step, r
 from scheduler.core.sorting import AppSortPolicy, ChildOrder, child_order, stateaware_allowed
 from scheduler.core.state import SchedulerState
 
-DECIDED_FIELDS = frozenset(AllocationDecided.model_fields)
+DECIDED_FIELDS: Final = frozenset(AllocationDecided.model_fields)
 STATEAWARE: Final = AppSortPolicy.STATEAWARE.value  # read once: an enum's ``.value`` is a slow lookup
 
 

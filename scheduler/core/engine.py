@@ -9,6 +9,7 @@ with a deterministic envelope id. The same inputs and cycle boundaries give the 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Final
 
 from events.codec import decode_input, reject
 from events.model_construct import construct
@@ -30,7 +31,7 @@ from scheduler.core.state import SchedulerState
 from scheduler.core.state_form import state_digest, state_form
 
 DEFAULT_SOURCE = "evsched"
-OUTPUT_EVENT_FIELDS = frozenset(OutputEvent.model_fields)
+OUTPUT_EVENT_FIELDS: Final = frozenset(OutputEvent.model_fields)
 
 
 class Engine:

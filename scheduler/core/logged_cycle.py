@@ -57,6 +57,7 @@ def decode_records(records: Sequence[LogRecord]) -> list[Decoded]:
     """
     out: list[Decoded] = []
     loads = orjson.loads
+    new_decoded = tuple.__new__  # Decoded(...) runs a Python-level __new__; the tuple is the same
     for rec in records:
         raw = rec.value
         result: InputEvent | InputRejected | None = None
@@ -68,7 +69,7 @@ def decode_records(records: Sequence[LogRecord]) -> list[Decoded]:
         if result is None:
             result = decode_input(raw, append_time_us=rec.append_time_us, position=rec.position)
         time_us = result.time_us if isinstance(result, InputEvent) else rec.append_time_us
-        out.append(Decoded(rec, time_us, result))
+        out.append(new_decoded(Decoded, (rec, time_us, result)))
     return out
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import orjson
 from pydantic import ValidationError
@@ -24,8 +24,8 @@ from pydantic import ValidationError
 from events.log.port import LogRecord
 from events.models import CycleStarted
 
-STARTED = "cycle.started"
-COMPLETED = "cycle.completed"
+STARTED: Final = "cycle.started"
+COMPLETED: Final = "cycle.completed"
 
 
 class LogStructureError(Exception):

@@ -59,6 +59,14 @@ def _i64(data: bytes, at: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
+def frame_size(data: bytes, pos: int) -> int | None:
+    """The size of the frame at ``data[pos:]`` as its head says, or None when ``data`` ends
+    inside the head (``MIN_FRAME`` bytes). Only the head is read: the frame may be damaged."""
+    if len(data) - pos < MIN_FRAME:
+        return None
+    return HEAD_SIZE + _u32(data, pos + 1)
+
+
 def encode_frame(append_time_us: int, key: bytes | None, value: bytes) -> bytes:
     """One record as a frame (see the module docstring for the layout)."""
     klen = -1 if key is None else len(key)

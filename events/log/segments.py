@@ -39,12 +39,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from events.log.framing import (
-    HEAD_SIZE,
     MAGIC,
     MIN_FRAME,
     ScanResult,
     check_frame,
     decode_frames,
+    frame_size,
     scan,
     valid_frame_after,
 )
@@ -185,11 +185,13 @@ class Channel:
     def _scan_segment(self, base: int, *, last: bool) -> _Segment:
         seg = _Segment(base, self._dir / segment_name(base))
         if self._readonly and not self._verify_all:
-            # A reader checks each record's crc when it reads it (``_scan_frames`` says why), so
-            # a segment whose structure holds, and whose last frame's crc does, is indexed from
-            # its frame heads alone; anything else is read whole and judged below.
-            quick = quick_structure(seg.path)
-            if quick is not None and (not last or _last_frame_ok(seg.path, quick)):
+            # A reader (replay, audit) checks every record's crc when it reads it
+            # (``decode_frames``), so at open a segment whose structure holds is indexed from
+            # its frame heads alone; of the last segment, the last frame's crc is checked too:
+            # a torn write can leave a frame whose structure holds and whose bytes do not.
+            # Anything else is read whole and judged below, as a writer judges it.
+            quick = quick_structure(seg.path, check_last_crc=last)
+            if quick is not None:
                 seg.positions, seg.size = quick.positions, quick.end
                 return seg
         # Read, not mmap: a file truncated under a mapping (a writer repairing or rolling
@@ -197,7 +199,7 @@ class Channel:
         data = seg.path.read_bytes()
         size = len(data)
         view = memoryview(data)
-        result = self._scan_frames(data, last=last)
+        result = scan(data, 0, check_crc=last or self._verify_all)
         follow = None
         if result.problem is not None and last:
             follow = valid_frame_after(view, result.end + 1)
@@ -241,26 +243,6 @@ class Channel:
         self._repairs.append(note)
         logger.warning("%s", note)
         return seg
-
-    def _scan_frames(self, data: bytes, *, last: bool) -> ScanResult:
-        """The segment's frames: their structure, and their crcs where open must judge them.
-
-        A writer checks the last segment's crcs, where a torn write may have left damage to
-        truncate. A reader (replay, audit) checks every record's crc when it reads it
-        (``decode_frames``), as it does in older segments, so at open it checks the crc of the
-        last frame only: the one a torn write leaves bad while its structure holds. When that
-        or the structure fails it scans with every crc, to find the torn tail exactly as a
-        writer would. That halves the time to open a long log read-only (benchmarks/RESULTS.md).
-        """
-        if not last or self._verify_all:
-            return scan(data, 0, check_crc=self._verify_all)
-        if self._readonly:
-            quick = scan(data, 0, check_crc=False)
-            last_frame = quick.positions[-1] if quick.positions else 0
-            tail_ok = not quick.positions or check_frame(memoryview(data), last_frame, quick.end, True) is None
-            if quick.problem is None and tail_ok:
-                return quick
-        return scan(data, 0, check_crc=True)
 
     def _create_segment(self, base: int) -> int:
         flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND
@@ -473,9 +455,10 @@ class Channel:
             self._wfd = None
 
 
-def quick_structure(path: Path) -> ScanResult | None:
-    """A segment file's frame positions when its structure holds to its end, read in chunks
-    of ``QUICK_CHUNK``; None when it does not hold (or the file shrank): scan it whole then.
+def quick_structure(path: Path, *, check_last_crc: bool = False) -> ScanResult | None:
+    """A segment file's frame positions when its structure holds to its end (and, with
+    ``check_last_crc``, its last frame's crc), read in chunks of ``QUICK_CHUNK``; None when
+    it does not hold (or the file shrank): scan it whole then.
 
     Reading a whole segment into one buffer faulted in a fresh page per 4 KiB, most of the
     time to open a long log read-only (benchmarks/RESULTS.md). A frame cut by a chunk's end
@@ -488,7 +471,7 @@ def quick_structure(path: Path) -> ScanResult | None:
         return None
     try:
         size = os.fstat(fd).st_size
-        pos, want = 0, QUICK_CHUNK
+        pos, want, chunk = 0, QUICK_CHUNK, b""
         while pos < size:
             chunk = os.pread(fd, want, pos)
             if len(chunk) < min(want, size - pos):
@@ -498,33 +481,21 @@ def quick_structure(path: Path) -> ScanResult | None:
             want = QUICK_CHUNK
             if part.problem is not None:
                 rel = part.end - pos
+                need = frame_size(chunk, rel)
                 if part.end + MIN_FRAME > size or chunk[rel] != MAGIC:
                     return None  # a torn or damaged tail, or no frame head: judged whole
-                if len(chunk) - rel < MIN_FRAME:  # the chunk ends inside a frame head
+                if need is None:  # the chunk ends inside a frame head
                     want = max(QUICK_CHUNK, MIN_FRAME)
+                elif rel + need <= len(chunk) or part.end + need > size:
+                    return None  # the frame was all there, or runs past the file
                 else:
-                    need = HEAD_SIZE + int.from_bytes(chunk[rel + 1 : rel + 5], "little")
-                    if rel + need <= len(chunk) or part.end + need > size:
-                        return None  # the frame was all there, or runs past the file
                     want = max(need, QUICK_CHUNK)  # the next read holds it whole
             pos = part.end
+        # The last chunk read ends at the file's end and holds its last frame whole.
+        if check_last_crc and positions:
+            last = positions[-1] - (size - len(chunk))
+            if check_frame(memoryview(chunk), last, len(chunk), True) is not None:
+                return None
         return ScanResult(positions, pos, None)
     finally:
         os.close(fd)
-
-
-def _last_frame_ok(path: Path, quick: ScanResult) -> bool:
-    """Whether the last frame ``quick`` found passes its crc (a torn write can leave a frame
-    whose structure holds and whose bytes do not)."""
-    if not quick.positions:
-        return True
-    start = quick.positions[-1]
-    try:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            frame = os.pread(fd, quick.end - start, start)
-        finally:
-            os.close(fd)
-    except OSError:
-        return False
-    return check_frame(memoryview(frame), 0, len(frame), True) is None

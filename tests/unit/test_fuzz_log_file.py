@@ -331,8 +331,12 @@ def test_chunked_open_scan_equals_the_whole_file_scan(
     segments_module.QUICK_CHUNK = chunk
     try:
         quick = segments_module.quick_structure(path)
+        checked = segments_module.quick_structure(path, check_last_crc=True)
     finally:
         segments_module.QUICK_CHUNK = original
+    # With the last frame's crc checked too: as without, unless that frame fails its crc.
+    last_ok = not whole.positions or check_frame(memoryview(data), whole.positions[-1], len(data), True) is None
+    assert (checked is not None) == (quick is not None and last_ok)
     if whole.problem is None:
         assert quick is not None
     if quick is not None:

@@ -24,7 +24,7 @@ from events.models import (
     InputRejected,
     OutputEvent,
 )
-from events.times import MAX_TIME_US, MIN_TIME_US, NO_APPEND_TIME_US, TimeFormatError, parse_time
+from events.times import TimeFormatError, event_time_us
 
 _DUMP_OPTS = orjson.OPT_SORT_KEYS
 
@@ -79,7 +79,7 @@ def decode_input(raw: bytes, *, append_time_us: int, position: str = "?") -> Inp
 def decode_loaded(obj: Any, *, append_time_us: int, position: str = "?") -> InputEvent | InputRejected:
     """A value from ``orjson.loads`` → as ``decode_input_object``, the common records without pydantic.
 
-    Only for ``orjson.loads`` values (exact ``str`` and ``int``), where ``fast_input`` gives the
+    Only for ``orjson.loads`` values (exact ``str`` and ``int``), where ``fast_event`` gives the
     very models pydantic would; anything it is unsure of goes to ``decode_input_object``.
     """
     event = fast_event(obj, append_time_us)  # the common records, checked without pydantic (same result)
@@ -114,19 +114,11 @@ def decode_input_object(obj: Any, *, append_time_us: int, position: str = "?") -
 def _input_event(
     event_id: str, source: str, event_type: str, time: str | None, data: Frozen, *, append_time_us: int
 ) -> InputEvent | InputRejected:
-    """The event from validated parts, its time resolved (a bad time text rejects it)."""
-    if time is None:
-        time_us = append_time_us
-        if time_us == NO_APPEND_TIME_US:
-            return reject(event_id, event_type, "invalid", "no time, and the log gave the record no timestamp "
-                          "(Kafka timestamp -1): give a time")
-        if not MIN_TIME_US <= time_us < MAX_TIME_US:  # a producer-set Kafka timestamp, say
-            return reject(event_id, event_type, "invalid", f"append time {time_us} µs is out of range (give a time)")
-    else:
-        try:
-            time_us = parse_time(time)
-        except TimeFormatError as exc:
-            return reject(event_id, event_type, "invalid", str(exc))
+    """The event from validated parts, its time resolved (no usable time rejects it)."""
+    try:
+        time_us = event_time_us(time, append_time_us)
+    except TimeFormatError as exc:
+        return reject(event_id, event_type, "invalid", str(exc))
     return input_event(event_id, source, event_type, time_us, data)
 
 

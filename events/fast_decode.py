@@ -37,7 +37,7 @@ from events.models import (
     NodeUpdated,
 )
 from events.resources import MAX_QUANTITY
-from events.times import MAX_TIME_US, MIN_TIME_US, TimeFormatError, parse_time
+from events.times import TimeFormatError, event_time_us
 
 _BAD: Final[Any] = object()  # a checker's answer for "not sure: let pydantic decide"
 _REQUIRED: Final[Any] = object()
@@ -293,13 +293,8 @@ def fast_event(obj: Any, append_time_us: int) -> InputEvent | None:
     if checked is None:
         return None
     event_id, source, event_type, time, data = checked
-    if time is None:
-        if not MIN_TIME_US <= append_time_us < MAX_TIME_US:
-            return None  # no usable time: the rejection says why
-        time_us = append_time_us
-    else:
-        try:
-            time_us = parse_time(time)
-        except TimeFormatError:
-            return None
+    try:
+        time_us = event_time_us(time, append_time_us)
+    except TimeFormatError:
+        return None  # no usable time: the rejection says why
     return input_event(event_id, source, event_type, time_us, data)

@@ -16,7 +16,8 @@ MIN_TIME_US: Final = (datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) // timedelta(micro
 MAX_TIME_US: Final = (datetime(9999, 1, 1, tzinfo=UTC) - _EPOCH) // timedelta(microseconds=1)
 # The append time of a record its log gave no time (a Kafka timestamp of −1): a record
 # without its own ``time`` is then rejected, never stamped with a reader's clock.
-NO_APPEND_TIME_US = -(2**63)
+NO_APPEND_TIME_US: Final = -(2**63)
+
 
 class TimeFormatError(ValueError):
     """An RFC 3339 timestamp that cannot be read."""
@@ -39,6 +40,22 @@ def parse_time(text: str) -> int:
     if not MIN_TIME_US <= micros < MAX_TIME_US:
         raise TimeFormatError(f"time {text!r} is outside {format_time(MIN_TIME_US)} … {format_time(MAX_TIME_US)}")
     return micros
+
+
+def event_time_us(time: str | None, append_time_us: int) -> int:
+    """An input's event time: its ``time`` text, else the time its log appended it at;
+    ``TimeFormatError`` saying what to give when neither is usable.
+
+    >>> event_time_us(None, 7), event_time_us("1970-01-01T00:00:01Z", 7)
+    (7, 1000000)
+    """
+    if time is not None:
+        return parse_time(time)
+    if append_time_us == NO_APPEND_TIME_US:
+        raise TimeFormatError("no time, and the log gave the record no timestamp (Kafka timestamp -1): give a time")
+    if not MIN_TIME_US <= append_time_us < MAX_TIME_US:  # a producer-set Kafka timestamp, say
+        raise TimeFormatError(f"append time {append_time_us} µs is out of range (give a time)")
+    return append_time_us
 
 
 def format_time(micros: int) -> str:

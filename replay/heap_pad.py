@@ -27,13 +27,13 @@ TOP_PAD_BYTES = 64 << 20
 MMAP_THRESHOLD_BYTES = 32 << 20  # glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit
 
 
-def keep_heap_pad(pad_bytes: int = TOP_PAD_BYTES) -> bool:
-    """Ask the C library to keep ``pad_bytes`` at the top of the heap, and to map only blocks
-    of ``MMAP_THRESHOLD_BYTES`` or more; True when it agreed."""
+def keep_heap_pad() -> bool:
+    """Ask the C library to keep ``TOP_PAD_BYTES`` at the top of the heap, and to map only
+    blocks of ``MMAP_THRESHOLD_BYTES`` or more; True when it agreed."""
     try:
         mallopt = ctypes.CDLL(None).mallopt  # the symbols this process has loaded: its C library's
     except (OSError, AttributeError):
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
-    return bool(mallopt(M_TOP_PAD, pad_bytes)) and bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
+    return bool(mallopt(M_TOP_PAD, TOP_PAD_BYTES)) and bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))

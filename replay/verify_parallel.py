@@ -120,6 +120,7 @@ class RangeCancelled(Exception):
 
 
 _SOURCES: dict[str, tuple[ExitStack, LogSource]] = {}
+_INHERITED: LogSource | None = None  # the parent's open log, in workers forked inside ``shared``
 # A worker's last re-derived engine, left for the process's exit: a pool worker ends with
 # ``os._exit``, so nothing frees it object by object (0.02-0.04 s at the end of a range).
 _LAST_ENGINE: list[Any] = []
@@ -144,14 +145,12 @@ def _close_sources() -> None:
     _SOURCES.clear()
 
 
-def spec_key(spec: Spec) -> str:
-    """The key a worker keeps its open log under (equal settings, equal key)."""
-    return orjson.dumps(spec, option=orjson.OPT_SORT_KEYS).decode()
-
-
 def _source(spec: Spec) -> LogSource:
-    """The worker's open log for ``spec`` (opened once per worker process, reused by its ranges)."""
-    key = spec_key(spec)
+    """The worker's open log for ``spec``: the parent's when forked from it (``shared``), else
+    opened once per worker process and reused by its ranges."""
+    if _INHERITED is not None:
+        return _INHERITED
+    key = orjson.dumps(spec, option=orjson.OPT_SORT_KEYS).decode()
     if key not in _SOURCES:
         from replay.open_source import open_source
 
@@ -184,15 +183,6 @@ def verify_range(
     spec: Spec, rng: Range, source: LogSource | None = None, progress: Callable[[Any], None] | None = None
 ) -> RangeResult:
     """Verify one range: in a worker, or in this process when ``source`` is given."""
-    # The whole range, its snapshot restore and end hash included, is finite work over a
-    # large heap: its few cyclic objects wait for the collection after it (``paused_gc``).
-    with paused_gc():
-        return _verify_range(spec, rng, source, progress)
-
-
-def _verify_range(
-    spec: Spec, rng: Range, source: LogSource | None, progress: Callable[[Any], None] | None
-) -> RangeResult:
     from replay.verify import VerifyReport, verify_with
 
     if _STOP is not None and _STOP.is_set():  # queued before the outcome was settled
@@ -337,7 +327,10 @@ def verify_parallel(
                 if on_progress is not None:
                     on_progress(run)
 
-            results[only.key] = verify_range(spec, only, source, progress=local)
+            # A worker runs without cyclic collection (``_init_worker``); here the range, its
+            # snapshot restore included, is as finite: its few cyclic objects wait till after.
+            with paused_gc():
+                results[only.key] = verify_range(spec, only, source, progress=local)
         elif todo:
             _run_ranges(spec, source, todo, jobs, run, results, on_progress)
         bad = _broken_links(run.ranges, results)
@@ -359,19 +352,19 @@ def start_method() -> str:
 
 
 @contextmanager
-def shared(spec: Spec, source: LogSource | None) -> Iterator[None]:
-    """While open, workers forked from this process use ``source`` for ``spec`` instead of
-    opening the log again (only the embedded log: its reads are ``pread`` calls on
-    descriptors, so a forked copy reads the same bytes without disturbing this one)."""
+def shared(source: LogSource | None) -> Iterator[None]:
+    """While open, workers forked from this process use ``source`` instead of opening the log
+    again (only the embedded log: its reads are ``pread`` calls on descriptors, so a forked
+    copy reads the same bytes without disturbing this one)."""
+    global _INHERITED
     if not isinstance(source, FileSource):
         yield
         return
-    key = spec_key(spec)
-    _SOURCES[key] = (ExitStack(), source)  # nothing to close: the source is this process's
+    _INHERITED = source
     try:
         yield
     finally:
-        del _SOURCES[key]
+        _INHERITED = None
 
 
 def _run_ranges(
@@ -394,7 +387,7 @@ def _run_ranges(
     ctx = multiprocessing.get_context(method)
     progress_queue = ctx.Queue()
     stop = ctx.Event()
-    with shared(spec, source if method == "fork" else None):
+    with shared(source if method == "fork" else None):
         pool = ctx.Pool(min(jobs, len(todo)), initializer=_init_worker, initargs=(progress_queue, stop))
     try:
         pending = {rng.key: (rng, pool.apply_async(verify_range, (spec, rng))) for rng in todo}
@@ -438,6 +431,6 @@ def _drain(progress_queue: Any) -> Iterator[tuple[int, tuple[int, int, int]]]:
 
 
 __all__ = [
-    "Boundary", "ParallelRun", "Range", "RangeResult", "engine_hash", "merge_results", "plan_boundaries",
-    "plan_ranges", "shared", "spec_key", "start_method", "verify_parallel", "verify_range",
+    "ParallelRun", "RangeResult", "engine_hash", "merge_results", "paused_gc", "plan_boundaries", "shared",
+    "start_method", "verify_parallel", "verify_range",
 ]

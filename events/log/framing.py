@@ -167,9 +167,10 @@ def valid_frame_after(buf: memoryview, start: int) -> int | None:
     found = tail.find(magic)
     while found != -1 and start + found + MIN_FRAME <= limit:
         pos = start + found
-        length = _HEAD.unpack_from(buf, pos)[1]
-        if HEAD_SIZE + length <= limit - pos:  # only a frame that fits gets its crc computed
-            budget -= length
+        size = frame_size(tail, found)
+        assert size is not None  # MIN_FRAME bytes are left (the loop's condition)
+        if size <= limit - pos:  # only a frame that fits gets its crc computed
+            budget -= size - HEAD_SIZE
             if budget < 0:
                 raise LogError(
                     f"cannot tell a torn tail from damage inside acknowledged data after byte {start}: "

@@ -471,9 +471,9 @@ def quick_structure(path: Path, *, check_last_crc: bool = False) -> ScanResult |
         return None
     try:
         size = os.fstat(fd).st_size
-        pos, want, chunk = 0, QUICK_CHUNK, b""
+        pos, want, chunk, at = 0, QUICK_CHUNK, b"", 0
         while pos < size:
-            chunk = os.pread(fd, want, pos)
+            chunk, at = os.pread(fd, want, pos), pos
             if len(chunk) < min(want, size - pos):
                 return None  # the file shrank under us
             part = scan(chunk, pos, check_crc=False)
@@ -491,9 +491,9 @@ def quick_structure(path: Path, *, check_last_crc: bool = False) -> ScanResult |
                 else:
                     want = max(need, QUICK_CHUNK)  # the next read holds it whole
             pos = part.end
-        # The last chunk read ends at the file's end and holds its last frame whole.
+        # The last chunk read (from ``at``) holds the last frame whole.
         if check_last_crc and positions:
-            last = positions[-1] - (size - len(chunk))
+            last = positions[-1] - at
             if check_frame(memoryview(chunk), last, len(chunk), True) is not None:
                 return None
         return ScanResult(positions, pos, None)

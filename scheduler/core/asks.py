@@ -196,6 +196,15 @@ class AskList:
         if len(block) > 2 * load:
             blocks[lo : lo + 1] = [block[:load], block[load:]]
 
+    def set_resources(self, ask: Ask, resources: Resources) -> None:
+        """Give ``ask`` (in the list) new resources: its place stays (the order reads no
+        resources), its shape count moves."""
+        if self._shapes is not None:
+            self._count(self._shapes, ask, -1)
+        ask.resources = resources
+        if self._shapes is not None:
+            self._count(self._shapes, ask, 1)
+
     def remove(self, ask: Ask) -> None:
         """Take out this very ask; ValueError when it is not in the list."""
         blocks = self._blocks

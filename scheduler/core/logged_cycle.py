@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import orjson
 
-from events.codec import decode_input, reject
+from events.codec import decode_input, decode_input_object, reject
 from events.fast_decode import fast_event
 from events.log.port import LogRecord
 from events.models import (
@@ -51,9 +51,10 @@ class Decoded(NamedTuple):
 def decode_records(records: Sequence[LogRecord]) -> list[Decoded]:
     """Decode each record; unreadable ones keep their append time for ordering.
 
-    ``decode_input`` of each record, its common case inlined (this module is compiled): a
-    record of a common shape is one JSON parse and one compiled call (``fast_event``), which
-    ``decode_input`` makes too; anything else, every rejection included, goes to it whole.
+    ``decode_input`` of each record, its steps inlined (this module is compiled): the size
+    check, one JSON parse, the common record in one compiled call (``fast_event``), and
+    ``decode_input_object`` on the parsed value for the rest; a record too large or not JSON
+    goes to ``decode_input`` whole, for its rejection.
     """
     out: list[Decoded] = []
     loads = orjson.loads
@@ -63,9 +64,13 @@ def decode_records(records: Sequence[LogRecord]) -> list[Decoded]:
         result: InputEvent | InputRejected | None = None
         if len(raw) <= MAX_RECORD_BYTES:
             try:
-                result = fast_event(loads(raw), rec.append_time_us)
+                obj = loads(raw)
             except orjson.JSONDecodeError:
-                result = None
+                pass
+            else:
+                result = fast_event(obj, rec.append_time_us)
+                if result is None:
+                    result = decode_input_object(obj, append_time_us=rec.append_time_us, position=rec.position)
         if result is None:
             result = decode_input(raw, append_time_us=rec.append_time_us, position=rec.position)
         time_us = result.time_us if isinstance(result, InputEvent) else rec.append_time_us

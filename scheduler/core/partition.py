@@ -199,9 +199,7 @@ class PartitionState:
         """Replace the resources of a pending ask."""
         sub_into(app.pending, ask.resources)
         app.queue.sub_pending(ask.resources)
-        app.sorted_asks.remove(ask)  # the list counts its asks' shapes: out while the shape changes
-        ask.resources = resources
-        app.sorted_asks.add(ask)
+        app.sorted_asks.set_resources(ask, resources)  # the list counts its asks' shapes
         add_into(app.pending, resources)
         app.queue.add_pending(resources)
         self._refresh(app)

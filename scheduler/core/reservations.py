@@ -3,7 +3,7 @@
 * An ask that passed its queue's headroom but fits no node, and has waited longer than
   the reservation delay (2 s of log time since its ``ask.added``), reserves the node it
   fits best: among schedulable, unreserved nodes whose capacity could hold it, the lowest
-  ``fit_in_score`` (how much of the request the node's available resources lack), the
+  ``fit_in_score`` (``reserve_candidates``: how much of the request the node's available resources lack), the
   first in node order on ties. The step ends there (``ask.reserved``, reason ``no-fit``).
 * An ask with a ``required_node`` tries only that node, schedulable or not; when that node
   is not registered, the app's turn ends there (YuniKorn 1.5). A node held
@@ -67,24 +67,6 @@ class Step:
         self.reserve = reserve
         self.cancel = [] if cancel is None else cancel
         self.victims = [] if victims is None else victims
-
-
-def fit_in_score(request: Mapping[str, int], available: Mapping[str, int]) -> float:
-    """YuniKorn ``FitInScore``: per requested type, the missing fraction (1 when none is available).
-
-    >>> fit_in_score({"vcore": 4000, "memory": 1000}, {"vcore": 1000, "memory": 2000})
-    0.75
-    """
-    score = 0.0
-    for name, want in request.items():
-        if want <= 0:
-            continue
-        have = available.get(name, 0)
-        if have <= 0:
-            score += 1
-        elif want > have:
-            score += (want - have) / want
-    return score
 
 
 def may_reserve(ask: Ask, now_us: int) -> bool:
@@ -204,7 +186,7 @@ def _try_leaf(part: PartitionState, leaf: QueueNode, by_app: dict[str, list[Ask]
         limits = part.limits  # the user's/group's headroom and maxapplications too (ugm)
         if limits is not None and app.state == "Accepted" and limits.blocking_apps(app) is not None:
             continue
-        ok: list[Ask] = []
+        ok: list[tuple[Ask, Shape]] = []
         for a in reserved:
             shape = shape_of(a.resources)
             if a.required_node is None and shape in unfit and a.reserved_node is not None \
@@ -214,8 +196,8 @@ def _try_leaf(part: PartitionState, leaf: QueueNode, by_app: dict[str, list[Ask]
             if room is None:
                 room = headroom[shape] = fits_headroom(part, leaf, a.resources)
             if room and (limits is None or limits.fits(app, a.resources)):
-                ok.append(a)
-        for ask in ok:
+                ok.append((a, shape))
+        for ask, _ in ok:
             assert ask.reserved_node is not None
             node = part.nodes[ask.reserved_node]
             if ask.required_node is None and not node.schedulable:
@@ -228,10 +210,9 @@ def _try_leaf(part: PartitionState, leaf: QueueNode, by_app: dict[str, list[Ask]
                 victims = required_node_victims(node, ask)  # YuniKorn tryRequiredNodePreemption
                 if victims:
                     return Step(app, ask, node, "required-node", victims=victims)
-        for ask in ok:
+        for ask, shape in ok:
             if ask.required_node is not None:
                 continue
-            shape = shape_of(ask.resources)
             if shape in unfit:
                 continue
             node_id = part.index.first_fit(ask.resources)  # unreserved nodes only

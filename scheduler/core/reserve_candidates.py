@@ -36,21 +36,19 @@ Entry = tuple[float, float, str, int]  # fit score, policy key, node id, the nod
 MAX_SHAPES = 64  # request shapes kept at once (each costs a push per node change)
 
 
-def node_fit_in_score(request: Resources, node: Node) -> float:
-    """YuniKorn ``FitInScore`` of ``request`` on ``node``'s availability, read in place.
+def fit_in_score(request: Resources, available: Resources) -> float:
+    """YuniKorn ``FitInScore``: per requested type, the missing fraction (1 when none is available).
 
-    Per requested type the fraction missing (1 when nothing is available); 0 when it fits.
+    A node's ``available`` is its ``indexed_available`` here: current for every indexed node.
 
-    >>> node = Node("n", "p", {"vcore": 4000, "memory": 4000}, {}, True, {}, 0, allocated={"vcore": 3000})
-    >>> node_fit_in_score({"vcore": 4000, "memory": 1000}, node)
+    >>> fit_in_score({"vcore": 4000, "memory": 1000}, {"vcore": 1000, "memory": 2000})
     0.75
     """
-    capacity, allocated, occupied = node.capacity, node.allocated, node.occupied
     score = 0.0
     for name, want in request.items():
         if want <= 0:
             continue
-        have = capacity.get(name, 0) - allocated.get(name, 0) - occupied.get(name, 0)
+        have = available.get(name, 0)
         if have <= 0:
             score += 1
         elif want > have:
@@ -74,14 +72,17 @@ class ReserveCandidates:
         key = index.key(node_id)
         if key is None:
             return  # reserved or cordoned: not a candidate (its older entries are stale)
-        capacity, version = node.capacity, node.version
+        capacity, available, version = node.capacity, node.indexed_available, node.version
         limit = 2 * len(index) + 64
-        for shape, heap in list(self._heaps.items()):
+        overgrown: list[Shape] = []
+        for shape, heap in self._heaps.items():
             request = self._requests[shape]
             if fits(request, capacity):
-                heappush(heap, (node_fit_in_score(request, node), key, node_id, version))
+                heappush(heap, (fit_in_score(request, available), key, node_id, version))
                 if len(heap) > limit:  # mostly stale: compact, or forget a shape nobody asks for
-                    self._compact(shape, nodes)
+                    overgrown.append(shape)
+        for shape in overgrown:
+            self._compact(shape, nodes)
 
     def best(self, index: NodeIndex, nodes: dict[str, Node], shape: Shape, request: Resources) -> Node | None:
         """The node to reserve for ``request`` (of items ``shape``) now, or None when no node can hold it."""
@@ -125,7 +126,7 @@ class ReserveCandidates:
             if fits(request, node.capacity):
                 key = index.key(node_id)
                 assert key is not None
-                heap.append((node_fit_in_score(request, node), key, node_id, node.version))
+                heap.append((fit_in_score(request, node.indexed_available), key, node_id, node.version))
         heapify(heap)
         return heap
 

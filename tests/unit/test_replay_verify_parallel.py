@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from events.log.file import FileLog
 from events.log.open import LogSettings
+from replay import open_source as open_source_module
 from replay import verify_parallel as verify_parallel_module
 from replay.reader import open_file_log
 from replay.snapshot_start import pick_snapshot
@@ -29,8 +30,6 @@ from replay.verify_parallel import (
     derived_engine_hash,
     engine_hash,
     paused_gc,
-    shared,
-    spec_key,
     start_method,
     verify_parallel,
 )
@@ -210,13 +209,17 @@ def test_spawned_workers_verify_as_forked_ones(snap_log: Path) -> None:
     assert (spawned.cycles, spawned.inputs, spawned.outputs) == (forked.cycles, forked.inputs, forked.outputs)
 
 
-def test_a_forked_worker_reads_through_the_parents_open_log(snap_log: Path) -> None:
-    settings = LogSettings(directory=str(snap_log))
-    with open_file_log(snap_log) as source:
-        with shared(settings, source):
-            assert verify_parallel_module._source(settings) is source
-        with shared(settings, None):  # spawned workers open their own
-            assert spec_key(settings) not in verify_parallel_module._SOURCES
+def test_a_forked_worker_reads_through_the_parents_open_log(snap_log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Forked workers inherit this patch: one that opened the log again would fail its range.
+    def refuse(settings: LogSettings) -> Any:
+        raise AssertionError("a forked worker opened the log again")
+
+    monkeypatch.setattr(open_source_module, "open_source", refuse)
+    assert start_method() == "fork"
+    run = ParallelRun()
+    report = parallel(snap_log, snap_log / "snapshots", run)
+    assert report.ok and len(run.ranges) >= 3
+    assert verify_parallel_module._INHERITED is None  # only while the pool was made
 
 
 def test_parallel_verify_reports_the_first_divergence_in_log_order(snap_log: Path, tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ the plain computation: ``node.available()``, every ask searched, nodes in from-s
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -34,11 +35,11 @@ from scheduler.core.cycle import (
     next_step,
     place,
 )
-from scheduler.core.objects import Node
+from scheduler.core.objects import Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.required_node_preemption import required_node_victims
-from scheduler.core.reservations import Step, fit_in_score, fits_node, reserved_step
-from scheduler.core.reserve_candidates import MAX_SHAPES, ReserveCandidates
+from scheduler.core.reservations import Step, fits_node, reserved_step
+from scheduler.core.reserve_candidates import MAX_SHAPES, ReserveCandidates, fit_in_score
 from scheduler.core.sorting import sort_queues
 from scheduler.simulation.simulate import Simulation
 from tests.unit.test_core_properties import APPS, CONFIG, NODES, SETUP, line
@@ -164,6 +165,11 @@ def test_reservation_searches_equal_a_from_scratch_search(body: list[dict[str, A
     assert compared > 0
 
 
+def _touched(memo: CycleMemo, asks: Iterable[Ask]) -> tuple[object, ...]:
+    """What a ``place`` that did something would leave changed: preemption attempts, asks' reservation marks."""
+    return set(memo.preempt_tried), memo.attempts_left, [(a.reserved_node, a.fit_checked) for a in asks]
+
+
 def _check_hopeless_apps(part: PartitionState, memo: CycleMemo, now_us: int) -> None:
     """Each app's shape counts equal a count of its asks, and where the walk would skip an
     app as hopeless, ``place`` fails every one of its asks (and so changes nothing)."""
@@ -173,9 +179,9 @@ def _check_hopeless_apps(part: PartitionState, memo: CycleMemo, now_us: int) -> 
         assert shapes == Counter(shape_of(a.resources) for a in asks)
         assert not_plain == sum(1 for a in asks if a.required_node is not None or a.preempt_other)
         if asks and not_plain == 0 and _hopeless(part, shapes, memo):
-            unplaceable = set(memo.unplaceable)
+            before = _touched(memo, asks)
             assert all(place(part, app, ask, memo, now_us) is None for ask in asks)
-            assert memo.unplaceable == unplaceable
+            assert _touched(memo, asks) == before
 
 
 def _checked_cycle(sim: Simulation, now_us: int, max_allocations: int | None) -> None:

@@ -121,10 +121,11 @@ def transactional_id(kafka: KafkaSettings, shard: str = DEFAULT_SHARD) -> str:
 
 
 async def open_log(settings: LogSettings, *, readonly: bool = False, transactional: bool = False,
-                   fence_at_start: bool = True) -> EventLog:
+                   fence_at_start: bool = True, writes_only: bool = False) -> EventLog:
     """The log ``settings`` name, opened (and started, for Kafka). ``transactional``: Kafka
     cycles commit in transactions under the shard's ``transactional_id``; ``fence_at_start``
-    False leaves fencing the previous owner to ``take_over()`` (a standby, once it holds the lease)."""
+    False leaves fencing the previous owner to ``take_over()`` (a standby, once it holds the lease);
+    ``writes_only``: Kafka only appends (no consumer is started: ``submit``, ``config apply``)."""
     kafka = settings.kafka
     if kafka is not None:
         from events.log.kafka import KafkaLog
@@ -132,7 +133,7 @@ async def open_log(settings: LogSettings, *, readonly: bool = False, transaction
         txn_id = transactional_id(kafka, (settings.partitions or (DEFAULT_SHARD,))[0]) if transactional else None
         log = KafkaLog(kafka.bootstrap, group_id=kafka.group, replication_factor=kafka.replication_factor,
                        **settings.kafka_topics(), **kafka.security(), **kafka.group_timing(), **kafka.fetch_tuning(),
-                       transactional_id=txn_id, fence_at_start=fence_at_start)
+                       transactional_id=txn_id, fence_at_start=fence_at_start, writes_only=writes_only)
         await log.start()
         return log
     if settings.partitions:

@@ -421,6 +421,11 @@ def up(argv: list[str]) -> int:
     cluster = KafkaCluster(workdir, 1, fetch(), nodes=[node])
     print(f"starting Apache Kafka {kafka_version()} on 127.0.0.1:{args.port} (data in {workdir}; "
           f"broker log {node.workdir}/broker-1.log) ...", flush=True)
+    def interrupt(*_: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM as Ctrl-C (and Ctrl-C even where the shell started us ignoring it)
+
+    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGINT, interrupt)
     try:
         cluster.start()
         print(f"Kafka is up: evsched run --kafka 127.0.0.1:{args.port}; evsched submit --kafka 127.0.0.1:{args.port} "

@@ -192,7 +192,7 @@ def test_the_page_shows_the_tree_and_answers_why_pending(
         assert page.locator('#queues tr[data-queue="root.dept0.team0"]').count() == 0  # collapsed at first
         page.locator('#queues tr[data-queue="root.dept0"] .toggle').click()
         page.wait_for_selector('#queues tr[data-queue="root.dept0.team0"]')
-        pending_cell = page.locator('#queues tr[data-queue="root"] td').nth(6).inner_text()
+        pending_cell = page.locator('#queues tr[data-queue="root"] td').nth(7).inner_text()
         assert "GiB" in pending_cell and "cores" in pending_cell  # human units, not bytes and millicores
         page.fill("#why-input", target)
         page.click("#why-button")

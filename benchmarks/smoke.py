@@ -60,6 +60,8 @@ SMOKE: dict[str, Smoke] = {
     "replay_queries": Smoke(("--events", "3000", "--batch", "500", "--window", "500", "--snapshot-every", "1"),
                             (r"log: \d+ cycles, ([\d,]+) decisions",)),
     "restart": Smoke(("--events", "2000"), (r"([\d,]+) decisions in the log",)),
+    "saturated": Smoke(("--tiny", "--harness", "{harness}", "--window", "2000"),
+                       (r"(?m)^leaves +\d+ \|.*\| +(\d+)/\d+$",), needs="go"),
     "scaling": Smoke(("--sizes", "200,400", "--decisions", "1000", "--baseline-steps", "1", "--plot", "",
                       "--skip", "asks"), (r"([\d,]+) decisions",)),
     "simulate": Smoke(("--nodes", "200", "--asks", "2000", "--apps", "20", "--repeat", "1"), (r"([\d,]+) decisions",)),

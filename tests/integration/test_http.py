@@ -23,7 +23,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from events.log.file import FileLog
-from scheduler.http.observer import RECENT_DECISIONS
+from replay.history import RECENT_DECISIONS
 from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
 from tests.browser import chromium_page
 from tests.cli import submit_as_cluster

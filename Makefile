@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all venv native demo test lint typecheck unit bench faults fuzz clean conformance conformance-harness bench-yunikorn bench-saturated brokers kafka
+.PHONY: all venv native demo test lint typecheck unit bench bench-smoke faults fuzz clean conformance conformance-harness bench-yunikorn bench-saturated brokers kafka
 
 all: test
 
@@ -118,6 +118,12 @@ conformance: $(STAMP) $(HARNESS)
 	rm -rf conformance/.build/diffs
 	$(PY) -m conformance.run --harness $(HARNESS) --count $(CONFORMANCE_COUNT) --seed $(CONFORMANCE_SEED) \
 	  --out conformance/.build/diffs --shrink
+
+# Every benchmark script at a tiny size (benchmarks/smoke.py: register a new script there); fails
+# when one errors or produces no decisions, judges no timing. Part of `make test` (its suite runs
+# tests/integration/test_bench_smoke.py); a minute or two.
+bench-smoke: native kafka
+	$(PY) -m pytest -q -p no:cacheprovider tests/integration/test_bench_smoke.py
 
 # evsched's core vs yunikorn-core, allocations/s on YuniKorn's BenchmarkScheduling
 # workloads and the reference workload (benchmarks/RESULTS.md); a few minutes.

@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -51,7 +52,7 @@ class KafkaWarmUp(logging.Filter):
     TRANSIENT = ("GroupCoordinatorNotAvailableError", "NotLeaderForPartitionError")
     LOGGERS = ("aiokafka.consumer.group_coordinator", "aiokafka.producer.sender")
 
-    def __init__(self, grace_s: float = 30.0, now: Any = time.monotonic) -> None:
+    def __init__(self, grace_s: float = 30.0, now: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
         self.grace_s, self._now = grace_s, now
         self._first: float | None = None

@@ -54,6 +54,7 @@ def _item(engine: Engine, partition: str, walker: Walker, app: App, ask: Ask, in
         "positionInPartition": in_partition,
         "reasons": why.reasons,
         "wouldRun": fixes,
+        "preemption": why.preemption,  # for an ask that may preempt: its preconditions, what an attempt finds now
         "summary": why.summary,
     }
 

@@ -235,8 +235,16 @@ def reserved_remedies(part: PartitionState, ask: Ask) -> list[Remedy]:
                     f"{fmt_res(missing)}{which}", node=node.node_id, release=missing)]
 
 
-def remedies(part: PartitionState, app: App, ask: Ask, rules: set[str]) -> list[Remedy]:
-    """What would lift each reason holding the ask (``rules``: the rules of those reasons)."""
+Shape = tuple[tuple[str, int], ...]
+
+
+def remedies(part: PartitionState, app: App, ask: Ask, rules: set[str],
+             by_shape: dict[Shape, list[Remedy]] | None = None) -> list[Remedy]:
+    """What would lift each reason holding the ask (``rules``: the rules of those reasons).
+
+    ``by_shape`` keeps the node remedies of plain asks (no required or reserved node) by their
+    request's shape for the next call on the same state: they depend on nothing else.
+    """
     out: list[Remedy] = []
     if RULE_STATEAWARE in rules:
         out.append(_remedy("wait", RULE_STATEAWARE, f"stateaware queue {app.queue.path} starts one app at a time: the "
@@ -254,6 +262,12 @@ def remedies(part: PartitionState, app: App, ask: Ask, rules: set[str]) -> list[
         out += headroom_remedies(part, app, ask.resources)
     if ask.reserved_node is not None:
         out += reserved_remedies(part, ask)
+    elif no_node and ask.required_node is None and by_shape is not None:
+        shape = tuple(sorted(ask.resources.items()))
+        known = by_shape.get(shape)
+        if known is None:
+            known = by_shape[shape] = node_remedies(part, ask)
+        out += known
     elif no_node:
         out += node_remedies(part, ask)
     return out

@@ -186,8 +186,9 @@ class LiveState:
 
         def work() -> History:
             with opener() as source:
-                start = pick(source, completed_cycles(source)) if pick is not None else None
-                return read_history(source, start)
+                latest = completed_cycles(source)  # the cycles before this start; later ones are observed
+                start = pick(source, latest) if pick is not None and latest > 0 else None
+                return read_history(source, start, through_cycle=latest)
 
         async def seed() -> None:
             try:

@@ -43,7 +43,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 def cmd_config_check(args: argparse.Namespace) -> int:
     """``evsched config check F.yaml``."""
-    from scheduler.config import check_config_file
+    from scheduler.cli.config_arg import check_config_file
 
     code, lines = check_config_file(args.file)
     stream = sys.stdout if code == 0 else sys.stderr

@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 
 from events.codec import decode_input
 from events.models import ConfigApplied, InputEvent, InputRejected
-from scheduler.config import ConfigError, SchedulerConfig, check_config_file, load_config
+from scheduler.cli.config_arg import check_config_file
+from scheduler.config import ConfigError, SchedulerConfig, load_config
 from scheduler.config.yamltree import MAX_BYTES, MAX_DEPTH, MAX_NODES
 from scheduler.core.engine import Engine
 from tests.fuzz.strategies import BILLION_LAUGHS, EDGE_INTS, EDGE_STRINGS, HOSTILE_YAML

@@ -109,7 +109,7 @@ def open_file_log(directory: str | PathLike[str]) -> Iterator[FileSource]:
 
 
 def channel_order(source: LogSource, names: Iterable[str]) -> list[str]:
-    """The channels ``names`` in the order the service merges them (CONTRACT §4).
+    """The channels ``names`` in the order the service merges them (docs/contract.md §4).
 
     That is the source's ``input_channel_order`` (what the log's ``input_channels()``
     returned to the service: Kafka's topic order as configured, then partition), then any

@@ -1,6 +1,6 @@
 """The live scheduler service: the asyncio loop that reads inputs, runs cycles, writes outputs.
 
-Loop (DESIGN "How a cycle flows"): read a batch after the current positions → decode,
+Loop (docs/architecture.md, "One input"): read a batch after the current positions → decode,
 merge, apply → cycle → append ``cycle.started``, the outputs and ``cycle.completed`` in one
 durable batch → commit input positions (Kafka) → hand outputs to the publisher → repeat.
 Where the log is transactional (Kafka with a transactional id) the outputs and the input
@@ -27,6 +27,7 @@ from scheduler.core.engine import DEFAULT_SOURCE, Engine
 from scheduler.core.logged_cycle import advance, run_logged_cycle
 from scheduler.service.cycle_gc import CycleCollector
 from scheduler.service.recovery import recover
+from scheduler.service.settings import ServiceSettings
 from scheduler.service.stall import watched
 from scheduler.storage.snapshot_files import SnapshotStore
 
@@ -72,18 +73,18 @@ class Service:
         log: EventLog,
         *,
         now_us: Callable[[], int] = wall_clock_us,
-        batch_records: int = 5_000,
+        batch_records: int = ServiceSettings.batch,
         max_batch_records: int | None = None,
         source: str = DEFAULT_SOURCE,
         poll_interval_s: float = 0.2,
         progress_every_s: float = 5.0,
         listeners: list[CycleListener] | None = None,
         snapshots: SnapshotStore | None = None,
-        snapshot_every: int = 100,
+        snapshot_every: int = ServiceSettings.snapshot_every,
         name: str = "",
         commit_interval_s: float = 0.2,
         collector: CycleCollector | None = None,
-        accept_admin_on_inputs: bool = False,
+        accept_admin_on_inputs: bool = ServiceSettings.accept_admin_on_inputs,
     ) -> None:
         self.log = log
         # False: rules changes (events.models.ADMIN_TYPES) only from the log's admin channels;
@@ -123,6 +124,14 @@ class Service:
         self.last_cycle_s = 0.0  # the last cycle's decide-and-write time
         self.snapshot_writes = 0
         self.running = False  # inside run(): reading and deciding
+
+    @classmethod
+    def from_settings(cls, log: EventLog, settings: ServiceSettings, **wiring: Any) -> Service:
+        """The service ``evsched run``'s settings describe, over ``log``; ``wiring``: what the caller
+        builds (listeners, snapshots, collector, a shard's name and source, timings)."""
+        return cls(log, batch_records=settings.batch, max_batch_records=settings.max_batch or 4 * settings.batch,
+                   snapshot_every=settings.snapshot_every, accept_admin_on_inputs=settings.accept_admin_on_inputs,
+                   **wiring)
 
     @property
     def transactional(self) -> bool:

@@ -79,7 +79,10 @@ def minimal(model: type[Frozen]) -> dict[str, Any]:
     return {name: samples[name] for name, info in model.model_fields.items() if info.is_required()}
 
 
-@pytest.mark.parametrize("model", sorted(TABLE, key=lambda m: m.__name__), ids=lambda m: m.__name__)
+MODELS = sorted(TABLE, key=lambda m: m.__name__)
+
+
+@pytest.mark.parametrize("model", MODELS, ids=[m.__name__ for m in MODELS])
 def test_the_table_lists_each_models_fields_in_order_with_its_defaults(model: type[Frozen]) -> None:
     table = TABLE[model]
     assert [name for name, _, _ in table] == list(model.model_fields)
@@ -91,7 +94,7 @@ def test_the_table_lists_each_models_fields_in_order_with_its_defaults(model: ty
             assert default is not fast_decode._REQUIRED and default() == info.get_default(call_default_factory=True)
 
 
-@pytest.mark.parametrize("model", sorted(TABLE, key=lambda m: m.__name__), ids=lambda m: m.__name__)
+@pytest.mark.parametrize("model", MODELS, ids=[m.__name__ for m in MODELS])
 def test_each_checker_accepts_exactly_what_the_model_accepts_at_its_bounds(model: type[Frozen]) -> None:
     base = minimal(model)
     disagree = []

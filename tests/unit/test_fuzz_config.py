@@ -110,7 +110,7 @@ def test_random_text_never_crashes(text: str) -> None:
 @pytest.mark.parametrize("text", HOSTILE_YAML, ids=[repr(t[:24]) for t in HOSTILE_YAML])
 def test_hostile_yaml_is_rejected_with_a_reason(text: str) -> None:
     result = verdict(text)
-    # CONTRACT §5: an invalid property *value* falls back to its default; all else is rejected.
+    # docs/contract.md §5: an invalid property *value* falls back to its default; all else is rejected.
     assert isinstance(result, SchedulerConfig if "priority.offset" in text else ConfigError)
 
 

@@ -268,13 +268,11 @@ def impurities(source: str) -> list[str]:
     """What in ``source`` reaches a clock, randomness, the environment or I/O: imports, builtins, datetime.now."""
     found: list[tuple[int, int, str]] = []
     for node in ast.walk(ast.parse(source)):
-        names: list[str] = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-            names = [node.module]
-        found += [(node.lineno, node.col_offset, f"import {n}") for n in names
-                  if n.partition(".")[0] in FORBIDDEN_MODULES]
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else (
+                [node.module] if node.module and not node.level else [])
+            found += [(node.lineno, node.col_offset, f"import {n}") for n in names
+                      if n.partition(".")[0] in FORBIDDEN_MODULES]
         if isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Name) and func.id in FORBIDDEN_CALLS:

@@ -93,7 +93,8 @@ def _class(source: str) -> ast.ClassDef:
 
 
 def test_the_check_catches_each_drift() -> None:
-    head = "@dataclass(slots=True)\nclass C:\n    a: int\n    b: int = 1\n    c: list[int] = field(default_factory=list)\n"
+    head = ("@dataclass(slots=True)\nclass C:\n    a: int\n    b: int = 1\n"
+            "    c: list[int] = field(default_factory=list)\n")
     good = head + ("    def __init__(self, a: int, b: int = 1, c: list[int] | None = None) -> None:\n"
                    "        self.a = a\n        self.b = b\n        self.c = [] if c is None else c\n")
     assert mismatches(_class(good)) == []

@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all venv native demo test lint typecheck unit bench faults fuzz clean conformance conformance-harness bench-yunikorn brokers kafka
+.PHONY: all venv native demo test lint typecheck unit bench faults fuzz clean conformance conformance-harness bench-yunikorn bench-saturated brokers kafka
 
 all: test
 
@@ -119,6 +119,12 @@ conformance: $(STAMP) $(HARNESS)
 # workloads and the reference workload (benchmarks/RESULTS.md); a few minutes.
 bench-yunikorn: $(STAMP) $(HARNESS)
 	$(PY) benchmarks/vs_yunikorn.py --harness $(HARNESS)
+
+# Full clusters (issue 32): per-cycle time of evsched and yunikorn-core on the saturated shapes,
+# three sizes each, with every target's verdict (benchmarks/RESULTS.md); long at the full sizes.
+# SATURATED_ARGS: e.g. --only leaves,dynamic
+bench-saturated: native $(HARNESS)
+	$(PY) benchmarks/saturated.py --harness $(HARNESS) $(SATURATED_ARGS)
 
 clean:
 	rm -rf $(VENV) evsched-data demo-data .pytest_cache .mypy_cache .ruff_cache build events/native.json

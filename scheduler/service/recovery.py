@@ -17,8 +17,6 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-import orjson
-
 from events.codec import decode_input, encode_output
 from events.log.port import EventLog, LogError, LogMismatch, LogRecord
 from events.models import CycleStarted, InputEvent
@@ -33,7 +31,7 @@ from scheduler.core.recorded_cycles import (
     recorded_cycles,
 )
 from scheduler.core.rules_version import RULES_VERSION
-from scheduler.storage.snapshot_files import Restored, SnapshotStore
+from scheduler.storage.snapshot_files import VOUCH_LOOK_BACK, Restored, SnapshotStore, vouched_digest
 
 LOG = logging.getLogger("evsched.recovery")
 READ_BATCH = 10_000
@@ -89,12 +87,8 @@ async def _from_snapshot(log: EventLog, store: SnapshotStore) -> Restored | None
             )
         recorded = None
         if 0 < offset <= end:
-            # The snapshot's cycle.completed is the last record before ``offset`` (a Kafka commit
-            # marker may sit between them, taking an offset but holding no record).
-            last = [r for r in await log.read_outputs(max(0, offset - 2), 2) if r.offset < offset][-1:]
-            obj = orjson.loads(last[0].value) if last else {}
-            if obj.get("type") == "cycle.completed" and obj["data"]["cycle"] == body["cycle"]:
-                recorded = obj["data"]["state_digest"]
+            before = await log.read_outputs(max(0, offset - VOUCH_LOOK_BACK), VOUCH_LOOK_BACK)
+            recorded = vouched_digest(body, before)
         restored = await asyncio.to_thread(store.restore, path, body, recorded)
         if restored is not None:
             return restored

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from events.codec import encode_output
 from events.log.clock import wall_clock_us
-from events.log.port import EventLog, LogError, LogFenced, LogRecord
+from events.log.port import CommitsOffsets, DeadLetters, EventLog, LogError, LogFenced, LogRecord, TransactionalLog
 from events.models import OutputEvent
 from scheduler.core.engine import DEFAULT_SOURCE, Engine
 from scheduler.core.logged_cycle import advance, run_logged_cycle
@@ -136,7 +136,7 @@ class Service:
     @property
     def transactional(self) -> bool:
         """Whether each cycle's outputs and input offsets commit in one transaction (Kafka)."""
-        return bool(getattr(self.log, "transactional", False))
+        return isinstance(self.log, TransactionalLog) and self.log.transactional
 
     async def start(self) -> None:
         """Recover state from the log and report what was found."""
@@ -207,8 +207,8 @@ class Service:
         # `run -v`: the kill tests aim at the write by this line (tests.progress)
         self._log.debug("cycle %d writing %d outputs", self.engine.cycle_number, len(encoded))
         try:
-            if self.transactional:  # outputs and input offsets commit as one, or not at all
-                end = await watched(what, self.log.append_cycle(encoded, through), self._log)  # type: ignore[attr-defined]
+            if isinstance(self.log, TransactionalLog) and self.log.transactional:  # one commit, or none
+                end = await watched(what, self.log.append_cycle(encoded, through), self._log)
             else:
                 await watched(what, self.log.append_outputs(encoded), self._log)
                 end = None
@@ -290,7 +290,7 @@ class Service:
         most every ``commit_interval_s`` (one request per cycle cost latency); an idle or
         stopping loop commits what is left. Commits go out one at a time, in order.
         """
-        commit = getattr(self.log, "commit", None)
+        commit = self.log.commit if isinstance(self.log, CommitsOffsets) else None
         if commit is None or self.positions == self._committed_positions:
             return
         if not force and time.monotonic() < self._next_commit:
@@ -314,9 +314,9 @@ class Service:
         parked twice. A crash between the outputs and this send loses the parked copy
         only: the ``input.rejected`` output and the record's bytes at its input offset remain.
         """
-        dead_letter = getattr(self.log, "dead_letter", None)
-        if dead_letter is None:
+        if not isinstance(self.log, DeadLetters):
             return
+        dead_letter = self.log.dead_letter
         for record, error in unreadable:
             await dead_letter(record, error)
             self._log.warning("dead-lettered unreadable input %s: %s", record.position, error[:200])

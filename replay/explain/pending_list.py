@@ -16,7 +16,7 @@ from typing import Any, Final
 from events.resources import normalized
 from replay.explain.format import fmt_res
 from replay.explain.pending import explain_pending
-from replay.explain.remedy import remedies
+from replay.explain.remedy import Remedy, Shape, remedies
 from replay.explain.walk import Walker
 from scheduler.core.engine import Engine
 from scheduler.core.objects import App, Ask
@@ -35,11 +35,11 @@ def _under(app: App, queue: str) -> bool:
     return path == queue or path.startswith(queue + ".")
 
 
-def _item(engine: Engine, partition: str, walker: Walker, app: App, ask: Ask, in_queue: int,
-          in_partition: int) -> dict[str, Any]:
+def _item(engine: Engine, partition: str, walker: Walker, by_shape: dict[Shape, list[Remedy]], app: App, ask: Ask,
+          in_queue: int, in_partition: int) -> dict[str, Any]:
     why = explain_pending(engine, app.app_id, ask.ask_id, partition, walker=walker)
     part = engine.state.partitions[partition]
-    fixes = remedies(part, app, ask, {r["rule"] for r in why.reasons})
+    fixes = remedies(part, app, ask, {r["rule"] for r in why.reasons}, by_shape)
     return {
         "applicationID": app.app_id,
         "allocationKey": ask.ask_id,
@@ -54,6 +54,7 @@ def _item(engine: Engine, partition: str, walker: Walker, app: App, ask: Ask, in
         "positionInPartition": in_partition,
         "reasons": why.reasons,
         "wouldRun": fixes,
+        "preemption": why.preemption,  # for an ask that may preempt: its preconditions, what an attempt finds now
         "summary": why.summary,
     }
 
@@ -71,12 +72,13 @@ def pending_in_queue(engine: Engine, partition: str, queue: str, offset: int = 0
         raise ValueError(f"limit must be 0..{MAX_LIMIT} and offset at least 0")
     order = try_order(part)
     mine = [(i, app, ask) for i, (app, ask) in enumerate(order, 1) if _under(app, queue)]
-    walker = Walker(part)
+    walker = Walker(part)  # both keep per-shape facts across the page's asks: the state does not change
+    by_shape: dict[Shape, list[Remedy]] = {}
     if only is not None:
-        items = [_item(engine, partition, walker, app, ask, n, at) for n, (at, app, ask) in enumerate(mine, 1)
+        items = [_item(engine, partition, walker, by_shape, app, ask, n, at) for n, (at, app, ask) in enumerate(mine, 1)
                  if (app.app_id, ask.ask_id) == only]
     else:
-        items = [_item(engine, partition, walker, app, ask, offset + n, at)
+        items = [_item(engine, partition, walker, by_shape, app, ask, offset + n, at)
                  for n, (at, app, ask) in enumerate(mine[offset:offset + limit], 1)]
     return {"partition": partition, "queue": queue, "afterCycle": engine.cycle_number, "total": len(mine),
             "partitionTotal": len(order), "offset": offset, "limit": limit, "items": items}

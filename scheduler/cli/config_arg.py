@@ -6,7 +6,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from scheduler.config import ConfigError, SchedulerConfig, load_config
+from scheduler.config import ConfigError, SchedulerConfig, check_config, load_config
 from scheduler.config.properties import property_problems
 
 
@@ -39,3 +39,13 @@ def _invalid(path: str, reasons: Sequence[str]) -> NoReturn:
     for reason in reasons:
         print(f"  - {reason}", file=sys.stderr)
     raise SystemExit(1) from None
+
+
+def check_config_file(path: str) -> tuple[int, list[str]]:
+    """``evsched config check F``: (0, ["config OK: …"]) for a valid file, (1, reasons) otherwise; never raises."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        return 1, [f"cannot read config file {path!r}: {exc.strerror or exc}"]
+    return check_config(data)

@@ -141,6 +141,9 @@ class VerifyReport:
     unconsumed_inputs: int = 0
     rederived: Counter[int] = field(default_factory=Counter)  # rules version → cycles re-derived
     checked: Counter[int] = field(default_factory=Counter)  # rules version → cycles only checked
+    # (first cycle, its rules version) and the last cycle's version: parallel ranges are joined by them
+    first_rules: tuple[int, int] | None = None
+    last_rules_version: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -322,6 +325,9 @@ def verify_with(rederiver: Rederiver, *, progress: Callable[[VerifyReport], None
     audit: _Audit | None = None
     try:
         for step in rederiver.steps():
+            if report.first_rules is None:
+                report.first_rules = (step.number, step.rules_version)
+            report.last_rules_version = step.rules_version
             if step.folded:
                 audit = audit or _Audit(rederiver.source)
                 report.inputs, report.outputs = rederiver.inputs_consumed, rederiver.outputs_read

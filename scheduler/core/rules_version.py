@@ -22,3 +22,23 @@ from __future__ import annotations
 RULES_VERSION = 3
 LEGACY_RULES_VERSION = 1  # what a cycle record without the field was made by
 IMPLEMENTED = frozenset({RULES_VERSION})  # versions whose cycles this build can re-derive
+KNOWN = frozenset(range(LEGACY_RULES_VERSION, RULES_VERSION + 1))  # every version up to this build's
+
+
+def rules_version_problem(version: int, previous: int | None) -> str | None:
+    """Why a cycle recorded under ``version`` cannot be trusted after one under ``previous``.
+
+    A version this build does not know (above its own, or below 1) was not written by any
+    evsched up to this build: a newer build's log, or a forged cycle. A version below the
+    previous cycle's would be a downgrade, which is not supported (docs/upgrading.md): the
+    cycle was not written by the code that wrote the log before it. ``replay verify`` reports
+    either as a divergence, ``audit`` as a ``rules-version`` violation.
+    """
+    if version not in KNOWN:
+        return (f"rules version {version} is unknown to this build (it knows {LEGACY_RULES_VERSION} to "
+                f"{RULES_VERSION}): a newer evsched's cycle, or a forged one")
+    if previous is not None and version < previous:
+        return (f"rules version {version} after a cycle made under rules version {previous}: rules versions "
+                "never go back (downgrading is not supported), so this cycle was not written by the code that "
+                "wrote the cycles before it")
+    return None

@@ -68,11 +68,11 @@ from events.models import (
     InputRejected,
     OutputEvent,
 )
+from events.rules_version import KNOWN, rules_version_problem
 from events.units import fmt_quantity as fq
 from events.units import fmt_resources
 from replay.audit.preemption import check_preemption
 from replay.audit.state import AuditState, queue_prefixes
-from scheduler.core.rules_version import KNOWN, rules_version_problem
 
 InputSource = Callable[[Mapping[str, int], Mapping[str, int]], Iterable[LogRecord]]
 

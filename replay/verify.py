@@ -128,6 +128,17 @@ def _short(value: Any) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
+def verified_before(cycles: int) -> str:
+    """How many cycles verified before a divergence, in words.
+
+    >>> verified_before(0), verified_before(1), verified_before(12)
+    ('(no cycle verified before it)', '(1 cycle verified before it)', '(12 cycles verified before it)')
+    """
+    if cycles == 0:
+        return "(no cycle verified before it)"
+    return f"({cycles} cycle{'' if cycles == 1 else 's'} verified before it)"
+
+
 @dataclass
 class VerifyReport:
     """What a verify run found."""
@@ -153,7 +164,7 @@ class VerifyReport:
     def summary_lines(self) -> list[str]:
         """The outcome in words (the divergence itself comes from ``Divergence.lines``)."""
         if self.divergence is not None:
-            return [*self.divergence.lines(), f"(cycles verified before it: {self.cycles})"]
+            return [*self.divergence.lines(), verified_before(self.cycles)]
         out = [f"ok: {self.cycles} cycles verified ({self.inputs} inputs, {self.outputs} outputs)"]
         if self.cycles == 0 and self.incomplete_cycle is None:
             out = ["ok: no cycles recorded"]

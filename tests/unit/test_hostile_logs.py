@@ -197,3 +197,16 @@ def test_a_deleted_inputs_directory_is_noticed_when_a_snapshot_exists(tmp_path: 
     shutil.rmtree(log_dir / "inputs")
     with pytest.raises(LogMismatch, match="input inputs holds 0 records, but this state consumed 3"):
         _restart(log_dir, snap_dir)
+
+
+def test_verify_counts_the_cycles_it_verified_before_a_divergence(
+    driven: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from scheduler.cli.replay import main
+
+    path = _restamped(driven, tmp_path / "forged", 2, 999)
+    for jobs in ("1", "2"):  # in one range of parallel verify, its cycles before the divergence count too
+        assert main(["replay", "verify", "--log", str(path), "--jobs", jobs]) == 2
+        out = capsys.readouterr().out
+        assert "(1 cycle verified before it)" in out, out
+        assert "rules version 999 is unknown to this build" in out

@@ -241,8 +241,9 @@ class LiveState:
 
         def work() -> History:
             with opener() as source:
-                start = pick(source, completed_cycles(source)) if pick is not None else None
-                return read_history(source, start)
+                latest = completed_cycles(source)  # the cycles before this start; later ones are observed
+                start = pick(source, latest) if pick is not None and latest > 0 else None
+                return read_history(source, start, through_cycle=latest)
 
         async def seed() -> None:
             try:
@@ -345,10 +346,26 @@ class LogState:
         return views.partitions_view(await self._engine(cycle))
 
     async def _engine(self, cycle: int | None) -> Engine:
+        if cycle is None:  # the latest state comes with the history: one re-derivation gives both
+            return (await self._latest()).engine or Engine()
         latest = await self.latest_cycle()
-        if cycle is not None and cycle > latest:  # answered from the count, before any re-derivation
+        if cycle > latest:  # answered from the count, before any re-derivation
             raise UnknownTarget(f"cycle {cycle} is not in the log (it holds {latest} complete cycles)")
-        return await self.history.get(latest if cycle is None else cycle)
+        return await self.history.get(cycle)
+
+    async def _latest(self) -> History:
+        """The log's history through its last complete cycle, read again when the log has more."""
+        async with self._reading:
+            latest = await self.latest_cycle()
+            if self._read is None or self._read.last_cycle != latest:
+                def work() -> History:
+                    with self.open_source() as source:
+                        return read_history(source, through_cycle=latest)
+
+                self._read = await asyncio.to_thread(work)
+                if self._read.engine is not None:
+                    self.history.put(self._read.last_cycle, self._read.engine)
+            return self._read
 
     async def scrape(self) -> ScrapeInputs:
         return ScrapeInputs(engines=[(await self._engine(None), None)])
@@ -364,17 +381,7 @@ class LogState:
         return await asyncio.to_thread(work)
 
     async def series(self, partition: str, last: int) -> list[dict[str, Any]]:
-        async with self._reading:
-            latest = await self.latest_cycle()
-            if self._read is None or self._read.last_cycle != latest:
-                def work() -> History:
-                    with self.open_source() as source:
-                        return read_history(source)
-
-                self._read = await asyncio.to_thread(work)
-                if self._read.engine is not None:
-                    self.history.put(self._read.last_cycle, self._read.engine)
-            read = self._read
+        read = await self._latest()
         engine = read.engine or Engine()
         views.partition_of(engine, partition)
         return [s.to_dict() for s in read.samples.get(partition, [])[-last:]] if last > 0 else []

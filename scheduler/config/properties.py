@@ -23,12 +23,17 @@ from scheduler.config.resolve import (
     PREEMPTION_POLICY,
     PRIORITY_OFFSET,
     PRIORITY_POLICY,
+    RESOURCE_TYPES_MAX,
 )
 from scheduler.config.specs import QueueSpec, SchedulerConfig, TemplateSpec
 
 
 def _int32(value: str) -> bool:
     return DECIMAL.fullmatch(value) is not None and INT32_MIN <= int(value) <= INT32_MAX
+
+
+def _positive_count(value: str) -> bool:
+    return value.isascii() and value.isdigit() and len(value) <= 9 and int(value) >= 1
 
 
 def _positive_duration(value: str) -> bool:
@@ -44,6 +49,7 @@ RULES: Mapping[str, tuple[Callable[[str], bool], str]] = {
     APP_SORT_PRIORITY: (lambda v: v.lower() in ("enabled", "disabled"), "enabled or disabled"),
     PREEMPTION_POLICY: (lambda v: v.lower() in PREEMPTION_POLICIES, " | ".join(PREEMPTION_POLICIES)),
     PREEMPTION_DELAY: (_positive_duration, 'a positive Go duration such as "30s" or "1m30s"'),
+    RESOURCE_TYPES_MAX: (_positive_count, "a whole number from 1 to 999999999"),
 }
 
 
@@ -56,7 +62,8 @@ def property_problems(config: SchedulerConfig) -> tuple[list[str], list[str]]:
     >>> property_problems(load("{priority.offset: five, colour: blue}"))
     (["queue root.a: priority.offset: 'five' is not a whole number from -2147483648 to 2147483647"], \
 ["queue root.a: property 'colour' is not one evsched reads (known: application.sort.policy, \
-application.sort.priority, preemption.delay, preemption.policy, priority.offset, priority.policy)"])
+application.sort.priority, evsched.resource.types.max, preemption.delay, preemption.policy, priority.offset, \
+priority.policy)"])
     >>> property_problems(load("{priority.offset: '-5', application.sort.policy: fair}"))
     ([], [])
     """

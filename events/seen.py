@@ -1,6 +1,6 @@
 """The seen input ids: which (source, id) pairs were applied, within bounded windows.
 
-CONTRACT §1: a repeated (source, id) pair is a duplicate and is ignored. Remembering every
+docs/contract.md §1: a repeated (source, id) pair is a duplicate and is ignored. Remembering every
 id for ever made the set grow with the log and be rewritten into every snapshot, so two
 rules bound it, both functions of the log alone (the order inputs were applied in):
 

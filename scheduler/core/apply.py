@@ -6,7 +6,7 @@ event with a stable reason code, never both: a rejected event changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from events.codec import reject
@@ -31,7 +31,12 @@ from events.models import (
 from events.resources import is_positive, normalized
 from scheduler.config import ConfigError, PartitionSpec, find_queue, load_config
 from scheduler.core.acl import may_submit
-from scheduler.core.bounds import decision_size_problem, node_change_problem, pending_growth_problem
+from scheduler.core.bounds import (
+    decision_size_problem,
+    node_change_problem,
+    pending_growth_problem,
+    resource_types_problem,
+)
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import STATEAWARE_DISABLE_TAG, PartitionState
 from scheduler.core.placement import PlacementError, Submission, place
@@ -80,6 +85,17 @@ def _node(part: PartitionState, node_id: str) -> Node:
     return node
 
 
+def resolved_groups(user: str, groups: Sequence[str]) -> list[str]:
+    """The app's groups: as sent, or — sent none — a group named after the user.
+
+    YuniKorn 1.5's default resolver (``security/usergroup_no_resolver.go``: ``noLookupUser``
+    gives the user a primary group id equal to its name, ``noLookupGroupID`` names the group
+    by its id; ``UserGroupCache.ConvertUGI`` resolves only when no groups were sent), so a
+    ``*`` group limit or ACL, or one naming the user, applies to an app sent without groups.
+    """
+    return list(groups) if groups else [user]
+
+
 def _app_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) -> None:
     data = event.data
     assert isinstance(data, AppAdded)
@@ -89,9 +105,10 @@ def _app_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) 
     spec = next(p for p in state.config.partitions if p.name == part.name)
     problem: Rejected | None = None
     leaf = None
+    groups = resolved_groups(data.user, data.groups)
     if spec.placement_rules or not data.queue:
         try:
-            submission = Submission(data.queue, data.user, tuple(data.groups), dict(data.tags))
+            submission = Submission(data.queue, data.user, tuple(groups), dict(data.tags))
             placement = place(spec.placement_rules, submission, part.queues)
         except PlacementError as exc:
             problem = Rejected("no-placement", str(exc))
@@ -109,9 +126,9 @@ def _app_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) 
         problem = Rejected("unknown-queue", f"queue {data.queue!r} is draining: the config removed it")
     elif not leaf.is_leaf:
         problem = Rejected("not-a-leaf", f"queue {data.queue!r} is a parent queue; applications need a leaf")
-    elif not may_submit(leaf, data.user, data.groups):
+    elif not may_submit(leaf, data.user, groups):
         problem = Rejected(
-            "acl-denied", f"user {data.user!r} (groups {data.groups}) may not submit to {leaf.path!r}"
+            "acl-denied", f"user {data.user!r} (groups {groups}) may not submit to {leaf.path!r}"
         )
     if problem is not None:
         out.append(reject(event.id, event.type, problem.reason, problem.message))
@@ -123,7 +140,7 @@ def _app_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) 
         partition=part.name,
         queue=leaf,
         user=data.user,
-        groups=list(data.groups),
+        groups=groups,
         tags=dict(data.tags),
         submit_us=event.time_us,
         seq=state.next_seq(),
@@ -167,6 +184,9 @@ def _ask_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) 
     problem = pending_growth_problem(part, resources, existing.resources if existing is not None else {})
     if problem is not None:
         raise Rejected("overflow", f"ask {ask_id!r}: {problem}")
+    problem = resource_types_problem(part, resources)
+    if problem is not None:
+        raise Rejected("too-many-resource-types", f"ask {ask_id!r}: {problem}")
     if existing is not None:
         part.update_ask(app, existing, resources)
         return
@@ -230,6 +250,9 @@ def _node_added(state: SchedulerState, event: InputEvent, out: list[OutputData])
     problem = node_change_problem(part, None, data.node_id, capacity, occupied)
     if problem is not None:
         raise Rejected("overflow", problem)
+    problem = resource_types_problem(part, capacity | occupied)
+    if problem is not None:
+        raise Rejected("too-many-resource-types", f"node {data.node_id!r}: {problem}")
     part.add_node(
         Node(
             node_id=data.node_id,
@@ -256,6 +279,12 @@ def _node_updated(state: SchedulerState, event: InputEvent, out: list[OutputData
     )
     if problem is not None:
         raise Rejected("overflow", problem)
+    problem = resource_types_problem(
+        part, (node.capacity if capacity is None else capacity) | (node.occupied if occupied is None else occupied),
+        node,
+    )
+    if problem is not None:
+        raise Rejected("too-many-resource-types", f"node {data.node_id!r}: {problem}")
     part.update_node(node, capacity, occupied, data.schedulable)
 
 

@@ -13,25 +13,35 @@ long re-derivation never stalls the cycle.
 from __future__ import annotations
 
 import asyncio
+import logging
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from events.codec import decode_output
-from events.models import AllocationDecided
+from replay import state_at
 from replay.explain.from_log import explain_ask_from_log, explain_from_log
 from replay.explain.text import render_explanation, render_pending
+from replay.history import History, completed_cycles, read_history, recent_decisions
 from replay.reader import LogSource
-from replay.rederive import Rederiver
+from replay.rederive import StartPoint
 from scheduler.core.engine import Engine
 from scheduler.core.recorded_cycles import COMPLETED, record_type
 from scheduler.http import views
 from scheduler.http.metrics import ScrapeInputs
 from scheduler.http.observer import ServiceObserver
 
+LOG = logging.getLogger("evsched.http")
 OpenSource = Callable[[], AbstractContextManager[LogSource]]
-ENGINE_CACHE = 4
+# Where a live service re-derives its history from: given the log and its last complete cycle,
+# a start point (a snapshot a little before the cycles to show) or None (the beginning).
+HistoryStart = Callable[[LogSource, int], StartPoint | None]
+# Time travel (?cycle=N) re-derives a whole state: bounded so that no page of requests can
+# take the service's memory (docs/reliability.md). One re-derivation at a time, the last
+# ENGINE_CACHE results kept by cycle, at most MAX_WAITING requests queued behind it (503 beyond).
+ENGINE_CACHE = 2
+MAX_WAITING = 8
 
 
 class NotAvailable(Exception):
@@ -40,6 +50,10 @@ class NotAvailable(Exception):
 
 class UnknownTarget(Exception):
     """The decision, ask or cycle asked about does not exist (HTTP 404)."""
+
+
+class Busy(Exception):
+    """Too many time-travel requests already waiting for a re-derivation (HTTP 503)."""
 
 
 class LiveService(Protocol):
@@ -80,48 +94,19 @@ class StateSource(Protocol):
     async def scrape(self) -> ScrapeInputs: ...
     async def readiness(self) -> tuple[bool, dict[str, Any]]: ...
     async def decisions(self, limit: int) -> list[dict[str, Any]]: ...
+    async def series(self, partition: str, last: int) -> list[dict[str, Any]]: ...
     async def explain_decision(self, decision_id: str) -> dict[str, Any]: ...
     async def explain_ask(self, app_id: str, ask_id: str) -> dict[str, Any]: ...
 
 
 def engine_at(source: LogSource, cycle: int | None) -> Engine:
     """The engine after ``cycle`` (None: the last complete cycle), re-derived from the log."""
-    engine = Engine()
-    last = 0
-    for step in Rederiver(source, through_cycle=cycle).steps():
-        if not step.recorded.complete:
-            break
-        engine, last = step.engine, step.number
-    if cycle is not None and last != cycle:
-        raise UnknownTarget(f"cycle {cycle} is not in the log (it holds {last} complete cycles)")
-    return engine
-
-
-def completed_cycles(source: LogSource) -> int:
-    """How many cycles the log records as complete."""
-    count = 0
-    for record in source.iter_outputs():
-        if record_type(record) == COMPLETED:
-            count += 1
-    return count
-
-
-def recent_decisions(source: LogSource, limit: int) -> list[dict[str, Any]]:
-    """The last ``limit`` allocation decisions in the log, newest first."""
-    found: list[dict[str, Any]] = []
-    for record in source.iter_outputs():
-        if record_type(record) != "allocation.decided":
-            continue
-        out = decode_output(record.value)
-        data = out.data
-        assert isinstance(data, AllocationDecided)
-        found.append({
-            "decisionId": data.decision_id, "cycle": data.cycle, "time": out.time, "applicationID": data.app_id,
-            "allocationKey": data.ask_id, "partition": data.partition, "queueName": data.queue,
-            "nodeId": data.node_id, "resource": dict(data.resources),
-        })
-        del found[:-limit]
-    return list(reversed(found))
+    try:
+        return state_at.engine_at(source, cycle)
+    except state_at.StateError as exc:
+        if exc.structural:
+            raise
+        raise UnknownTarget(str(exc)) from None
 
 
 class _Explainer:
@@ -158,27 +143,77 @@ class _Explainer:
         return await asyncio.to_thread(work)
 
 
+class _CompletedCount:
+    """``completed_cycles``, counted once: each later call reads only the outputs appended since."""
+
+    def __init__(self) -> None:
+        self.offset = 0
+        self.count = 0
+        self._lock = threading.Lock()  # called from worker threads
+
+    def __call__(self, source: LogSource) -> int:
+        with self._lock:
+            for record in source.iter_outputs(self.offset):
+                if record_type(record) == COMPLETED:
+                    self.count += 1
+                self.offset = record.offset + 1
+            return self.count
+
+
 class _EngineCache:
-    """A few re-derived engines by cycle number, least recently used evicted."""
+    """Re-derived engines by cycle number: ``ENGINE_CACHE`` kept (least recently used evicted),
+    one re-derivation at a time, ``MAX_WAITING`` requests queued for one (``Busy`` beyond).
+
+    Requests for the same cycle share one re-derivation: the ones queued behind it find its
+    result in the cache. So memory is bounded by ``ENGINE_CACHE + 1`` states whatever the
+    requests, and CPU by one worker thread.
+    """
 
     def __init__(self, open_source: OpenSource) -> None:
         self.open_source = open_source
         self.engines: OrderedDict[int, Engine] = OrderedDict()
+        self.derivations = 0  # re-derivations run (for tests and the curious)
+        self._one_at_a_time = asyncio.Lock()
+        self._waiting = 0
+
+    def _cached(self, cycle: int) -> Engine | None:
+        engine = self.engines.get(cycle)
+        if engine is not None:
+            self.engines.move_to_end(cycle)
+        return engine
 
     async def get(self, cycle: int) -> Engine:
-        if cycle in self.engines:
-            self.engines.move_to_end(cycle)
-            return self.engines[cycle]
+        cached = self._cached(cycle)
+        if cached is not None:
+            return cached
+        if self._waiting >= MAX_WAITING:
+            raise Busy(f"{MAX_WAITING} requests for earlier cycles are already waiting; try again shortly")
+        self._waiting += 1
+        try:
+            async with self._one_at_a_time:
+                cached = self._cached(cycle)  # re-derived while this request waited
+                if cached is not None:
+                    return cached
+                while len(self.engines) >= ENGINE_CACHE:  # make room first: the peak stays bounded
+                    self.engines.popitem(last=False)
 
-        def work() -> Engine:
-            with self.open_source() as source:
-                return engine_at(source, cycle)
+                def work() -> Engine:
+                    with self.open_source() as source:
+                        return engine_at(source, cycle)
 
-        engine = await asyncio.to_thread(work)
+                self.derivations += 1
+                engine = await asyncio.to_thread(work)
+                self.put(cycle, engine)
+                return engine
+        finally:
+            self._waiting -= 1
+
+    def put(self, cycle: int, engine: Engine) -> None:
+        """Keep ``engine`` as the state after ``cycle``."""
         self.engines[cycle] = engine
+        self.engines.move_to_end(cycle)
         while len(self.engines) > ENGINE_CACHE:
             self.engines.popitem(last=False)
-        return engine
 
 
 class LiveState:
@@ -187,12 +222,42 @@ class LiveState:
     live = True
 
     def __init__(self, service: LiveService, observer: ServiceObserver, open_source: OpenSource | None = None,
-                 *, ready_max_lag: int = 10_000) -> None:
+                 *, ready_max_lag: int = 10_000, history_start: HistoryStart | None = None) -> None:
         self.service = service
         self.observer = observer
+        self.open_source = open_source
         self.explainer = _Explainer(open_source)
         self.history = _EngineCache(open_source) if open_source is not None else None
         self.ready_max_lag = ready_max_lag
+        self.history_start = history_start
+        self._seeded: asyncio.Task[None] | None = None
+
+    def load_history(self) -> None:
+        """Start reading the log's recent history (decisions, samples, the last cycle's time) into
+        the observer, in a worker thread; requests that show history wait for it (``_seeded``)."""
+        if self.open_source is None or self._seeded is not None:
+            return
+        opener, pick = self.open_source, self.history_start
+
+        def work() -> History:
+            with opener() as source:
+                latest = completed_cycles(source)  # the cycles before this start; later ones are observed
+                start = pick(source, latest) if pick is not None and latest > 0 else None
+                return read_history(source, start, through_cycle=latest)
+
+        async def seed() -> None:
+            try:
+                history = await asyncio.to_thread(work)
+            except Exception as exc:  # history is a convenience: say why, and serve on without it
+                LOG.warning("recent history not read from the log: %s", exc)
+                return
+            self.observer.seed(history)
+
+        self._seeded = asyncio.get_running_loop().create_task(seed())
+
+    async def _history_loaded(self) -> None:
+        if self._seeded is not None:
+            await asyncio.shield(self._seeded)
 
     async def engine(self, partition: str, cycle: int | None) -> Engine:
         return await self._engine(cycle)
@@ -216,9 +281,12 @@ class LiveState:
 
     async def scrape(self) -> ScrapeInputs:
         lag = await self._lag_by_channel()
+        await self._history_loaded()
         await all_between_cycles([self.service])
+        store = getattr(self.service, "snapshots", None)
         return ScrapeInputs(engines=[(self.service.engine, None)], observer=self.observer, lag=lag,
-                            recovery_s=self.service.recovery_s, snapshot_writes=self.service.snapshot_writes)
+                            recovery_s=self.service.recovery_s, snapshot_writes=self.service.snapshot_writes,
+                            snapshots_failed_integrity=getattr(store, "integrity_failures", 0))
 
     async def _lag_by_channel(self) -> dict[str, int]:
         log = getattr(self.service, "log", None)
@@ -236,7 +304,13 @@ class LiveState:
                        "maxLag": self.ready_max_lag, "cycle": self.service.engine.cycle_number}
 
     async def decisions(self, limit: int) -> list[dict[str, Any]]:
+        await self._history_loaded()
         return self.observer.decisions(limit)
+
+    async def series(self, partition: str, last: int) -> list[dict[str, Any]]:
+        await self._history_loaded()
+        views.partition_of(self.service.engine, partition)
+        return [s.to_dict() for s in self.observer.series(partition, last)]
 
     async def explain_decision(self, decision_id: str) -> dict[str, Any]:
         return await self.explainer.decision(decision_id)
@@ -254,11 +328,14 @@ class LogState:
         self.open_source = open_source
         self.explainer = _Explainer(open_source)
         self.history = _EngineCache(open_source)
+        self._read: History | None = None  # the log's history, re-read when the log has more cycles
+        self._reading = asyncio.Lock()  # one history read at a time: the others wait for its result
+        self._completed = _CompletedCount()
 
     async def latest_cycle(self) -> int:
         def work() -> int:
             with self.open_source() as source:
-                return completed_cycles(source)
+                return self._completed(source)
 
         return await asyncio.to_thread(work)
 
@@ -269,8 +346,26 @@ class LogState:
         return views.partitions_view(await self._engine(cycle))
 
     async def _engine(self, cycle: int | None) -> Engine:
-        target = await self.latest_cycle() if cycle is None else cycle
-        return await self.history.get(target)
+        if cycle is None:  # the latest state comes with the history: one re-derivation gives both
+            return (await self._latest()).engine or Engine()
+        latest = await self.latest_cycle()
+        if cycle > latest:  # answered from the count, before any re-derivation
+            raise UnknownTarget(f"cycle {cycle} is not in the log (it holds {latest} complete cycles)")
+        return await self.history.get(cycle)
+
+    async def _latest(self) -> History:
+        """The log's history through its last complete cycle, read again when the log has more."""
+        async with self._reading:
+            latest = await self.latest_cycle()
+            if self._read is None or self._read.last_cycle != latest:
+                def work() -> History:
+                    with self.open_source() as source:
+                        return read_history(source, through_cycle=latest)
+
+                self._read = await asyncio.to_thread(work)
+                if self._read.engine is not None:
+                    self.history.put(self._read.last_cycle, self._read.engine)
+            return self._read
 
     async def scrape(self) -> ScrapeInputs:
         return ScrapeInputs(engines=[(await self._engine(None), None)])
@@ -284,6 +379,12 @@ class LogState:
                 return recent_decisions(source, limit)
 
         return await asyncio.to_thread(work)
+
+    async def series(self, partition: str, last: int) -> list[dict[str, Any]]:
+        read = await self._latest()
+        engine = read.engine or Engine()
+        views.partition_of(engine, partition)
+        return [s.to_dict() for s in read.samples.get(partition, [])[-last:]] if last > 0 else []
 
     async def explain_decision(self, decision_id: str) -> dict[str, Any]:
         return await self.explainer.decision(decision_id)
@@ -361,6 +462,9 @@ class ShardedState:
     async def decisions(self, limit: int) -> list[dict[str, Any]]:
         every = [d for shard in self.running().values() for d in shard.observer.decisions(limit)]
         return sorted(every, key=lambda d: (d["time"], d["decisionId"]), reverse=True)[:limit]
+
+    async def series(self, partition: str, last: int) -> list[dict[str, Any]]:
+        return await self._shard(partition).series(partition, last)
 
     async def explain_decision(self, decision_id: str) -> dict[str, Any]:
         raise NotAvailable("explanations of a sharded instance: use evsched replay explain --partition NAME")

@@ -1,10 +1,10 @@
 """Explain one allocation decision: re-derive its step and say why each queue, app, ask and node won or lost.
 
 ``explain_decision`` takes an Engine holding the state *before* the decision's cycle and
-that cycle's batch (records, time, positions), applies the batch exactly as
-``scheduler.core.logged_cycle.run_logged_cycle`` does, starts the cycle as ``run_cycle`` does
-(cycle number, timers) and commits the steps before the decision with the core's own
-``next_step``/``commit_step`` (reservation steps included). For the decision's step it re-walks
+that cycle's batch (records, time, positions), applies the batch with the core's own
+``scheduler.core.logged_cycle.apply_batch``, opens the cycle with ``begin_cycle`` and walks the
+cycle's own loop, ``cycle_steps`` (what ``run_cycle`` runs), committing the steps before the
+decision (reservation steps included). For the decision's step it re-walks
 the state read-only (``replay.explain.walk``), then checks that walk against the core's
 ``next_step`` and against the recorded decision; any disagreement is put first in the
 summary as a WARNING. A decision that allocated a reserved ask (reserved asks go first)

@@ -100,7 +100,7 @@ def check(harness: Path, family: str, seed: int, out: Path | None, runs: int = 2
         path.write_bytes(scenario)
     known = None
     if difference is not None:
-        known = classify(scenario, lambda s: agrees(harness, s, runs))
+        known = classify(scenario, lambda s: (evsched_outcome(s), yunikorn_outcomes(harness, s, runs)))
     return Result(family, seed, difference, path, known.key if known else None, undecided)
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Any
 
-from conformance.compare import Outcome, first_difference
+from conformance.compare import PREEMPTED, Outcome, first_difference
 
 Lines = list[dict[str, Any]]
 
@@ -31,6 +31,7 @@ class Known:
     shows: Callable[[Lines], bool]
     without: Callable[[Lines], Lines] | None = None  # the scenario without the feature
     normalise: Callable[[Lines, Outcome], Outcome] | None = None  # an outcome without its trace
+    explains: Callable[[Outcome, Outcome], bool] | None = None  # (evsched's, yunikorn's) show the cause
 
 
 def _fits(request: dict[str, int], capacity: dict[str, int]) -> bool:
@@ -164,6 +165,25 @@ def queues_can_empty(lines: Lines) -> bool:
     return removed or dynamic
 
 
+def may_preempt(lines: Lines) -> bool:
+    return any(line.get("type") == "ask.added" and (line.get("data") or {}).get("preempt_other") for line in lines)
+
+
+def victim_picked_twice(ours: Outcome, theirs: Outcome) -> bool:
+    """yunikorn-core revoked an allocation it had already revoked (not allocated again since),
+    and both sides agree on every decision before that cycle."""
+    revoked: set[tuple[str, str]] = set()
+    for cycle, app, ask, node in theirs.decisions:
+        if node != PREEMPTED:
+            revoked.discard((app, ask))
+        elif (app, ask) in revoked:
+            before = [d for d in theirs.decisions if d[0] < cycle]
+            return list(ours.decisions[:len(before)]) == before
+        else:
+            revoked.add((app, ask))
+    return False
+
+
 EMPTY_QUEUE = {"allocated": {}, "pending": {}, "running_apps": 0}
 
 
@@ -225,6 +245,15 @@ KNOWN_DIFFERENCES: tuple[Known, ...] = (
         queues_can_empty,
         normalise=empty_unconfigured_queues_dropped,
     ),
+    Known(
+        "victim-preempted-twice",
+        "yunikorn-core 1.5.2 may choose as a victim an allocation it has already preempted (still "
+        "held until the RM releases it) for a second preemptor; evsched never chooses one twice "
+        "(deliberate, docs/semantics.md#differences-from-yunikorn)",
+        "deliberate (docs/semantics.md)",
+        may_preempt,
+        explains=victim_picked_twice,
+    ),
 )
 
 # Families whose every scenario has a known difference's feature: left out of the test
@@ -267,6 +296,10 @@ def classify(scenario: bytes, outcomes: Outcomes) -> Known | None:
     if not present:
         return None
     base = outcomes(scenario)
+    for k in present:  # shown in yunikorn's own outcome
+        if k.explains is not None and any(k.explains(base[0], t) for t in base[1]):
+            return k
+    present = [k for k in present if k.explains is None]
     for k in present:  # one feature explains it alone
         if _explained(lines, [k], outcomes, base):
             return k

@@ -24,11 +24,10 @@ native: $(STAMP)
 
 venv: native
 
-# The core's tests again on the pure-Python build (EVSCHED_PURE_PYTHON=1), ~15 s.
-CORE_TESTS := tests/unit/test_core_*.py tests/unit/test_golden_scenarios.py tests/unit/test_bench_baseline.py \
-              tests/unit/test_native_build.py tests/unit/test_queue_order.py tests/unit/test_resource_fast_paths.py \
-              tests/unit/test_asks.py tests/unit/test_reservation_search.py tests/unit/test_doctests.py \
-              tests/unit/test_fuzz_log_file.py
+# The tests of the compiled modules again on the pure-Python build (EVSCHED_PURE_PYTHON=1), as the
+# container image runs: every unit test file importing a module of setup.py's NATIVE_MODULES, derived
+# by tests/pure_selection.py (docs/native.md).
+PURE_SELECTION := $(PY) -m tests.pure_selection
 
 demo: native
 	$(PY) -m scheduler.cli.demo
@@ -60,10 +59,11 @@ brokers:
 # waiting on brokers, on the second CPU; their output follows the suite's. Any failure fails.
 SIDE_LOG := $(VENV)/side-checks.log
 test: native kafka lint brokers
-	@echo "type check and pure-Python core tests: beside the suite, output in $(SIDE_LOG), shown after it"
+	@echo "type check and pure-Python tests of the compiled modules: beside the suite, output in $(SIDE_LOG), shown after it"
 	@( $(MAKE) --no-print-directory typecheck && \
-	   echo "EVSCHED_PURE_PYTHON=1 $(PY) -m pytest -q -m \"not slow\" CORE_TESTS" && \
-	   EVSCHED_PURE_PYTHON=1 $(PY) -m pytest -q -p no:cacheprovider -m "not slow" $(CORE_TESTS) \
+	   pure=$$($(PURE_SELECTION)) && \
+	   echo "EVSCHED_PURE_PYTHON=1 $(PY) -m pytest -q -m \"not slow\" (the $$(echo $$pure | wc -w) files of $(PURE_SELECTION))" && \
+	   EVSCHED_PURE_PYTHON=1 $(PY) -m pytest -q -p no:cacheprovider -m "not slow" $$pure \
 	 ) > $(SIDE_LOG) 2>&1 & side=$$!; \
 	$(PY) -m pytest -q -m "not slow"; suite=$$?; \
 	wait $$side; checks=$$?; cat $(SIDE_LOG); \

@@ -1,4 +1,4 @@
-"""Input and output event models (CONTRACT §1–3): frozen pydantic models, extra fields forbidden.
+"""Input and output event models (docs/contract.md §1–3): frozen pydantic models, extra fields forbidden.
 
 An input record is a CloudEvents 1.0 structured envelope whose ``data`` is validated
 against the model registered for its ``type`` in ``INPUT_DATA``. Outputs use the same
@@ -46,7 +46,7 @@ class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-# ---------------------------------------------------------------- inputs (CONTRACT §2)
+# ---------------------------------------------------------------- inputs (docs/contract.md §2)
 
 
 class AppAdded(Frozen):
@@ -187,7 +187,7 @@ class InputEvent(Frozen):
     data: InputData
 
 
-# ---------------------------------------------------------------- outputs (CONTRACT §3)
+# ---------------------------------------------------------------- outputs (docs/contract.md §3)
 
 
 class AllocationDecided(Frozen):

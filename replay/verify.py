@@ -30,7 +30,7 @@ from events.display import printable_lines
 from events.log.port import LogRecord
 from events.models import AllocationDecided, CycleCompleted
 from replay.audit.checks import Auditor
-from replay.reader import LogSource, read_range
+from replay.reader import LogSource, OrderedChannels, read_range
 from replay.rederive import Rederiver, StartPoint, Step, inputs_range
 from scheduler.core.recorded_cycles import LogStructureError
 from scheduler.core.rules_version import RULES_VERSION
@@ -272,7 +272,7 @@ class _Audit:
     """The audit's invariants over the output log, fed from its start up to each checked cycle."""
 
     def __init__(self, source: LogSource) -> None:
-        order = list(getattr(source, "input_channel_order", None) or ["inputs"])
+        order = list((source.input_channel_order if isinstance(source, OrderedChannels) else None) or ["inputs"])
         self.source = source
         self.auditor = Auditor(lambda a, b: self._inputs(a, b), channel_order=order)
         self.offset = 0

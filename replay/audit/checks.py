@@ -370,7 +370,7 @@ class Auditor:
 
 
 def merged_inputs(records: Iterable[LogRecord], channel_order: Sequence[str]) -> list[InputEvent]:
-    """The readable input events of ``records`` in CONTRACT §4 merge order.
+    """The readable input events of ``records`` in docs/contract.md §4 merge order.
 
     An unreadable record still takes its place in the merge, at its append time (as the
     scheduler orders it): dropping it first would change which record heads its channel,
@@ -395,7 +395,7 @@ _Item = tuple[int, int, int, InputEvent | None, str]
 
 
 def _merged(items: list[_Item]) -> list[_Item]:
-    """CONTRACT §4 merge: by event time then channel order, each channel kept in offset order."""
+    """docs/contract.md §4 merge: by event time then channel order, each channel kept in offset order."""
     channels: dict[int, list[_Item]] = {}
     for item in items:
         channels.setdefault(item[1], []).append(item)

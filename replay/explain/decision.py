@@ -100,7 +100,7 @@ def parse_decision_id(decision_id: str) -> tuple[str, int, int]:
 
 
 def apply_batch(engine: Engine, batch: CycleBatch) -> None:
-    """Fold the batch into the engine in the cycle runner's merge order (CONTRACT §4)."""
+    """Fold the batch into the engine in the cycle runner's merge order (docs/contract.md §4)."""
     for d in merge(decode_records(batch.records), batch.channel_order):
         result = admit(d, batch.admin_channels)
         if isinstance(result, InputRejected):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from scheduler.config import ConfigError, SchedulerConfig, load_config
+from scheduler.config import ConfigError, SchedulerConfig, check_config, load_config
 
 
 def load_config_arg(path: str | None) -> SchedulerConfig | None:
@@ -25,3 +25,13 @@ def load_config_arg(path: str | None) -> SchedulerConfig | None:
         for reason in exc.reasons:
             print(f"  - {reason}", file=sys.stderr)
         raise SystemExit(1) from None
+
+
+def check_config_file(path: str) -> tuple[int, list[str]]:
+    """``evsched config check F``: (0, ["config OK: …"]) for a valid file, (1, reasons) otherwise; never raises."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        return 1, [f"cannot read config file {path!r}: {exc.strerror or exc}"]
+    return check_config(data)

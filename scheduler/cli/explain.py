@@ -1,4 +1,4 @@
-"""``evsched replay explain``: why a decision was made, or why an ask is still pending (CONTRACT §6).
+"""``evsched replay explain``: why a decision was made, or why an ask is still pending (docs/contract.md §6).
 
 ``explain DECISION_ID [--log DIR | --kafka …] [--json]``, ``explain --ask APP/ASK …`` and
 ``explain --revoked APP/ASK …`` (why that allocation was preempted).

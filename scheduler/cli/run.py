@@ -17,7 +17,7 @@ from events.codec import decode_input_object
 from events.log.clock import wall_clock_us
 from events.log.credentials import CredentialError, redact_logs
 from events.log.open import open_log
-from events.log.port import LogError, LogFenced, LogMismatch, LogRefused
+from events.log.port import Leased, LogError, LogFenced, LogMismatch, LogRefused
 from events.models import InputRejected
 from events.native import loaded_build
 from events.producer import key_of
@@ -254,7 +254,7 @@ async def _run(settings: ServiceSettings, config: SchedulerConfig | None, collec
             LOG.error("--http %s: %s", settings.http, exc)
             return 1
         if settings.standby:
-            if not hasattr(log, "lease"):
+            if not isinstance(log, Leased):
                 LOG.error("--standby needs --kafka (the lease is a Kafka consumer group)")
                 return 1
             lease = log.lease()
@@ -263,9 +263,7 @@ async def _run(settings: ServiceSettings, config: SchedulerConfig | None, collec
             LOG.info("standby: waiting for the active lease (group %s.active)", kafka.group if kafka else "evsched")
             if not await lease.wait(service.stopping):
                 return 0
-            take_over = getattr(log, "take_over", None)
-            if take_over is not None:
-                await take_over()  # fences the previous active instance before the log is read
+            await log.take_over()  # fences the previous active instance before the log is read
         await service.start()
         await append_config(service, config, settings.config, settings)
         await service.run(once=settings.once)

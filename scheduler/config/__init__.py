@@ -1,6 +1,6 @@
 """YuniKorn queue configuration: YAML → strict model → per-rule validation → checksum."""
 
-from scheduler.config.check import check_config_file
+from scheduler.config.check import check_config
 from scheduler.config.errors import ConfigError
 from scheduler.config.load import DEFAULT_CONFIG_YAML, default_config, load_config
 from scheduler.config.quantities import parse_quantity
@@ -12,7 +12,7 @@ __all__ = [
     "PartitionSpec",
     "QueueSpec",
     "SchedulerConfig",
-    "check_config_file",
+    "check_config",
     "default_config",
     "find_queue",
     "load_config",

@@ -1,4 +1,4 @@
-"""``evsched config check F.yaml``: read one file, validate it, return (exit code, lines)."""
+"""``evsched config check``'s verdict on a configuration's bytes: (exit code, lines); the CLI reads the file."""
 
 from __future__ import annotations
 
@@ -12,13 +12,8 @@ def _count(queue: QueueSpec) -> int:
     return 1 + sum(_count(kid) for kid in queue.children)
 
 
-def check_config_file(path: str) -> tuple[int, list[str]]:
-    """(0, ["config OK: …"]) for a valid file, (1, reasons) otherwise; never raises."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        return 1, [f"cannot read config file {path!r}: {exc.strerror or exc}"]
+def check_config(data: bytes) -> tuple[int, list[str]]:
+    """(0, ["config OK: …"]) for a valid configuration, (1, reasons) otherwise; never raises."""
     try:
         config = load_config(data)
     except ConfigError as exc:

@@ -85,7 +85,7 @@ def _cycle(request: web.Request) -> int | None:
         raise ValueError(f"cycle must be a number or 'latest', got {text!r}") from None
 
 
-def whole_number(request: web.Request, name: str, default: int, most: int) -> int:
+def query_number(request: web.Request, name: str, default: int, most: int) -> int:
     """Query parameter ``name``: ASCII digits only, at most ``most`` (else ``ValueError``, a 400)."""
     text = request.query.get(name)
     if text is None or text == "":
@@ -141,8 +141,8 @@ def _paged(request: web.Request, rows: list[dict[str, Any]], fields: tuple[str, 
     search = request.query.get("search", "")
     if len(search) > MAX_SEARCH:
         raise ValueError(f"search is at most {MAX_SEARCH} characters")
-    offset = whole_number(request, "offset", 0, MAX_OFFSET)
-    limit = whole_number(request, "limit", MAX_PAGE, MAX_PAGE) if "limit" in request.query else None
+    offset = query_number(request, "offset", 0, MAX_OFFSET)
+    limit = query_number(request, "limit", MAX_PAGE, MAX_PAGE) if "limit" in request.query else None
     found = views.search_rows(rows, search, fields) if search else rows
     shown = found[offset:offset + limit] if limit is not None else found[offset:]
     response = _json(shown)
@@ -166,13 +166,13 @@ async def cycles(request: web.Request) -> web.StreamResponse:
 
 
 async def decisions(request: web.Request) -> web.StreamResponse:
-    limit = min(whole_number(request, "limit", 50, MAX_DECISIONS_LIMIT), RECENT_DECISIONS)
+    limit = min(query_number(request, "limit", 50, MAX_DECISIONS_LIMIT), RECENT_DECISIONS)
     return _json(await request.app[SOURCE_KEY].decisions(limit))
 
 
 async def pending(request: web.Request) -> web.StreamResponse:
-    offset = whole_number(request, "offset", 0, MAX_OFFSET)
-    limit = whole_number(request, "limit", DEFAULT_LIMIT, MAX_LIMIT)
+    offset = query_number(request, "offset", 0, MAX_OFFSET)
+    limit = query_number(request, "limit", DEFAULT_LIMIT, MAX_LIMIT)
     only = None
     if "ask" in request.query:
         app_id, sep, ask_id = request.query["ask"].partition("/")
@@ -185,7 +185,7 @@ async def pending(request: web.Request) -> web.StreamResponse:
 
 
 async def series(request: web.Request) -> web.StreamResponse:
-    last = whole_number(request, "last", SERIES_CYCLES, SERIES_CYCLES)
+    last = query_number(request, "last", SERIES_CYCLES, SERIES_CYCLES)
     return _json({"partition": request.match_info["partition"],
                   "cycles": await request.app[SOURCE_KEY].series(request.match_info["partition"], last)})
 

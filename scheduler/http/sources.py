@@ -186,8 +186,9 @@ class LiveState:
 
         def work() -> History:
             with opener() as source:
-                start = pick(source, completed_cycles(source)) if pick is not None else None
-                return read_history(source, start)
+                latest = completed_cycles(source)  # the cycles before this start; later ones are observed
+                start = pick(source, latest) if pick is not None and latest > 0 else None
+                return read_history(source, start, through_cycle=latest)
 
         async def seed() -> None:
             try:
@@ -271,6 +272,7 @@ class LogState:
         self.explainer = _Explainer(open_source)
         self.history = _EngineCache(open_source)
         self._read: History | None = None  # the log's history, re-read when the log has more cycles
+        self._reading = asyncio.Lock()  # one history read at a time: the others wait for its result
 
     async def latest_cycle(self) -> int:
         def work() -> int:
@@ -303,18 +305,20 @@ class LogState:
         return await asyncio.to_thread(work)
 
     async def series(self, partition: str, last: int) -> list[dict[str, Any]]:
-        latest = await self.latest_cycle()
-        if self._read is None or self._read.last_cycle != latest:
-            def work() -> History:
-                with self.open_source() as source:
-                    return read_history(source)
+        async with self._reading:
+            latest = await self.latest_cycle()
+            if self._read is None or self._read.last_cycle != latest:
+                def work() -> History:
+                    with self.open_source() as source:
+                        return read_history(source)
 
-            self._read = await asyncio.to_thread(work)
-            if self._read.engine is not None:
-                self.history.put(self._read.last_cycle, self._read.engine)
-        engine = self._read.engine or Engine()
+                self._read = await asyncio.to_thread(work)
+                if self._read.engine is not None:
+                    self.history.put(self._read.last_cycle, self._read.engine)
+            read = self._read
+        engine = read.engine or Engine()
         views.partition_of(engine, partition)
-        return [s.to_dict() for s in self._read.samples.get(partition, [])[-last:]] if last > 0 else []
+        return [s.to_dict() for s in read.samples.get(partition, [])[-last:]] if last > 0 else []
 
     async def explain_decision(self, decision_id: str) -> dict[str, Any]:
         return await self.explainer.decision(decision_id)

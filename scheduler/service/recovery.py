@@ -17,10 +17,9 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-import orjson
-
 from events.codec import decode_input, encode_output
 from events.log.port import EventLog, LogError, LogMismatch, LogRecord
+from events.log.source import read_range_async
 from events.models import CycleStarted, InputEvent
 from events.times import parse_time
 from scheduler.core.engine import Engine
@@ -33,10 +32,9 @@ from scheduler.core.recorded_cycles import (
     recorded_cycles,
 )
 from scheduler.core.rules_version import RULES_VERSION
-from scheduler.storage.snapshot_files import Restored, SnapshotStore
+from scheduler.storage.snapshot_files import VOUCH_LOOK_BACK, Restored, SnapshotStore, vouched_digest
 
 LOG = logging.getLogger("evsched.recovery")
-READ_BATCH = 10_000
 LOOK_BACK = 64  # input records before a position searched for one with an id (inputs_continue)
 
 
@@ -50,24 +48,6 @@ class Recovered:
     repaired_outputs: int = 0
     from_snapshot: int | None = None
     digest_mismatches: list[int] = field(default_factory=list)
-
-
-async def read_range(log: EventLog, start: Mapping[str, int], end: Mapping[str, int]) -> list[LogRecord]:
-    """Input records with ``start[ch] <= offset < end[ch]`` for every channel."""
-    positions = dict(start)
-    out: list[LogRecord] = []
-    while any(positions.get(ch, 0) < stop for ch, stop in end.items()):
-        batch = await log.read_inputs(positions, READ_BATCH)
-        progressed = False
-        for rec in batch:
-            if rec.offset < end.get(rec.channel, 0) and rec.offset >= positions.get(rec.channel, 0):
-                out.append(rec)
-                positions[rec.channel] = rec.offset + 1
-                progressed = True
-        if not progressed:
-            missing = {ch: (positions.get(ch, 0), stop) for ch, stop in end.items() if positions.get(ch, 0) < stop}
-            raise LogError(f"input log is missing records the output log says were consumed: {missing}")
-    return out
 
 
 async def _from_snapshot(log: EventLog, store: SnapshotStore) -> Restored | None:
@@ -89,12 +69,8 @@ async def _from_snapshot(log: EventLog, store: SnapshotStore) -> Restored | None
             )
         recorded = None
         if 0 < offset <= end:
-            # The snapshot's cycle.completed is the last record before ``offset`` (a Kafka commit
-            # marker may sit between them, taking an offset but holding no record).
-            last = [r for r in await log.read_outputs(max(0, offset - 2), 2) if r.offset < offset][-1:]
-            obj = orjson.loads(last[0].value) if last else {}
-            if obj.get("type") == "cycle.completed" and obj["data"]["cycle"] == body["cycle"]:
-                recorded = obj["data"]["state_digest"]
+            before = await log.read_outputs(max(0, offset - VOUCH_LOOK_BACK), VOUCH_LOOK_BACK)
+            recorded = vouched_digest(body, before)
         restored = await asyncio.to_thread(store.restore, path, body, recorded)
         if restored is not None:
             return restored
@@ -156,7 +132,7 @@ async def recover(
         started = rec.started
         if rec.number <= engine.cycle_number:
             continue  # already in the engine (restored from a snapshot)
-        records = await read_range(log, started.inputs_from, started.inputs_through)
+        records = await read_range_async(log, started.inputs_from, started.inputs_through)
         now_us = parse_time(started.time)
         completed = rec.completed_data
         if completed is None:

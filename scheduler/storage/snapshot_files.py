@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from events.log.port import LogRecord
 from scheduler.core import snapshot
 from scheduler.core.engine import Engine
+from scheduler.core.recorded_cycles import COMPLETED, parse_record
 from scheduler.core.rules_version import RULES_VERSION
 
 LOG = logging.getLogger("evsched.snapshots")
@@ -144,3 +147,30 @@ class SnapshotStore:
         except (OSError, orjson.JSONDecodeError):
             return None
         return body if readable_schema(body) else None
+
+
+# Output offsets read before a snapshot's output offset to find its cycle's ``cycle.completed``:
+# on a transactional Kafka log a commit marker may sit between them, taking an offset, holding no record.
+VOUCH_LOOK_BACK = 2
+
+
+def vouched_digest(body: dict[str, Any], before: Iterable[LogRecord]) -> str | None:
+    """The state digest the log records for a snapshot's cycle, or None when the log does not vouch for it.
+
+    ``before``: output records read from up to ``VOUCH_LOOK_BACK`` offsets before the snapshot's
+    output offset (later ones are ignored). The last of them must be the ``cycle.completed`` of the
+    snapshot's cycle. Recovery and replay both ask here, so they trust the same snapshots.
+    """
+    offset = body.get("output_offset")
+    if not isinstance(offset, int) or offset <= 0:
+        return None
+    last = max((r for r in before if offset - VOUCH_LOOK_BACK <= r.offset < offset), key=lambda r: r.offset,
+               default=None)
+    obj = parse_record(last) if last is not None else None
+    data = obj.get("data") if obj is not None else None
+    if obj is None or obj.get("type") != COMPLETED or not isinstance(data, dict) or data.get("cycle") != body.get(
+            "cycle"):
+        return None
+    digest = data.get("state_digest")
+    return digest if isinstance(digest, str) else None
+

@@ -193,16 +193,24 @@ def test_the_page_shows_fill_heat_and_history_updates_itself_and_pauses(
         assert first.locator(".pos-queue").inner_text() == "1"
         assert first.locator("td.why li").count() >= 1
         pending_total = _json(f"{base}/ws/v1/partition/default/queue/root/pending?limit=0")["total"]
-        assert page.locator("#pending-pager").inner_text().startswith(f"1–20 of {pending_total}")
+        assert page.locator("#pending-pager").inner_text().startswith(f"1–10 of {pending_total}")
         page.locator("#pending-pager .next").click()
-        page.wait_for_function("document.querySelector('#pending tbody tr .pos-queue').textContent === '21'")
+        page.wait_for_function("document.querySelector('#pending tbody tr .pos-queue').textContent === '11'")
         # search and paging of apps and nodes
-        assert page.locator("#apps tbody tr").count() == min(8, 25)
+        assert page.locator("#apps tbody tr").count() == 8  # all of them: fewer than a page
         page.fill("#apps-search", "app-0002")
         page.wait_for_function("document.querySelectorAll('#apps tbody tr').length === 1")
         page.locator('#heatmap .cell[data-node="node-00003"]').click()
         page.wait_for_function("document.querySelectorAll('#nodes tbody tr').length === 1")
         assert page.locator("#nodes tbody tr").first.get_attribute("data-node") == "node-00003"
+        # the why box: an ask's place in line and what would let it run, then the explanation
+        third = _json(f"{base}/ws/v1/partition/default/queue/root/pending?offset=2&limit=1")["items"][0]
+        page.fill("#why-input", f"{third['applicationID']}/{third['allocationKey']}")
+        page.click("#why-button")
+        page.wait_for_function("!document.querySelector('#why-answer').textContent.startsWith('explaining')")
+        answer = page.locator("#why-answer").inner_text()
+        assert answer.startswith(f"Position: 3 of {pending_total} pending in the partition"), answer[:300]
+        assert all(fix["message"] in answer for fix in third["wouldRun"]) and third["allocationKey"] in answer
         page.screenshot(path=str(out_dir / "evsched-page-glance.png"), full_page=True)
         # paused: polls come and go, the page stays at its cycle while the log moves on
         page.click("#pause")

@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 
 from events.codec import decode_input
 from events.models import ConfigApplied, InputEvent, InputRejected
-from scheduler.config import ConfigError, SchedulerConfig, check_config_file, load_config
+from scheduler.cli.config_arg import check_config_file
+from scheduler.config import ConfigError, SchedulerConfig, load_config
 from scheduler.config.yamltree import MAX_BYTES, MAX_DEPTH, MAX_NODES
 from scheduler.core.engine import Engine
 from tests.fuzz.strategies import BILLION_LAUGHS, EDGE_INTS, EDGE_STRINGS, HOSTILE_YAML
@@ -109,7 +110,7 @@ def test_random_text_never_crashes(text: str) -> None:
 @pytest.mark.parametrize("text", HOSTILE_YAML, ids=[repr(t[:24]) for t in HOSTILE_YAML])
 def test_hostile_yaml_is_rejected_with_a_reason(text: str) -> None:
     result = verdict(text)
-    # CONTRACT §5: an invalid property *value* falls back to its default; all else is rejected.
+    # docs/contract.md §5: an invalid property *value* falls back to its default; all else is rejected.
     assert isinstance(result, SchedulerConfig if "priority.offset" in text else ConfigError)
 
 

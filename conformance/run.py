@@ -116,8 +116,8 @@ def run(harness: Path, count: int, seed: int, families: list[str], out: Path | N
 
 def shrunk(harness: Path, result: Result) -> Result:
     """The result with its scenario shrunk to a minimal one (kept as FILE.min.jsonl)."""
-    if result.path is None or result.difference is None or result.undecided:
-        return result
+    if result.path is None or result.difference is None or result.undecided or result.known:
+        return result  # only a NEW difference is shrunk (a known one has its repro already)
     path, diff = write_minimal(lambda s: harness_output(harness, s), result.path)
     return Result(result.family, result.seed, f"{result.difference}; minimal: {diff}", path, result.known)
 

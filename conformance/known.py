@@ -165,6 +165,26 @@ def queues_can_empty(lines: Lines) -> bool:
     return removed or dynamic
 
 
+def limits_with_leaving_work(lines: Lines) -> bool:
+    """User/group limits are configured and allocations or asks go away (what ugm's history reads)."""
+    limited = any('"limits"' in line["data"]["yaml"] for line in lines if line.get("type") == "config.updated")
+    return limited and any(line.get("type") in ("allocation.released", "ask.removed") for line in lines)
+
+
+def usage_running_apps_dropped(_lines: Lines, outcome: Outcome) -> Outcome:
+    """The user/group usage without its running-app counts (allocated resources still compared)."""
+    usage = outcome.state.get("usage")
+    if not isinstance(usage, dict):
+        return outcome
+    bare: dict[str, dict[str, Any]] = {}
+    for kind, names in usage.items():
+        for name, queues in names.items():
+            held = {q: {"allocated": e["allocated"]} for q, e in queues.items() if e.get("allocated")}
+            if held:
+                bare.setdefault(kind, {})[name] = held
+    return replace(outcome, state={**outcome.state, "usage": bare})
+
+
 def may_preempt(lines: Lines) -> bool:
     return any(line.get("type") == "ask.added" and (line.get("data") or {}).get("preempt_other") for line in lines)
 
@@ -244,6 +264,16 @@ KNOWN_DIFFERENCES: tuple[Known, ...] = (
         "deliberate (docs/semantics.md: queues go with their last app)",
         queues_can_empty,
         normalise=empty_unconfigured_queues_dropped,
+    ),
+    Known(
+        "ugm-running-apps",
+        "user/group running apps: evsched counts an app in Starting or Running; yunikorn-core 1.5's "
+        "ugm counts it from its first allocation until an allocation ends leaving it nothing "
+        "allocated or pending (an app back from Completing counts only once allocated again; one "
+        "whose last ask is removed while it holds nothing is never dropped)",
+        "evsched core: a per-app flag kept in snapshots (not routed yet)",
+        limits_with_leaving_work,
+        normalise=usage_running_apps_dropped,
     ),
     Known(
         "victim-preempted-twice",

@@ -170,6 +170,8 @@ class PartitionState:
         is_running = to in RUNNING_STATES
         if was_running != is_running:
             app.queue.add_running(1 if is_running else -1)
+            if self.limits is not None:
+                self.limits.set_running(app, is_running)
         starting = self.starting[app.queue.path]
         if to == "Starting":
             starting[app.app_id] = app

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from events.resources import Resources, add_into, sub_into
 from events.units import fmt_resources
-from projections.queues import QueueNode
+from projections.queues import RUNNING_STATES, QueueNode
 from scheduler.config.specs import LimitSpec, QueueSpec
 from scheduler.core.objects import App
 
@@ -123,29 +123,26 @@ class UserLimits:
         return usage
 
     def add_resources(self, app: App, delta: Mapping[str, int]) -> None:
-        """An allocation of the app was made (already in ``app.allocations``): the app runs.
-
-        YuniKorn 1.5's ``ugm`` counts an app as running from an allocation on
-        (``IncreaseTrackedResource`` adds it) until its last allocation ends
-        (``DecreaseTrackedResource`` with ``removeApp``, application.go:removeAllocationInternal),
-        whatever its state: a Running app whose allocations are all released is not counted.
-        """
-        running = bool(app.allocations)
+        """An allocation of the app was made."""
         for key in self._keys(app):
-            usage = self._at(key)
-            add_into(usage.resources, delta)
-            if running:
-                usage.apps.add(app.app_id)
+            add_into(self._at(key).resources, delta)
 
     def sub_resources(self, app: App, delta: Mapping[str, int]) -> None:
-        """An allocation of the app ended (already out of ``app.allocations``); its last: it stops running."""
-        stopped = not app.allocations
+        """An allocation of the app ended."""
         for key in self._keys(app):
             usage = self._at(key)
             sub_into(usage.resources, delta)
-            if stopped:
-                usage.apps.discard(app.app_id)
             self._drop_if_empty(key, usage)
+
+    def set_running(self, app: App, running: bool) -> None:
+        """The app entered (True) or left (False) the states counted as running."""
+        for key in self._keys(app):
+            usage = self._at(key)
+            if running:
+                usage.apps.add(app.app_id)
+            else:
+                usage.apps.discard(app.app_id)
+                self._drop_if_empty(key, usage)
 
     def _drop_if_empty(self, key: tuple[str, str, str], usage: Usage) -> None:
         if not usage.apps and not any(usage.resources.values()):
@@ -202,6 +199,8 @@ def charge(limits: UserLimits | None, app: App) -> None:
         app.limit_group = ""
         return
     app.limit_group = limits.index.resolve_group(app.queue, app.groups)
+    if app.state in RUNNING_STATES:
+        limits.set_running(app, True)
     limits.add_resources(app, app.allocated)
 
 
@@ -212,7 +211,7 @@ def fold_usage(apps: list[App]) -> UsageMap:
         keys = [("user", app.user, q.path) for q in app.queue.lineage]
         if app.limit_group:
             keys.extend(("group", app.limit_group, q.path) for q in app.queue.lineage)
-        running = bool(app.allocations)
+        running = app.state in RUNNING_STATES
         if not running and not any(app.allocated.values()):
             continue
         for key in keys:

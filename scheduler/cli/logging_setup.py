@@ -10,6 +10,8 @@ from typing import Any
 
 import orjson
 
+from events.display import printable, printable_lines
+
 LEVELS = ("debug", "info", "warning", "error")
 
 
@@ -34,6 +36,34 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(entry).decode()
 
 
+class TextFormatter(logging.Formatter):
+    """``time LEVEL logger: message``, the message one line with controls escaped (``events.display.printable``).
+
+    Log lines carry input text — resource names, ids, types, reasons quoting them — and
+    any character may be in it. Escaping here, where every text line is made, rather than
+    at each call site, means no message can start a forged line (a newline followed by a
+    fake ``ERROR …``) or drive the terminal (an ESC sequence), whoever wrote the call.
+    A traceback keeps its lines, each escaped the same way.
+
+    >>> forged = "x\\n2026 ERROR disk full\\x1b[2J"
+    >>> rec = logging.LogRecord("evsched", logging.INFO, "f.py", 1, "type=%s", (forged,), None)
+    >>> rec.created, rec.msecs = 0.0, 0.0
+    >>> TextFormatter("%(levelname)s %(message)s").format(rec)
+    'INFO type=x\\\\x0a2026 ERROR disk full\\\\x1b[2J'
+    """
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = printable(record.message)
+        return super().formatMessage(record)
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:  # set here, or by a filter before (credentials' redaction); escaping is idempotent
+            record.exc_text = "\n".join(printable_lines(record.exc_text.split("\n")))
+        return super().format(record)
+
+
 def add_logging_arguments(p: argparse.ArgumentParser) -> None:
     """``--log-format``, ``--log-level`` and ``-v`` (= ``--log-level debug``)."""
     p.add_argument("--log-format", choices=("text", "json"), default="text",
@@ -49,7 +79,7 @@ def setup_logging(fmt: str = "text", level: str = "info", *, verbose: bool = Fal
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+        handler.setFormatter(TextFormatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

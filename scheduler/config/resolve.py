@@ -33,6 +33,10 @@ DEFAULT_NODE_SORT_POLICY = "fair"
 DEFAULT_RESOURCE_WEIGHTS: Mapping[str, float] = FrozenMap({"memory": 1.0, "vcore": 1.0})
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+# evsched's own: the root queue's property bounding the distinct resource types in use in a
+# partition (docs/reliability.md). A property, so that the config stays one YuniKorn reads.
+RESOURCE_TYPES_MAX = "evsched.resource.types.max"
+DEFAULT_RESOURCE_TYPES_MAX = 1024
 _DECIMAL = re.compile(r"[+-]?[0-9]+")  # Go strconv.ParseInt(s, 10, 32): no spaces, no "_"
 
 
@@ -54,6 +58,17 @@ def priority_offset(value: str | None) -> int:
         return 0
     number = int(value)
     return number if INT32_MIN <= number <= INT32_MAX else 0
+
+
+def resource_types_max(value: str | None) -> int:
+    """``evsched.resource.types.max``: a positive decimal (ASCII digits); absent or invalid → 1,024.
+
+    >>> resource_types_max("64"), resource_types_max(None), resource_types_max("-3"), resource_types_max("1_0")
+    (64, 1024, 1024, 1024)
+    """
+    if value is None or not value.isascii() or not value.isdigit() or len(value) > 9 or int(value) < 1:
+        return DEFAULT_RESOURCE_TYPES_MAX
+    return int(value)
 
 
 def priority_fence(value: str | None) -> bool:

@@ -33,7 +33,7 @@ from scheduler.core.recorded_cycles import (
     parse_record,
     recorded_cycles,
 )
-from scheduler.core.rules_version import RULES_VERSION
+from scheduler.core.rules_version import KNOWN, RULES_VERSION, rules_version_problem
 from scheduler.storage.snapshot_files import VOUCH_LOOK_BACK, Restored, SnapshotStore, log_identity, vouched_digest
 
 LOG = logging.getLogger("evsched.recovery")
@@ -50,6 +50,7 @@ class Recovered:
     repaired_outputs: int = 0
     from_snapshot: int | None = None
     digest_mismatches: list[int] = field(default_factory=list)
+    forged_versions: list[int] = field(default_factory=list)  # cycles whose rules_version fails rules_version_problem
 
 
 async def _from_snapshot(log: EventLog, store: SnapshotStore) -> Restored | None:
@@ -152,8 +153,15 @@ async def recover(
     except LogStructureError as exc:
         raise LogError(f"the output log is not a sequence of cycles: {exc.message}") from None
     result = Recovered(engine, positions, 0, from_snapshot=restored.cycle if restored else None)
+    previous_version: int | None = None
     for rec in cycles:
         started = rec.started
+        problem = rules_version_problem(started.rules_version, previous_version)
+        if problem is not None:  # folded as recorded (the log is the truth), but said loudly
+            result.forged_versions.append(rec.number)
+            LOG.error("cycle %d: %s — `evsched replay verify` and `evsched audit` report it", rec.number, problem)
+        if started.rules_version in KNOWN:  # an unknown one says nothing of the versions after it
+            previous_version = max(previous_version or 0, started.rules_version)
         if rec.number <= engine.cycle_number:
             continue  # already in the engine (restored from a snapshot)
         records = await read_range_async(log, started.inputs_from, started.inputs_through)

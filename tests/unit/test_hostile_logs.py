@@ -210,3 +210,19 @@ def test_verify_counts_the_cycles_it_verified_before_a_divergence(
         out = capsys.readouterr().out
         assert "(1 cycle verified before it)" in out, out
         assert "rules version 999 is unknown to this build" in out
+
+
+def test_recovery_says_so_when_the_log_holds_a_cycle_of_a_forged_rules_version(
+    driven: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from scheduler.service.recovery import recover
+
+    path = _restamped(driven, tmp_path / "forged", 4, 999)
+
+    async def body() -> list[int]:
+        with FileLog(path) as log:
+            return (await recover(log, source="evsched")).forged_versions
+
+    with caplog.at_level("ERROR"):
+        assert run(body()) == [4]
+    assert "cycle 4: rules version 999 is unknown to this build" in caplog.text

@@ -56,12 +56,18 @@ class Recovered:
 async def _from_snapshot(log: EventLog, store: SnapshotStore) -> Restored | None:
     end = await log.output_end()
     first = await log.read_outputs(0, 1) if end > 0 else []
-    store.log_identity = log_identity(first[0].value) if first else None
+    # A log whose first output is gone (a Kafka topic given a retention, against the docs)
+    # cannot say who it is: its snapshots are judged by the checks after identity.
+    known = not first or first[0].offset == 0
+    store.log_identity = log_identity(first[0].value) if first and known else None
     for path in store.candidates():
         body = await asyncio.to_thread(store.read, path)  # CPU work (decode, checks): off the event loop
         if body is None:
             continue
-        _check_identity(store, path, body, end)
+        if known:
+            _check_identity(store, path, body, end)
+        elif isinstance(body.get("log_identity"), str):
+            store.log_identity = body["log_identity"]  # carried on to the snapshots written next
         offset = body["output_offset"]
         if isinstance(offset, int) and offset > end:
             # A snapshot written by this code after more outputs than the log now holds: the

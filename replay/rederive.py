@@ -39,7 +39,7 @@ from scheduler.core.engine import DEFAULT_SOURCE, Engine
 from scheduler.core.fact_fold import FoldError, fold_recorded_cycle
 from scheduler.core.logged_cycle import run_logged_cycle
 from scheduler.core.recorded_cycles import LogStructureError, RecordedCycle, parse_record, recorded_cycles
-from scheduler.core.rules_version import IMPLEMENTED
+from scheduler.core.rules_version import IMPLEMENTED, LEGACY_RULES_VERSION, rules_version_problem
 
 
 @dataclass
@@ -123,6 +123,10 @@ class Rederiver:
         self.cursor = InputCursor(source, start.positions if start is not None else {})
         self.inputs_consumed = 0
         self.outputs_read = 0
+        # Rules versions never go back (rules_version_problem); a range that starts from a
+        # snapshot does not know the version before it: verify_parallel compares the ranges'.
+        self.first_rules_version: int | None = None
+        self.last_rules_version: int | None = None
 
     def _engine_for(self, first: LogRecord) -> Engine:
         if self.engine is None:
@@ -153,8 +157,18 @@ class Rederiver:
                 cycle=expected, output_offset=off,
             )
         problem = self.cursor.check_from(started.inputs_from)
+        if problem is None:
+            problem = rules_version_problem(started.rules_version, self.last_rules_version)
+        if problem is None and recorded.complete and recorded.completed_data is not None:
+            closing = recorded.completed_data.get("rules_version", LEGACY_RULES_VERSION)
+            if closing != started.rules_version:
+                problem = (f"cycle.started says rules version {started.rules_version}, cycle.completed "
+                           f"{closing!r}")
         if problem is not None:
             raise LogStructureError(f"cycle {recorded.number}: {problem}", cycle=recorded.number, output_offset=off)
+        self.last_rules_version = started.rules_version
+        if self.first_rules_version is None:
+            self.first_rules_version = started.rules_version
         try:
             now_us = parse_time(started.time)
             records = self.cursor.take(started.inputs_from, started.inputs_through)

@@ -128,6 +128,17 @@ def _short(value: Any) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
+def verified_before(cycles: int) -> str:
+    """How many cycles verified before a divergence, in words.
+
+    >>> verified_before(0), verified_before(1), verified_before(12)
+    ('(no cycle verified before it)', '(1 cycle verified before it)', '(12 cycles verified before it)')
+    """
+    if cycles == 0:
+        return "(no cycle verified before it)"
+    return f"({cycles} cycle{'' if cycles == 1 else 's'} verified before it)"
+
+
 @dataclass
 class VerifyReport:
     """What a verify run found."""
@@ -141,6 +152,9 @@ class VerifyReport:
     unconsumed_inputs: int = 0
     rederived: Counter[int] = field(default_factory=Counter)  # rules version → cycles re-derived
     checked: Counter[int] = field(default_factory=Counter)  # rules version → cycles only checked
+    # (first cycle, its rules version) and the last cycle's version: parallel ranges are joined by them
+    first_rules: tuple[int, int] | None = None
+    last_rules_version: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -150,7 +164,7 @@ class VerifyReport:
     def summary_lines(self) -> list[str]:
         """The outcome in words (the divergence itself comes from ``Divergence.lines``)."""
         if self.divergence is not None:
-            return [*self.divergence.lines(), f"(cycles verified before it: {self.cycles})"]
+            return [*self.divergence.lines(), verified_before(self.cycles)]
         out = [f"ok: {self.cycles} cycles verified ({self.inputs} inputs, {self.outputs} outputs)"]
         if self.cycles == 0 and self.incomplete_cycle is None:
             out = ["ok: no cycles recorded"]
@@ -324,6 +338,9 @@ def verify_with(rederiver: Rederiver, *, progress: Callable[[VerifyReport], None
     audit: _Audit | None = None
     try:
         for step in rederiver.steps():
+            if report.first_rules is None:
+                report.first_rules = (step.number, step.rules_version)
+            report.last_rules_version = step.rules_version
             if step.folded:
                 audit = audit or _Audit(rederiver.source)
                 report.inputs, report.outputs = rederiver.inputs_consumed, rederiver.outputs_read

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from events.codec import dumps
+from events.display import printable_lines
 from events.log.port import LogError
 from replay.export import ExportError, ExportStats, export_lines
 from replay.find_cycle import latest_cycle
@@ -41,7 +42,7 @@ BAR_WIDTH = 24
 
 
 def _fail(message: str, code: int = 1) -> int:
-    print(f"{PROG}: {message}", file=sys.stderr)
+    print("\n".join(printable_lines(f"{PROG}: {message}".split("\n"))), file=sys.stderr)  # may quote log content
     return code
 
 

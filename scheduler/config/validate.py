@@ -11,12 +11,12 @@ import math
 import re
 from collections.abc import Callable, Mapping
 
+from events.gostrings import fields, trim_space
+from events.quantities import parse_resources
 from events.resources import min_permissive
 from scheduler.config import resmath
 from scheduler.config.error_paths import where
-from scheduler.config.gostrings import fields, trim_space
 from scheduler.config.model import RawConfig, RawQueue, RawResources
-from scheduler.config.quantities import parse_resources
 from scheduler.config.structure import NormalPartition, child_path, children, walk
 from scheduler.config.validate_limits import LIMIT_RULES
 from scheduler.config.validate_placement import rule_placement_rules

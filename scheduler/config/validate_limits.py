@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from events.quantities import parse_resources
 from events.resources import min_permissive
 from scheduler.config import resmath
 from scheduler.config.error_paths import where
 from scheduler.config.model import RawLimit, RawQueue
-from scheduler.config.quantities import parse_resources
 from scheduler.config.structure import NormalPartition, child_path, children, walk
 
 USER_NAME = re.compile(r"[_a-zA-Z][a-zA-Z0-9:_.@-]*[$]?")

@@ -29,7 +29,7 @@ from scheduler.service.cycle_gc import CycleCollector
 from scheduler.service.recovery import recover
 from scheduler.service.settings import ServiceSettings
 from scheduler.service.stall import watched
-from scheduler.storage.snapshot_files import SnapshotStore
+from scheduler.storage.snapshot_files import SnapshotStore, log_identity
 
 LOG = logging.getLogger("evsched.service")
 FENCE_FRESH_S = 1.0  # an end offset that took longer to arrive is asked for again (``_fence``)
@@ -217,6 +217,8 @@ class Service:
         except LogError as exc:  # e.g. a full disk: stop rather than run on with state the log lacks
             raise LogError(f"cycle {self.engine.cycle_number}: outputs not written ({exc}); stopping — "
                            "a restart re-runs this cycle from the log") from exc
+        if self.output_offset == 0 and encoded and self.snapshots is not None:  # the log's first output
+            self.snapshots.log_identity = log_identity(encoded[0])
         await self._dead_letter(unreadable)
         # With transactions, commit markers take offsets too: the next cycle's first output is
         # not at end + 1 but the offset after this one's last output is known from the ack.

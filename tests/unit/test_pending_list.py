@@ -78,6 +78,7 @@ def test_positions_in_a_parent_queue_and_its_leaves() -> None:
         ("p2", 1, 1), ("p1", 2, 2), ("q1", 3, 3), ("r1", 4, 4)]  # hi (offset 10) first; p2's priority 5 first
     hi = pending_in_queue(sim.engine, "default", "root.hi")
     assert hi["total"] == 3 and hi["partitionTotal"] == 4
+    assert [i["positionInLeafQueue"] for i in whole["items"]] == [1, 2, 1, 1]
     lo = pending_in_queue(sim.engine, "default", "root.lo")
     assert [(i["allocationKey"], i["positionInQueue"], i["positionInPartition"]) for i in lo["items"]] == [
         ("r1", 1, 4)]

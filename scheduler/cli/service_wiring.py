@@ -47,7 +47,9 @@ async def open_service(
         listeners.append(bridge)
     service = Service(log, batch_records=settings.batch, max_batch_records=settings.max_batch or 4 * settings.batch,
                       listeners=listeners, snapshots=store, snapshot_every=settings.snapshot_every,
-                      accept_admin_on_inputs=settings.accept_admin_on_inputs, **service_args)
+                      accept_admin_on_inputs=settings.accept_admin_on_inputs,
+                      overlap_commits=bridge is None,  # the bridge reads the engine of the cycle it publishes
+                      **service_args)
     return service, bridge
 
 

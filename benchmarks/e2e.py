@@ -164,7 +164,7 @@ def shard_names(count: int) -> list[str]:
 
 
 def key_of(event: dict[str, Any]) -> bytes:
-    """docs/contract.md's key: app_id, node_id, else the partition name."""
+    """docs/contract.md §1's key: app_id, node_id, else the partition name."""
     data = event["data"]
     return str(data.get("app_id") or data.get("node_id") or data.get("partition") or "default").encode()
 

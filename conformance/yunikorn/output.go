@@ -12,6 +12,8 @@ import (
 
 	"github.com/apache/yunikorn-core/pkg/common/resources"
 	"github.com/apache/yunikorn-core/pkg/scheduler/objects"
+	"github.com/apache/yunikorn-core/pkg/scheduler/ugm"
+	"github.com/apache/yunikorn-core/pkg/webservice/dao"
 	"github.com/apache/yunikorn-scheduler-interface/lib/go/si"
 )
 
@@ -52,7 +54,7 @@ func (h *harness) printState() {
 			}
 		}
 		walk(p.GetQueue("root"))
-		for _, app := range append(p.GetApplications(), p.GetCompletedApplications()...) {
+		for _, app := range p.GetApplications() { // a Completed app has left the partition, as in evsched
 			apps[app.ApplicationID] = map[string]interface{}{
 				"queue": app.GetQueuePath(), "state": app.CurrentState(), "priority": app.GetAskMaxPriority(),
 				"pending": norm(app.GetPendingResource()), "allocated": norm(app.GetAllocatedResource()),
@@ -71,12 +73,49 @@ func (h *harness) printState() {
 			nodes[n.NodeID] = entry
 		}
 	}
-	b, err := json.Marshal(map[string]interface{}{"type": "state", "queues": queues, "apps": apps, "nodes": nodes})
+	b, err := json.Marshal(map[string]interface{}{"type": "state", "queues": queues, "apps": apps, "nodes": nodes,
+		"usage": usage()})
 	if err != nil {
 		fail("%v", err)
 	}
 	h.out.Write(b)
 	h.out.WriteByte('\n')
+}
+
+// usage is the user and group usage the core's ugm tracks, in evsched's form: per user (group),
+// per queue with allocated resources or running apps, {"allocated", "running_apps"}.
+func usage() map[string]interface{} {
+	users, groups := map[string]interface{}{}, map[string]interface{}{}
+	var walk func(into map[string]interface{}, q *dao.ResourceUsageDAOInfo)
+	walk = func(into map[string]interface{}, q *dao.ResourceUsageDAOInfo) {
+		if q == nil {
+			return
+		}
+		alloc := norm(q.ResourceUsage)
+		if len(alloc) > 0 || len(q.RunningApplications) > 0 {
+			into[q.QueuePath] = map[string]interface{}{"allocated": alloc, "running_apps": len(q.RunningApplications)}
+		}
+		for _, c := range q.Children {
+			walk(into, c)
+		}
+	}
+	for _, ut := range ugm.GetUserManager().GetUsersResources() {
+		info := ut.GetUserResourceUsageDAOInfo()
+		queues := map[string]interface{}{}
+		walk(queues, info.Queues)
+		if len(queues) > 0 {
+			users[info.UserName] = queues
+		}
+	}
+	for _, gt := range ugm.GetUserManager().GetGroupsResources() {
+		info := gt.GetGroupResourceUsageDAOInfo()
+		queues := map[string]interface{}{}
+		walk(queues, info.Queues)
+		if len(queues) > 0 {
+			groups[info.GroupName] = queues
+		}
+	}
+	return map[string]interface{}{"users": users, "groups": groups}
 }
 
 // cpuSeconds is the process's user+system CPU time so far (every goroutine, the GC's too).

@@ -45,11 +45,9 @@ async def open_service(
         bridge = await start_bridge(settings.mqtt, log, ingest=settings.mqtt_ingest, partition=partition,
                                     prefix=settings.mqtt_prefix, tls=tls)
         listeners.append(bridge)
-    service = Service(log, batch_records=settings.batch, max_batch_records=settings.max_batch or 4 * settings.batch,
-                      listeners=listeners, snapshots=store, snapshot_every=settings.snapshot_every,
-                      accept_admin_on_inputs=settings.accept_admin_on_inputs,
-                      overlap_commits=bridge is None,  # the bridge reads the engine of the cycle it publishes
-                      **service_args)
+    # The bridge reads the engine of the cycle it publishes: no commit overlapping the next cycle.
+    service = Service.from_settings(log, settings, listeners=listeners, snapshots=store,
+                                    overlap_commits=bridge is None, **service_args)
     return service, bridge
 
 

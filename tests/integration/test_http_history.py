@@ -103,6 +103,14 @@ def test_a_restarted_service_shows_the_decisions_and_times_from_before(tmp_path:
         assert status == 400, body
         status, body = _get(f"{base}/ws/v1/partition/nope/series")
         assert status == 404, body
+        with chromium_page() as page:  # the page after the restart: the latest decisions and the charts are there
+            page.goto(f"{base}/")
+            page.wait_for_function(f"document.querySelector('#status').textContent.startsWith('cycle {cycles} of')")
+            rows = page.locator("#decisions tbody tr")
+            assert rows.count() == 15 and rows.first.locator("td").first.inner_text() == ids[-1]
+            assert page.locator("#chart-decisions rect").count() == cycles
+            out_dir = Path(os.environ.get("EVSCHED_TEST_OUTPUT", tmp_path))
+            page.screenshot(path=str(out_dir / "evsched-page-after-restart.png"), full_page=False)
     finally:
         _stop(proc)
 
@@ -154,6 +162,13 @@ def test_pending_api_and_cli_agree_on_positions_reasons_and_remedies(served: tup
         assert status == 400, (bad, body)
     status, body = _get(f"{base}/ws/v1/partition/default/queue/root.nope/pending")
     assert status == 404 and b"no queue" in body
+    for args, says in ((["--queue", "root.nope"], "has no queue 'root.nope'"),
+                       (["--cycle", str(latest + 1)], f"cycle {latest + 1} is not in the log"),
+                       (["--ask", "nosslash"], "--ask takes APP/ASK"),
+                       (["--ask", "app-0000/no-such-ask"], "is not pending under root"),
+                       (["--limit", "501"], "a whole number 0..500")):
+        done = evsched("pending", "--log", str(log_dir), *args, check=False, text=True)
+        assert done.returncode != 0 and says in done.stderr, (args, done.returncode, done.stderr[-500:])
 
 
 def test_apps_and_nodes_search_and_paging(served: tuple[str, Path, Path]) -> None:
@@ -193,16 +208,24 @@ def test_the_page_shows_fill_heat_and_history_updates_itself_and_pauses(
         assert first.locator(".pos-queue").inner_text() == "1"
         assert first.locator("td.why li").count() >= 1
         pending_total = _json(f"{base}/ws/v1/partition/default/queue/root/pending?limit=0")["total"]
-        assert page.locator("#pending-pager").inner_text().startswith(f"1–20 of {pending_total}")
+        assert page.locator("#pending-pager").inner_text().startswith(f"1–10 of {pending_total}")
         page.locator("#pending-pager .next").click()
-        page.wait_for_function("document.querySelector('#pending tbody tr .pos-queue').textContent === '21'")
+        page.wait_for_function("document.querySelector('#pending tbody tr .pos-queue').textContent === '11'")
         # search and paging of apps and nodes
-        assert page.locator("#apps tbody tr").count() == min(8, 25)
+        assert page.locator("#apps tbody tr").count() == 8  # all of them: fewer than a page
         page.fill("#apps-search", "app-0002")
         page.wait_for_function("document.querySelectorAll('#apps tbody tr').length === 1")
         page.locator('#heatmap .cell[data-node="node-00003"]').click()
         page.wait_for_function("document.querySelectorAll('#nodes tbody tr').length === 1")
         assert page.locator("#nodes tbody tr").first.get_attribute("data-node") == "node-00003"
+        # the why box: an ask's place in line and what would let it run, then the explanation
+        third = _json(f"{base}/ws/v1/partition/default/queue/root/pending?offset=2&limit=1")["items"][0]
+        page.fill("#why-input", f"{third['applicationID']}/{third['allocationKey']}")
+        page.click("#why-button")
+        page.wait_for_function("!document.querySelector('#why-answer').textContent.startsWith('explaining')")
+        answer = page.locator("#why-answer").inner_text()
+        assert answer.startswith(f"Position: 3 of {pending_total} pending in the partition"), answer[:300]
+        assert all(fix["message"] in answer for fix in third["wouldRun"]) and third["allocationKey"] in answer
         page.screenshot(path=str(out_dir / "evsched-page-glance.png"), full_page=True)
         # paused: polls come and go, the page stays at its cycle while the log moves on
         page.click("#pause")

@@ -5,7 +5,7 @@ const $ = (sel) => document.querySelector(sel);
 const MIN_PRIORITY = -2147483648; // a queue or app with nothing pending has no priority
 // How often the page asks whether a new cycle ran (paused: never); ?poll=MS (at least 200) for another pace.
 const POLL_MS = Math.max(200, Number(new URLSearchParams(location.search).get("poll")) || 5000);
-const PAGE = { apps: 25, nodes: 25, pending: 20, decisions: 20 };
+const PAGE = { apps: 20, nodes: 20, pending: 10, decisions: 15 };
 const showPriority = (p) => (p === MIN_PRIORITY ? "–" : `${p}`);
 const state = {
   partition: "default", cycle: "", expanded: new Set(["root"]), queueFilter: null, pendingQueue: "root",
@@ -163,6 +163,7 @@ async function loadPending() {
     const row = document.createElement("tr");
     row.dataset.ask = `${item.applicationID}/${item.allocationKey}`;
     cell(row, `${item.positionInQueue}`, "num pos-queue");
+    cell(row, `${item.positionInLeafQueue}`, "num pos-leaf");
     cell(row, `${item.positionInPartition}`, "num pos-partition");
     const ask = cell(row, "");
     const link = el("a", "", `${item.applicationID}/${item.allocationKey}`);

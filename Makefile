@@ -106,11 +106,11 @@ bench: $(VENV)/.bench-installed native
 	$(PY) benchmarks/run_all.py
 
 # Conformance against apache/yunikorn-core v1.5.2 (docs/conformance.md): the Go harness is
-# built once into conformance/.build (gitignored); CONFORMANCE_COUNT random tie-free
+# built once into conformance/.build (gitignored); CONFORMANCE_COUNT random
 # scenarios run through both; disagreements (with minimal scenarios) go to .build/diffs.
 # Fails only on a difference that no documented known difference explains.
 HARNESS           := conformance/.build/yunikorn-harness
-CONFORMANCE_COUNT ?= 520
+CONFORMANCE_COUNT ?= 2016
 CONFORMANCE_SEED  ?= 0
 # Linked against a copy of yunikorn-core whose clock follows the log (conformance/patch_clock.py).
 $(HARNESS): conformance/yunikorn/*.go conformance/yunikorn/evclock/*.go conformance/yunikorn/go.mod \

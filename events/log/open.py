@@ -132,7 +132,7 @@ def transactional_id(kafka: KafkaSettings, shard: str = DEFAULT_SHARD) -> str:
 
 async def open_log(settings: LogSettings, *, shard: str | None = None, readonly: bool = False,
                    transactional: bool = False, fence_at_start: bool = True,
-                   commit_offsets: OffsetCommitter | None = None) -> EventLog:
+                   commit_offsets: OffsetCommitter | None = None, writes_only: bool = False) -> EventLog:
     """The log ``settings`` name, opened (and started, for Kafka): the one place a ``KafkaLog`` is built.
 
     ``shard``: that scheduler partition's topics (default: the one ``--partition`` named, else the
@@ -140,7 +140,8 @@ async def open_log(settings: LogSettings, *, shard: str | None = None, readonly:
     ``transactional_id``; ``fence_at_start`` False leaves fencing the previous owner to
     ``take_over()`` (a standby, once it holds the lease). ``commit_offsets``: the shard group
     commits the log's input offsets (``ShardMembership.commit``); the log then joins no group
-    of its own, so the group's session timing is the membership's, not the log's."""
+    of its own, so the group's session timing is the membership's, not the log's. ``writes_only``:
+    Kafka only appends (no consumer is started: ``submit``, ``config apply``)."""
     kafka = settings.kafka
     if kafka is not None:
         from events.log.kafka import KafkaLog
@@ -151,7 +152,7 @@ async def open_log(settings: LogSettings, *, shard: str | None = None, readonly:
         log = KafkaLog(kafka.bootstrap, group_id=kafka.group, replication_factor=kafka.replication_factor,
                        **topics, **kafka.security(), **timing, **kafka.fetch_tuning(),
                        transactional_id=transactional_id(kafka, name) if transactional else None,
-                       fence_at_start=fence_at_start, commit_offsets=commit_offsets)
+                       fence_at_start=fence_at_start, commit_offsets=commit_offsets, writes_only=writes_only)
         await log.start()
         return log
     if settings.partitions or shard is not None:

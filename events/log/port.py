@@ -45,6 +45,10 @@ class LogError(Exception):
     """The log cannot do what was asked (disk full, broker gone, corrupt beyond repair)."""
 
 
+class LogInUse(LogError):
+    """Another process holds the embedded log's writer lock (a running service, or another tool)."""
+
+
 class LogRefused(LogError):
     """The broker refused this client (untrusted certificate, wrong credentials): retrying
     with the same settings cannot help."""

@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -34,6 +35,38 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return orjson.dumps(entry).decode()
+
+
+class KafkaWarmUp(logging.Filter):
+    """Drops aiokafka's lines about a fresh broker or topic still warming up, for ``grace_s`` seconds
+    after the first: ``GroupCoordinatorNotAvailableError`` (ERROR) until the broker has created
+    ``__consumer_offsets``, ``NotLeaderForPartitionError`` (WARNING) until a new topic's leader has
+    taken over (a second or two each); aiokafka retries both by itself. Past the grace they pass:
+    then something is wrong.
+
+    >>> f = KafkaWarmUp(grace_s=30.0, now=iter([0.0, 10.0, 31.0]).__next__)
+    >>> rec = lambda msg: logging.LogRecord("aiokafka", logging.ERROR, "f.py", 1, msg, None, None)
+    >>> [f.filter(rec(m)) for m in ("failed: GroupCoordinatorNotAvailableError", "x NotLeaderForPartitionError",
+    ...                             "other", "GroupCoordinatorNotAvailableError")]
+    [False, False, True, True]
+    """
+
+    TRANSIENT = ("GroupCoordinatorNotAvailableError", "NotLeaderForPartitionError")
+    LOGGERS = ("aiokafka.consumer.group_coordinator", "aiokafka.producer.sender")
+
+    def __init__(self, grace_s: float = 30.0, now: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.grace_s, self._now = grace_s, now
+        self._first: float | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if not any(name in message for name in self.TRANSIENT):
+            return True
+        now = self._now()
+        if self._first is None:
+            self._first = now
+        return now - self._first > self.grace_s
 
 
 class TextFormatter(logging.Formatter):
@@ -84,4 +117,9 @@ def setup_logging(fmt: str = "text", level: str = "info", *, verbose: bool = Fal
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     logging.getLogger("aiokafka").setLevel(logging.WARNING)
+    warm_up = KafkaWarmUp()
+    for name in KafkaWarmUp.LOGGERS:
+        kafka_logger = logging.getLogger(name)
+        kafka_logger.filters[:] = [f for f in kafka_logger.filters if not isinstance(f, KafkaWarmUp)]
+        kafka_logger.addFilter(warm_up)
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)

@@ -97,11 +97,18 @@ class SnapshotSettings:
 
 
 def snapshot_settings(args: argparse.Namespace, log: LogSettings) -> SnapshotSettings:
-    """As ``evsched run`` lays snapshots out: DIR/snapshots of the embedded log, ``--snapshot-dir`` for
-    Kafka, and ``--snapshot-dir``/``P`` for the shard of ``--partition P``."""
+    """As ``evsched run`` lays snapshots out: DIR/snapshots of the embedded log; for Kafka
+    ``--snapshot-dir``, else ./evsched-data/snapshots/GROUP (GROUP: ``--group`` when given, else the
+    service's default); and under either ``P`` for the shard of ``--partition P``."""
     directory = getattr(args, "snapshot_dir", None)
     if directory is None and not log.kafka:
         directory = str(Path(log.directory) / "snapshots")
-    elif directory is not None and log.partitions:
+        return SnapshotSettings(directory=directory, disabled=bool(getattr(args, "no_snapshots", False)))
+    if directory is None and log.kafka:
+        from replay.kafka_source import REPLAY_GROUP  # replay's own consumer group: not the service's
+
+        group = log.kafka.group if log.kafka.group != REPLAY_GROUP else KafkaSettings.group
+        directory = str(Path(DEFAULT_LOG_DIR) / "snapshots" / group)
+    if directory is not None and log.partitions:
         directory = str(Path(directory) / log.partitions[0]) if len(log.partitions) == 1 else directory
     return SnapshotSettings(directory=directory, disabled=bool(getattr(args, "no_snapshots", False)))

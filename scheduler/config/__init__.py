@@ -1,9 +1,9 @@
 """YuniKorn queue configuration: YAML → strict model → per-rule validation → checksum."""
 
+from events.quantities import parse_quantity
 from scheduler.config.check import check_config
 from scheduler.config.errors import ConfigError
 from scheduler.config.load import DEFAULT_CONFIG_YAML, default_config, load_config
-from scheduler.config.quantities import parse_quantity
 from scheduler.config.specs import PartitionSpec, QueueSpec, SchedulerConfig, find_queue
 
 __all__ = [

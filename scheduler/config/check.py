@@ -5,6 +5,7 @@ from __future__ import annotations
 from events.display import printable_lines
 from scheduler.config.errors import ConfigError
 from scheduler.config.load import load_config
+from scheduler.config.properties import property_problems
 from scheduler.config.specs import QueueSpec
 
 
@@ -13,10 +14,17 @@ def _count(queue: QueueSpec) -> int:
 
 
 def check_config(data: bytes) -> tuple[int, list[str]]:
-    """(0, ["config OK: …"]) for a valid configuration, (1, reasons) otherwise; never raises."""
+    """(0, [warnings…, "config OK: …"]) for a valid configuration, (1, reasons) otherwise; never raises.
+
+    Stricter than the service (``scheduler.config.properties``): a property value YuniKorn would
+    silently replace by its default is a reason here."""
     try:
         config = load_config(data)
     except ConfigError as exc:
         return 1, printable_lines(list(exc.reasons))
+    errors, warnings = property_problems(config)
+    if errors:
+        return 1, printable_lines(errors + [f"warning: {w}" for w in warnings])
     queues = sum(_count(part.root) for part in config.partitions)
-    return 0, [f"config OK: {len(config.partitions)} partitions, {queues} queues, checksum {config.checksum}"]
+    ok = f"config OK: {len(config.partitions)} partitions, {queues} queues, checksum {config.checksum}"
+    return 0, [*printable_lines([f"warning: {w}" for w in warnings]), ok]

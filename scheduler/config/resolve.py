@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from events.quantities import parse_resources
 from scheduler.config.admission import resolve_limits, resolve_rules, resolve_template
 from scheduler.config.frozenmap import FrozenMap
 from scheduler.config.godurations import DEFAULT_PREEMPTION_DELAY_US, preemption_delay_us, preemption_policy
 from scheduler.config.model import RawQueue
-from scheduler.config.quantities import parse_resources
 from scheduler.config.specs import PartitionSpec, QueueSpec, TemplateSpec
 from scheduler.config.structure import ROOT, NormalPartition, child_path, children, is_leaf
 
@@ -37,7 +37,7 @@ INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 # partition (docs/reliability.md). A property, so that the config stays one YuniKorn reads.
 RESOURCE_TYPES_MAX = "evsched.resource.types.max"
 DEFAULT_RESOURCE_TYPES_MAX = 1024
-_DECIMAL = re.compile(r"[+-]?[0-9]+")  # Go strconv.ParseInt(s, 10, 32): no spaces, no "_"
+DECIMAL = re.compile(r"[+-]?[0-9]+")  # Go strconv.ParseInt(s, 10, 32): no spaces, no "_"
 
 
 def inherited_properties(parent: Mapping[str, str]) -> dict[str, str]:
@@ -54,7 +54,7 @@ def inherited_properties(parent: Mapping[str, str]) -> dict[str, str]:
 
 def priority_offset(value: str | None) -> int:
     """``priority.offset`` as int32 decimal; empty, unparsable or out of range → 0."""
-    if value is None or not _DECIMAL.fullmatch(value):
+    if value is None or not DECIMAL.fullmatch(value):
         return 0
     number = int(value)
     return number if INT32_MIN <= number <= INT32_MAX else 0

@@ -33,7 +33,7 @@ from scheduler.core.recorded_cycles import (
     parse_record,
     recorded_cycles,
 )
-from scheduler.core.rules_version import RULES_VERSION
+from scheduler.core.rules_version import KNOWN, RULES_VERSION, rules_version_problem
 from scheduler.storage.snapshot_files import VOUCH_LOOK_BACK, Restored, SnapshotStore, log_identity, vouched_digest
 
 LOG = logging.getLogger("evsched.recovery")
@@ -50,17 +50,24 @@ class Recovered:
     repaired_outputs: int = 0
     from_snapshot: int | None = None
     digest_mismatches: list[int] = field(default_factory=list)
+    forged_versions: list[int] = field(default_factory=list)  # cycles whose rules_version fails rules_version_problem
 
 
 async def _from_snapshot(log: EventLog, store: SnapshotStore) -> Restored | None:
     end = await log.output_end()
     first = await log.read_outputs(0, 1) if end > 0 else []
-    store.log_identity = log_identity(first[0].value) if first else None
+    # A log whose first output is gone (a Kafka topic given a retention, against the docs)
+    # cannot say who it is: its snapshots are judged by the checks after identity.
+    known = not first or first[0].offset == 0
+    store.log_identity = log_identity(first[0].value) if first and known else None
     for path in store.candidates():
         body = await asyncio.to_thread(store.read, path)  # CPU work (decode, checks): off the event loop
         if body is None:
             continue
-        _check_identity(store, path, body, end)
+        if known:
+            _check_identity(store, path, body, end)
+        elif isinstance(body.get("log_identity"), str):
+            store.log_identity = body["log_identity"]  # carried on to the snapshots written next
         offset = body["output_offset"]
         if isinstance(offset, int) and offset > end:
             # A snapshot written by this code after more outputs than the log now holds: the
@@ -152,8 +159,15 @@ async def recover(
     except LogStructureError as exc:
         raise LogError(f"the output log is not a sequence of cycles: {exc.message}") from None
     result = Recovered(engine, positions, 0, from_snapshot=restored.cycle if restored else None)
+    previous_version: int | None = None
     for rec in cycles:
         started = rec.started
+        problem = rules_version_problem(started.rules_version, previous_version)
+        if problem is not None:  # folded as recorded (the log is the truth), but said loudly
+            result.forged_versions.append(rec.number)
+            LOG.error("cycle %d: %s — `evsched replay verify` and `evsched audit` report it", rec.number, problem)
+        if started.rules_version in KNOWN:  # an unknown one says nothing of the versions after it
+            previous_version = max(previous_version or 0, started.rules_version)
         if rec.number <= engine.cycle_number:
             continue  # already in the engine (restored from a snapshot)
         records = await read_range_async(log, started.inputs_from, started.inputs_through)

@@ -210,3 +210,47 @@ def test_verify_counts_the_cycles_it_verified_before_a_divergence(
         out = capsys.readouterr().out
         assert "(1 cycle verified before it)" in out, out
         assert "rules version 999 is unknown to this build" in out
+
+
+def test_recovery_says_so_when_the_log_holds_a_cycle_of_a_forged_rules_version(
+    driven: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from scheduler.service.recovery import recover
+
+    path = _restamped(driven, tmp_path / "forged", 4, 999)
+
+    async def body() -> list[int]:
+        with FileLog(path) as log:
+            return (await recover(log, source="evsched")).forged_versions
+
+    with caplog.at_level("ERROR"):
+        assert run(body()) == [4]
+    assert "cycle 4: rules version 999 is unknown to this build" in caplog.text
+
+
+def test_a_log_whose_first_output_was_deleted_judges_snapshots_by_the_other_checks(tmp_path: Path) -> None:
+    """A decisions topic given a retention (against the docs) loses its first record: it cannot
+    say who it is, so its own snapshots are used as before rather than refused."""
+    from events.log.memory import MemoryLog
+    from events.log.port import LogRecord
+
+    class Retained(MemoryLog):
+        retained_from = 0
+
+        async def read_outputs(self, start: int = 0, max_records: int | None = None) -> list[LogRecord]:
+            got = await super().read_outputs(max(start, self.retained_from), max_records)
+            return [r for r in got if r.offset >= self.retained_from]
+
+    async def body() -> int:
+        log = Retained()
+        await log.append_inputs([_node(i) for i in range(3)])
+        first = Service(log, snapshots=SnapshotStore(tmp_path), snapshot_every=1)
+        await first.start()
+        await first.run(once=True)
+        log.retained_from = 1  # cycle 1's cycle.started is gone
+        second = Service(log, snapshots=SnapshotStore(tmp_path))
+        await second.start()
+        assert second.snapshots is not None and second.snapshots.log_identity is not None  # carried on
+        return second.engine.cycle_number
+
+    assert run(body()) == 1

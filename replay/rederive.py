@@ -53,7 +53,7 @@ class StartPoint:
 
 
 @dataclass
-class Step:
+class RederivedCycle:
     """One re-derived cycle: what was recorded, what came out again, and the engine after it."""
 
     recorded: RecordedCycle
@@ -135,7 +135,7 @@ class Rederiver:
             self.engine = self._factory(src if isinstance(src, str) and src else DEFAULT_SOURCE)
         return self.engine
 
-    def steps(self) -> Iterator[Step]:
+    def steps(self) -> Iterator[RederivedCycle]:
         """Re-derive cycle after cycle, yielding each as it is done."""
         offset = self._start.output_offset if self._start is not None else 0
         for recorded in recorded_cycles(self.source.iter_outputs(offset)):
@@ -145,7 +145,7 @@ class Rederiver:
             if self.through_cycle is not None and recorded.number >= self.through_cycle:
                 return
 
-    def _step(self, recorded: RecordedCycle) -> Step:
+    def _step(self, recorded: RecordedCycle) -> RederivedCycle:
         engine = self._engine_for(recorded.records[0])
         started = recorded.started
         off = recorded.records[0].offset
@@ -190,11 +190,11 @@ class Rederiver:
             engine, applied, channels, now_us, started.inputs_from, started.inputs_through,
             admin_channels=started.admin_channels,
         )
-        return Step(recorded, derived, records, engine)
+        return RederivedCycle(recorded, derived, records, engine)
 
 
     def _fold(self, recorded: RecordedCycle, applied: list[LogRecord], channels: list[str], now_us: int,
-              records: list[LogRecord], engine: Engine) -> Step:
+              records: list[LogRecord], engine: Engine) -> RederivedCycle:
         outputs = [parse_record(rec) for rec in recorded.records[1:-1]]
         off = recorded.records[0].offset
         try:
@@ -209,7 +209,7 @@ class Rederiver:
                 f"cycle {recorded.number} (rules version {recorded.started.rules_version}): cannot fold its "
                 f"recorded outputs: {exc}", cycle=recorded.number, output_offset=off,
             ) from None
-        return Step(recorded, [], records, engine, folded=True, folded_digest=folded.digest)
+        return RederivedCycle(recorded, [], records, engine, folded=True, folded_digest=folded.digest)
 
 
 def _source_order(source: LogSource, names: Iterable[str]) -> list[str]:

@@ -31,7 +31,7 @@ from events.log.port import LogRecord
 from events.models import AllocationDecided, CycleCompleted
 from replay.audit.checks import Auditor
 from replay.reader import LogSource, OrderedChannels, read_range
-from replay.rederive import Rederiver, StartPoint, Step, inputs_range
+from replay.rederive import RederivedCycle, Rederiver, StartPoint, inputs_range
 from scheduler.core.recorded_cycles import LogStructureError
 from scheduler.core.rules_version import RULES_VERSION
 
@@ -192,7 +192,7 @@ def _numbers(values: list[int]) -> str:
     return shown + (f" (+{len(values) - 20} more)" if len(values) > 20 else "")
 
 
-def _context(step: Step, index: int, recorded: bytes | None, derived: bytes | None) -> tuple[str, ...]:
+def _context(step: RederivedCycle, index: int, recorded: bytes | None, derived: bytes | None) -> tuple[str, ...]:
     """Field differences, the state digests, and for decisions the state around them."""
     rec_obj, der_obj = _as_json(recorded), _as_json(derived)
     lines = []
@@ -228,7 +228,9 @@ def _context(step: Step, index: int, recorded: bytes | None, derived: bytes | No
     return tuple(lines)
 
 
-def _divergence(step: Step, index: int, recs: list[LogRecord], derived: list[bytes], reason: str) -> Divergence:
+def _divergence(
+    step: RederivedCycle, index: int, recs: list[LogRecord], derived: list[bytes], reason: str
+) -> Divergence:
     rec = recs[index] if index < len(recs) else None
     der = derived[index] if index < len(derived) else None
     offset = rec.offset if rec is not None else (recs[-1].offset + 1 if recs else None)
@@ -248,7 +250,7 @@ def _first_mismatch(recs: list[LogRecord], derived: list[bytes]) -> int | None:
     return None
 
 
-def compare_step(step: Step) -> Divergence | None:
+def compare_step(step: RederivedCycle) -> Divergence | None:
     """The first disagreement inside one cycle (an incomplete cycle's missing tail is fine)."""
     derived = [encode_output(o) for o in step.derived]
     for attempt in step.recorded.attempts:
@@ -295,7 +297,7 @@ class _Audit:
     def _inputs(self, start: Mapping[str, int], end: Mapping[str, int]) -> Iterator[LogRecord]:
         return read_range(self.source, start, end)
 
-    def through(self, step: Step) -> Divergence | None:
+    def through(self, step: RederivedCycle) -> Divergence | None:
         """Feed the outputs through ``step``'s cycle; its first new violation, if any."""
         last = step.recorded.records[-1].offset
         for rec in self.source.iter_outputs(self.offset):
@@ -316,7 +318,7 @@ class _Audit:
         )
 
 
-def _check_folded(step: Step, audit: _Audit) -> Divergence | None:
+def _check_folded(step: RederivedCycle, audit: _Audit) -> Divergence | None:
     recorded = (step.recorded.completed_data or {}).get("state_digest")
     if step.folded_digest != recorded:
         return Divergence(
@@ -332,7 +334,7 @@ def _check_folded(step: Step, audit: _Audit) -> Divergence | None:
 def verify_with(rederiver: Rederiver, *, progress: Callable[[VerifyReport], None] | None = None) -> VerifyReport:
     """``verify`` over a given ``Rederiver`` (whose engine the caller may inspect afterwards)."""
     report = VerifyReport()
-    incomplete: tuple[Step, list[bytes]] | None = None
+    incomplete: tuple[RederivedCycle, list[bytes]] | None = None
     audit: _Audit | None = None
     try:
         for step in rederiver.steps():

@@ -155,6 +155,14 @@ def _smallest_release(node: Node, need: Resources) -> Allocation | None:
     return min(fitting, key=lambda a: (a.priority, sum(a.resources.values()), a.app_id, a.ask_id))
 
 
+def _release(rule: str, node: Node, missing: Resources, head: str, after: str = "") -> Remedy:
+    """A remedy freeing ``missing`` on ``node``, naming the one allocation whose release would do."""
+    victim = _smallest_release(node, missing)
+    which = victim and f"{victim.app_id}/{victim.ask_id}"
+    text = f": releasing allocation {which} ({fmt_res(victim.resources)}) would do" if victim is not None else ""
+    return _remedy("release", rule, f"{head}{text}{after}", node=node.node_id, release=missing, allocation=which)
+
+
 def _relative(missing: Mapping[str, int], request: Mapping[str, int]) -> float:
     return sum(qty / request[name] for name, qty in missing.items() if request.get(name))
 
@@ -176,14 +184,9 @@ def node_remedies(part: PartitionState, ask: Ask) -> list[Remedy]:
     if releases:
         held, _, node_id, missing = min(releases)
         node = part.nodes[node_id]
-        victim = _smallest_release(node, missing)
-        which = (f": releasing allocation {victim.app_id}/{victim.ask_id} ({fmt_res(victim.resources)}) would do"
-                 if victim is not None else "")
         after = (f" (it is reserved for ask {'/'.join(node.reserved_for or ())}: once that ask is placed or its "
                  "reservation ends)" if held else "")
-        out.append(_remedy("release", RULE_NODE_FIT, f"free {fmt_res(missing)} on node {node_id}{which}{after}",
-                           node=node_id, release=missing,
-                           allocation=f"{victim.app_id}/{victim.ask_id}" if victim is not None else None))
+        out.append(_release(RULE_NODE_FIT, node, missing, f"free {fmt_res(missing)} on node {node_id}", after))
     idle = sorted(n.node_id for n in part.nodes.values() if not n.schedulable and not shortfall(request, n.available()))
     if idle:
         out.append(_remedy("schedule-node", RULE_NODE_FIT, f"make node {idle[0]} schedulable: it has room",
@@ -215,10 +218,7 @@ def _required_node_remedies(part: PartitionState, ask: Ask) -> list[Remedy]:
     missing = _missing(shortfall(ask.resources, node.available()))
     if not missing:
         return []
-    victim = _smallest_release(node, missing)
-    which = f": releasing {victim.app_id}/{victim.ask_id} would do" if victim is not None else ""
-    return [_remedy("release", RULE_NODE_FIT, f"free {fmt_res(missing)} on required node {node.node_id}{which}",
-                    node=node.node_id, release=missing)]
+    return [_release(RULE_NODE_FIT, node, missing, f"free {fmt_res(missing)} on required node {node.node_id}")]
 
 
 def reserved_remedies(part: PartitionState, ask: Ask) -> list[Remedy]:
@@ -229,10 +229,8 @@ def reserved_remedies(part: PartitionState, ask: Ask) -> list[Remedy]:
     missing = _missing(shortfall(ask.resources, node.available()))
     if not missing:
         return []
-    victim = _smallest_release(node, missing)
-    which = f": releasing {victim.app_id}/{victim.ask_id} would do" if victim is not None else ""
-    return [_remedy("release", RULE_RESERVATION, f"node {node.node_id}, reserved for it, must free "
-                    f"{fmt_res(missing)}{which}", node=node.node_id, release=missing)]
+    return [_release(RULE_RESERVATION, node, missing, f"node {node.node_id}, reserved for it, must free "
+                     f"{fmt_res(missing)}")]
 
 
 Shape = tuple[tuple[str, int], ...]

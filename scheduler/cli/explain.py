@@ -18,12 +18,12 @@ from typing import Any
 from events.codec import dumps
 from events.display import printable_lines
 from events.log.port import LogError
+from events.log.source import LogUnavailable
 from replay.explain.decision import ExplainError
 from replay.explain.from_log import explain_ask_from_log, explain_from_log
 from replay.explain.revocation import explain_revocation_from_log
 from replay.explain.text import render_explanation, render_pending, render_revocation
 from replay.open_source import open_source
-from replay.reader import LogUnavailable
 from scheduler.cli.settings import log_settings, snapshot_settings
 from scheduler.cli.sources import add_snapshot_arguments, add_source_arguments, pick_start
 

@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING
 
 from events.log.open import LogSettings
-from replay.reader import LogSource
+from events.log.source import LogSource
 
 if TYPE_CHECKING:
     from replay.rederive import StartPoint
@@ -101,8 +101,8 @@ def history_start(settings: ServiceSettings, source: LogSource, latest: int) -> 
     snapshot at least ``SERIES_CYCLES`` before the log's last cycle; else the beginning of a
     short log (``HISTORY_REDERIVE_INPUTS``), or the newest snapshot of a long one (a shorter
     series, but no long re-derivation beside the service)."""
+    from events.log.source import input_total
     from replay.history import SERIES_CYCLES
-    from replay.reader import input_total
     from replay.snapshot_start import pick_snapshot
     from scheduler.storage.snapshot_files import SnapshotStore
 

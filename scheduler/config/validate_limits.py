@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 
 from events.quantities import parse_resources
+from events.resources import min_permissive
 from scheduler.config import resmath
 from scheduler.config.error_paths import where
 from scheduler.config.model import RawLimit, RawQueue
@@ -115,7 +116,7 @@ Limits = dict[str, dict[str, int]]
 
 def _merge_resource_limit(kind: str, name: str, res: dict[str, int], parent: Limits, current: Limits) -> str | None:
     if name in parent:
-        current[name] = resmath.min_permissive(res, parent[name])
+        current[name] = min_permissive(res, parent[name]) or {}
         if not resmath.fits_max_undef(parent[name], res):
             return (
                 f"{kind} {name!r} maxresources {resmath.fmt(res)} exceed "

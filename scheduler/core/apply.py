@@ -39,7 +39,7 @@ from scheduler.core.bounds import (
 )
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import STATEAWARE_DISABLE_TAG, PartitionState
-from scheduler.core.placement import PlacementError, Submission, place
+from scheduler.core.placement import PlacementError, Submission, place_app
 from scheduler.core.priorityclass import PriorityClass, PriorityError
 from scheduler.core.state import SchedulerState
 
@@ -109,7 +109,7 @@ def _app_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) 
     if spec.placement_rules or not data.queue:
         try:
             submission = Submission(data.queue, data.user, tuple(groups), dict(data.tags))
-            placement = place(spec.placement_rules, submission, part.queues)
+            placement = place_app(spec.placement_rules, submission, part.queues)
         except PlacementError as exc:
             problem = Rejected("no-placement", str(exc))
         else:

@@ -128,7 +128,7 @@ def _acceptable(name: str, sub: Submission, queues: dict[str, QueueNode]) -> boo
     return queue is not None and may_submit(queue, sub.user, sub.groups)
 
 
-def place(rules: tuple[RuleSpec, ...], sub: Submission, queues: dict[str, QueueNode]) -> Placement:
+def place_app(rules: tuple[RuleSpec, ...], sub: Submission, queues: dict[str, QueueNode]) -> Placement:
     """The leaf for a new app under the partition's rules; raises ``PlacementError``."""
     chosen = ""
     for rule in rules or IMPLICIT_RULES:

@@ -20,11 +20,11 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
+from events.log.source import LogSource
 from replay import state_at
 from replay.explain.from_log import explain_ask_from_log, explain_from_log
 from replay.explain.text import render_explanation, render_pending
 from replay.history import History, completed_cycles, read_history, recent_decisions
-from replay.reader import LogSource
 from replay.rederive import StartPoint
 from scheduler.core.engine import Engine
 from scheduler.core.recorded_cycles import COMPLETED, record_type

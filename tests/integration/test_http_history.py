@@ -103,6 +103,14 @@ def test_a_restarted_service_shows_the_decisions_and_times_from_before(tmp_path:
         assert status == 400, body
         status, body = _get(f"{base}/ws/v1/partition/nope/series")
         assert status == 404, body
+        with chromium_page() as page:  # the page after the restart: the latest decisions and the charts are there
+            page.goto(f"{base}/")
+            page.wait_for_function(f"document.querySelector('#status').textContent.startsWith('cycle {cycles} of')")
+            rows = page.locator("#decisions tbody tr")
+            assert rows.count() == 15 and rows.first.locator("td").first.inner_text() == ids[-1]
+            assert page.locator("#chart-decisions rect").count() == cycles
+            out_dir = Path(os.environ.get("EVSCHED_TEST_OUTPUT", tmp_path))
+            page.screenshot(path=str(out_dir / "evsched-page-after-restart.png"), full_page=False)
     finally:
         _stop(proc)
 

@@ -11,17 +11,9 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.cli import evsched
+from tests.cli import ONE_TEAM_CONFIG, evsched
 
-CONFIG = """\
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: team
-"""
+CONFIG = ONE_TEAM_CONFIG
 
 
 def _write(path: Path, lines: list[Any]) -> Path:

@@ -63,7 +63,8 @@ brokers:
 
 # Every test but the long fault-injection runs (marked slow; `make faults` runs them). The type
 # check and the pure-Python run (tests/pure_selection.py) go beside the main suite, which spends
-# much of its time waiting on brokers, on the second CPU; their output follows the suite's.
+# much of its time waiting on brokers, on the second CPU; their output follows the suite's. Any
+# failure fails.
 SIDE_LOG := $(VENV)/side-checks.log
 test: native kafka lint brokers
 	@echo "type check and pure-Python tests of the compiled modules: beside the suite, output in $(SIDE_LOG), shown after it"

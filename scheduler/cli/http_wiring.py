@@ -78,7 +78,17 @@ def live_state(settings: ServiceSettings, service: Service, *, with_log: bool) -
     service.listeners.append(observer)
     opener = source_opener(settings.log) if with_log else None
     return LiveState(service, observer, opener, ready_max_lag=settings.ready_max_lag,
-                     history_start=lambda source, latest: history_start(settings, source, latest))
+                     history_start=lambda source, latest: history_start(settings, source, latest),
+                     cycle_start=lambda source, cycle: cycle_start(settings, source, cycle))
+
+
+def cycle_start(settings: ServiceSettings, source: LogSource, cycle: int) -> StartPoint | None:
+    """Where time travel (``?cycle=N``) re-derives from: the newest snapshot the log vouches
+    for at or before the cycle (None: the beginning)."""
+    from replay.snapshot_start import pick_snapshot
+    from scheduler.storage.snapshot_files import SnapshotStore
+
+    return pick_snapshot(source, SnapshotStore(settings.snapshots()), cycle).start
 
 
 # A log of at most this many inputs is re-derived from its beginning for the history when no

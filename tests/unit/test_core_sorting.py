@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from projections.node_index import NodeIndex, NodeSortPolicy, sorted_node_ids, usage_score
+from projections.node_index import NodeIndex, NodeSortPolicy, usage_score
+from tests.oracles.node_order import sorted_node_ids
 from tests.sim import SCHEDULE, app, ask, node, of_type, placements, run
 
 

@@ -72,6 +72,13 @@ class CycleMemo:
     # an app be hopeless (``_hopeless``), so a cycle with room never asks.
     any_exhausted: bool = False
 
+    def children_in_order(self, queue: QueueNode) -> list[QueueNode]:
+        """``sort_queues`` of a parent's children now, from the order kept for the cycle."""
+        order = self.child_orders.get(queue.path)
+        if order is None:
+            order = self.child_orders[queue.path] = child_order(queue.children, queue.sort_priority)
+        return order.sorted()
+
     def allocated_in(self, leaf: QueueNode) -> None:
         """An allocation changed ``leaf`` and its ancestors: re-order them under their parents."""
         for q in leaf.lineage:
@@ -242,11 +249,7 @@ def _try_leaf(part: PartitionState, leaf: QueueNode, memo: CycleMemo, now_us: in
 def _walk(part: PartitionState, queue: QueueNode, memo: CycleMemo, now_us: int) -> Step | None:
     if queue.is_leaf:
         return _try_leaf(part, queue, memo, now_us)
-    order = memo.child_orders.get(queue.path)
-    if order is None:
-        order = memo.child_orders[queue.path] = child_order(queue.children, queue.sort_priority)
-    ordered = order.sorted()
-    for child in ordered:
+    for child in memo.children_in_order(queue):
         if child.path in memo.exhausted_queues:
             continue
         ends = memo.turn_ends
@@ -277,7 +280,8 @@ def next_step(part: PartitionState, memo: CycleMemo, now_us: int) -> Step | None
         keys: Iterable[tuple[str, str]] = reservations  # the newest ``untried`` are the last ones
         if memo.reservations_tried:
             keys = islice(reversed(reservations), untried)
-        found = reserved_step(part, fits_queue_headroom, held_by_max_applications, memo.unplaceable, keys)
+        found = reserved_step(part, fits_queue_headroom, held_by_max_applications, memo.unplaceable, keys,
+                              memo.children_in_order)
         if found is not None:
             return found
         memo.reservations_tried = len(reservations)
@@ -317,24 +321,28 @@ def commit(
 
 def cycle_memo(state: SchedulerState, partition: str, prev_cycle_us: int | None,
                memo: CycleMemo | None = None) -> CycleMemo:
-    """A fresh memo for a partition's steps; given the old ``memo``, keeps which asks attempted preemption."""
+    """A fresh memo for a partition's steps; given the old ``memo``, keeps which asks attempted
+    preemption and the child orders (kept current by ``allocated_in``, whatever failed)."""
     spec = next((p for p in state.config.partitions if p.name == partition), None)
+    if memo is None:
+        return CycleMemo(preemption=spec is None or spec.preemption_enabled, prev_cycle_us=prev_cycle_us)
     return CycleMemo(preemption=spec is None or spec.preemption_enabled, prev_cycle_us=prev_cycle_us,
-                     preempt_tried=memo.preempt_tried if memo is not None else set())
+                     preempt_tried=memo.preempt_tried, child_orders=memo.child_orders)
 
 
 def commit_step(state: SchedulerState, part: PartitionState, found: Step, step: int, now_us: int,
                 out: list[OutputData], memo: CycleMemo) -> CycleMemo:
     """``commit`` a found step; returns the memo for the next step.
 
-    When a reservation ended (a node came back) failures may now succeed: a fresh memo.
-    Otherwise the memo is told what the step changed: its app's queues (and those of the
-    reservations it ended) and its node.
+    The memo is told what the step changed: its app's queues (and those of the reservations
+    it ended). When a reservation ended (a node came back) failures may now succeed: a fresh
+    memo, with the child orders kept.
     """
-    if commit(state, part, found, step, now_us, out):
-        return cycle_memo(state, part.name, memo.prev_cycle_us, memo)
+    freed = commit(state, part, found, step, now_us, out)
     for app in (found.app, *(held_app for held_app, _ in found.cancel)):
         memo.allocated_in(app.queue)
+    if freed:
+        return cycle_memo(state, part.name, memo.prev_cycle_us, memo)
     return memo
 
 

@@ -363,7 +363,8 @@ class PartitionState:
                 )
             )
             self.maybe_completing(app, now_us, timers, out)
-        self.index.remove(node.node_id)  # its reservation candidates go stale with it (not in ``nodes``)
+        self.index.remove(node.node_id)
+        self.reserve_candidates.node_removed(node.node_id)
         sub_into(self.cluster_capacity, node.capacity)
         del self.nodes[node.node_id]
         self.form.node_changed(node.node_id)

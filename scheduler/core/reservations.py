@@ -42,6 +42,11 @@ RESERVATION_DELAY_US = 2_000_000
 
 HeadroomCheck = Callable[[PartitionState, QueueNode, Resources], bool]
 HeldCheck = Callable[[App], bool]
+ChildrenInOrder = Callable[[QueueNode], list[QueueNode]]
+
+
+def _sorted_children(queue: QueueNode) -> list[QueueNode]:
+    return sort_queues(queue.children, queue.sort_priority)
 
 
 @dataclass
@@ -126,7 +131,8 @@ def _leaves_on_path(part: PartitionState, app_ids: Iterable[str]) -> set[str]:
 
 
 def reserved_step(part: PartitionState, fits_headroom: HeadroomCheck, held: HeldCheck,
-                  unfit: set[Shape] | None = None, only: Iterable[ReservationKey] | None = None) -> Step | None:
+                  unfit: set[Shape] | None = None, only: Iterable[ReservationKey] | None = None,
+                  children_in_order: ChildrenInOrder = _sorted_children) -> Step | None:
     """``tryReservedAllocate``: the first reserved ask that can be allocated now, or None.
 
     Nothing changes while it searches, so a request shape no unreserved node holds
@@ -140,7 +146,8 @@ def reserved_step(part: PartitionState, fits_headroom: HeadroomCheck, held: Held
     ``only`` restricts the search to these reservations (default: all). The cycle passes
     the reservations not yet tried since a node last came back: every other one failed
     then and fails again (see ``scheduler.core.cycle``), so the first of ``only`` in walk
-    order that succeeds is the first of all.
+    order that succeeds is the first of all. ``children_in_order`` gives a parent's children
+    in ``sort_queues`` order (default: sorted afresh; the cycle passes the orders it keeps).
     """
     if not part.reservations:
         return None
@@ -148,16 +155,18 @@ def reserved_step(part: PartitionState, fits_headroom: HeadroomCheck, held: Held
     if not by_app:
         return None
     on_path = _leaves_on_path(part, by_app)
-    return _walk(part, part.root, on_path, by_app, fits_headroom, held, set() if unfit is None else unfit)
+    return _walk(part, part.root, on_path, by_app, fits_headroom, held, set() if unfit is None else unfit,
+                 children_in_order)
 
 
 def _walk(part: PartitionState, queue: QueueNode, on_path: set[str], by_app: dict[str, list[Ask]],
-          fits_headroom: HeadroomCheck, held: HeldCheck, unfit: set[Shape]) -> Step | None:
+          fits_headroom: HeadroomCheck, held: HeldCheck, unfit: set[Shape], children_in_order: ChildrenInOrder,
+          ) -> Step | None:
     if queue.is_leaf:
         return _try_leaf(part, queue, by_app, fits_headroom, held, unfit)
-    for child in sort_queues(queue.children, queue.sort_priority):
+    for child in children_in_order(queue):
         if child.path in on_path:
-            found = _walk(part, child, on_path, by_app, fits_headroom, held, unfit)
+            found = _walk(part, child, on_path, by_app, fits_headroom, held, unfit, children_in_order)
             if found is not None:
                 return found
     return None

@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all venv native demo test lint typecheck unit bench faults fuzz clean conformance conformance-harness bench-yunikorn brokers kafka
+.PHONY: all venv native demo test lint typecheck unit bench bench-smoke faults fuzz clean conformance conformance-harness bench-yunikorn bench-saturated brokers kafka
 
 all: test
 
@@ -105,8 +105,12 @@ bench: $(VENV)/.bench-installed native
 HARNESS           := conformance/.build/yunikorn-harness
 CONFORMANCE_COUNT ?= 520
 CONFORMANCE_SEED  ?= 0
-$(HARNESS): conformance/yunikorn/*.go conformance/yunikorn/go.mod conformance/yunikorn/go.sum
-	cd conformance/yunikorn && GONOSUMDB=github.com/apache go build -o ../.build/yunikorn-harness .
+# Linked against a copy of yunikorn-core whose clock follows the log (conformance/patch_clock.py).
+$(HARNESS): conformance/yunikorn/*.go conformance/yunikorn/evclock/*.go conformance/yunikorn/go.mod \
+            conformance/yunikorn/go.sum conformance/patch_clock.py
+	python3 conformance/patch_clock.py
+	cd conformance/yunikorn && GONOSUMDB=github.com/apache go build -modfile=../.build/yunikorn.mod \
+	  -o ../.build/yunikorn-harness .
 
 conformance-harness: $(HARNESS)
 
@@ -115,10 +119,22 @@ conformance: $(STAMP) $(HARNESS)
 	$(PY) -m conformance.run --harness $(HARNESS) --count $(CONFORMANCE_COUNT) --seed $(CONFORMANCE_SEED) \
 	  --out conformance/.build/diffs --shrink
 
+# Every benchmark script at a tiny size (benchmarks/smoke.py: register a new script there); fails
+# when one errors or produces no decisions, judges no timing. Part of `make test` (its suite runs
+# tests/integration/test_bench_smoke.py); a minute or two.
+bench-smoke: native kafka
+	$(PY) -m pytest -q -p no:cacheprovider tests/integration/test_bench_smoke.py
+
 # evsched's core vs yunikorn-core, allocations/s on YuniKorn's BenchmarkScheduling
 # workloads and the reference workload (benchmarks/RESULTS.md); a few minutes.
 bench-yunikorn: $(STAMP) $(HARNESS)
 	$(PY) benchmarks/vs_yunikorn.py --harness $(HARNESS)
+
+# Full clusters (issue 32): per-cycle time of evsched and yunikorn-core on the saturated shapes,
+# three sizes each, with every target's verdict (benchmarks/RESULTS.md); long at the full sizes.
+# SATURATED_ARGS: e.g. --only leaves,dynamic
+bench-saturated: native $(HARNESS)
+	$(PY) benchmarks/saturated.py --harness $(HARNESS) $(SATURATED_ARGS)
 
 clean:
 	rm -rf $(VENV) evsched-data demo-data .pytest_cache .mypy_cache .ruff_cache build events/native.json

@@ -120,6 +120,15 @@ def write_workload_jsonl(spec: WorkloadSpec, path: Path) -> int:
     return len(lines)
 
 
+def log_decisions(log_dir: Path) -> int:
+    """How many ``allocation.decided`` outputs an embedded log holds (a benchmark that scheduled
+    nothing measured nothing: its scripts print this, and ``smoke.py`` fails on 0)."""
+    from events.log.file import FileLog
+
+    with FileLog(log_dir, readonly=True) as log:
+        return sum(1 for rec in log.iter_outputs() if b'"allocation.decided"' in rec.value)
+
+
 def engine_with(spec: WorkloadSpec, events: list[InputEvent] | None = None, config: str | None = None) -> Engine:
     """An engine configured for the spec with every event applied (no cycle run yet).
 

@@ -47,11 +47,12 @@ def _scrape_every_second(log_path: Path, proc: subprocess.Popen[bytes], scrapes:
 
 def one_run(master: Path, work: Path, http: bool) -> tuple[float, int, int]:
     """Decisions/s of one ``run --once`` over a fresh copy of the log; and the scrapes made."""
-    log = work / "log"
+    log, snapshots = work / "log", work / "snapshots"
     shutil.rmtree(log, ignore_errors=True)
+    shutil.rmtree(snapshots, ignore_errors=True)  # the last run's stop wrote one; this log copy is not its
     shutil.copytree(master, log)
     log_path = work / "service.log"
-    args = [sys.executable, "-m", "scheduler", "run", "--log", str(log), "--once", "--snapshot-dir", str(work / "none")]
+    args = [sys.executable, "-m", "scheduler", "run", "--log", str(log), "--once", "--snapshot-dir", str(snapshots)]
     if http:
         args += ["--http", "127.0.0.1:0"]
     scrapes = [0]

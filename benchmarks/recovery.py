@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness import ROOT, write_workload_jsonl  # puts the repository on sys.path
+from harness import ROOT, log_decisions, write_workload_jsonl  # puts the repository on sys.path
 
 from scheduler.simulation.workload import PRIORITY_CLASSES, WorkloadSpec
 
@@ -57,13 +57,18 @@ def build(directory: Path, events: int, writer: Path) -> None:
     assert count == events, count
     run = [sys.executable, "-m", "scheduler"]
     log = str(directory / "log")
-    subprocess.run([*run, "submit", "--log", log, str(directory / "in.jsonl")], cwd=writer, env=_env(writer),
-                   check=True, capture_output=True)
+    # The config goes to the admin channel, the only one a writer that has one accepts it from.
+    helps = subprocess.run([*run, "submit", "--help"], cwd=writer, env=_env(writer), check=True,
+                           capture_output=True, text=True).stdout
+    admin = ["--admin"] if "--admin" in helps else []
+    subprocess.run([*run, "submit", *admin, "--log", log, str(directory / "in.jsonl")], cwd=writer,
+                   env=_env(writer), check=True, capture_output=True)
     t0 = time.perf_counter()
     subprocess.run([*run, "run", "--log", log, "--once", "--snapshot-dir", str(directory / "no-snapshots"),
                     "--snapshot-every", "1000000000"], cwd=writer, env=_env(writer), check=True, capture_output=True)
     (directory / "in.jsonl").unlink()
-    print(f"built {log}: {count} input events, written by {writer} in {time.perf_counter() - t0:.1f} s")
+    print(f"built {log}: {count} input events, {log_decisions(Path(log)):,} decisions, written by {writer} in "
+          f"{time.perf_counter() - t0:.1f} s")
 
 
 def probe(log: Path, code: Path) -> dict[str, float]:

@@ -49,6 +49,7 @@ import orjson
 from harness import ROOT, info, machine, report
 
 from events.log.file import FileLog
+from events.models import ADMIN_TYPES
 from events.times import format_time
 from scheduler.simulation.workload import PRIORITY_CLASSES, WorkloadSpec, config_yaml, leaf_paths
 
@@ -88,10 +89,15 @@ def churn(total: int, *, nodes: int, apps: int, window: int, seed: int = 5) -> I
 
 
 def write_inputs(log_dir: Path, total: int, window: int) -> None:
+    """The churn as an embedded log: the rules (config, priority classes) on its admin channel,
+    the only one the service accepts them from, the rest on its inputs."""
     with FileLog(log_dir) as log:
         batch: list[tuple[bytes | None, bytes]] = []
         for i, event in enumerate(churn(total, nodes=1_000, apps=200, window=window)):
             full = {"id": f"w-{i}", "source": "workload", "time": format_time(i * 1000), **event}
+            if event["type"] in ADMIN_TYPES:
+                log.append_admin_sync([(None, orjson.dumps(full))])
+                continue
             batch.append((None, orjson.dumps(full)))
             if len(batch) >= 20_000:
                 log.append_inputs_sync(batch)

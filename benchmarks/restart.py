@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import ROOT, write_workload_jsonl  # puts the repository on sys.path
+from harness import ROOT, log_decisions, write_workload_jsonl  # puts the repository on sys.path
 
 from scheduler.simulation.workload import WorkloadSpec
 
@@ -50,7 +50,7 @@ def main() -> None:
         proc.wait()
         print(f"SIGKILL after 3.0 s: {'landed mid-run' if killed else 'run had already finished'}")
         finish = evsched("run", "--log", str(log), "--once", "--batch", "1000", "--snapshot-every", "20")
-        print(f"recover + finish the run: {finish:.2f} s")
+        print(f"recover + finish the run: {finish:.2f} s; {log_decisions(log):,} decisions in the log")
         with_snapshot = evsched("run", "--log", str(log), "--once")
         print(f"restart with a snapshot (nothing left to do): {with_snapshot:.2f} s (target < 2 s)")
         shutil.rmtree(log / "snapshots")

@@ -132,7 +132,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--baseline-steps", type=int, default=10)
     parser.add_argument("--decisions", type=int, default=REFERENCE.asks)
-    parser.add_argument("--plot", type=Path, default=DEFAULT_PLOT)
+    parser.add_argument("--plot", type=lambda s: Path(s) if s else None, default=DEFAULT_PLOT,
+                        help="where the plot goes ('': no plot)")
     parser.add_argument("--skip", choices=("nodes", "asks"))
     parser.add_argument("--default-gc", action="store_true")
     args = parser.parse_args()

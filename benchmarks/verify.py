@@ -34,7 +34,7 @@ from pathlib import Path
 
 import harness  # noqa: F401  (puts the repository on sys.path)
 import orjson
-from harness import ROOT, compile_bytecode, info, machine, report, write_workload_jsonl
+from harness import ROOT, compile_bytecode, info, log_decisions, machine, report, write_workload_jsonl
 
 from scheduler.simulation.workload import WorkloadSpec
 
@@ -104,6 +104,7 @@ def main() -> None:
              f"{count:,} inputs in {run_s:.1f} s = {count / run_s:,.0f} inputs/s, "
              f"{count / run_cpu:,.0f} per cpu second (embedded log, fsync per cycle, interpreter start "
              "included)", rate=count / run_s)
+        print(f"   the log holds {log_decisions(log):,} decisions", flush=True)
         default, inputs, cycles, default_cpu = verify_rate(log, [], args.repeat)
         one, _, _, one_cpu = verify_rate(log, ["--jobs", "1"], args.repeat)
         sequential, _, _, sequential_cpu = verify_rate(log, ["--jobs", "1", "--no-snapshots"], 1)

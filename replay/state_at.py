@@ -88,6 +88,26 @@ def states_at(source: LogSource, cycles: Iterable[int], start: StartPoint | None
     return found
 
 
+def engine_at(source: LogSource, cycle: int | None, start: StartPoint | None = None) -> Engine:
+    """The engine after ``cycle`` (None: the last complete cycle), re-derived after ``start`` (``StateError``)."""
+    engine = start.engine if start is not None else Engine()
+    last = engine.cycle_number
+    if cycle is not None and (cycle < last or cycle < 0):
+        raise StateError(f"cycle {cycle} is before the start point (cycle {last})" if cycle >= 0
+                         else f"cycle {cycle} does not exist: cycles are numbered from 1 (0 is the initial state)")
+    if cycle != last:
+        try:
+            for step in Rederiver(source, start=start, through_cycle=cycle).steps():
+                if not step.recorded.complete:
+                    break
+                engine, last = step.engine, step.number
+        except LogStructureError as exc:
+            raise StateError(f"cannot re-derive the log: {exc.message}", structural=True) from None
+    if cycle is not None and last != cycle:
+        raise StateError(f"cycle {cycle} is not in the log (it holds {last} complete cycles)")
+    return engine
+
+
 def state_at(source: LogSource, cycle: int, start: StartPoint | None = None) -> StateAt:
     """The state after cycle ``cycle`` (re-derived after ``start`` when given)."""
     return states_at(source, [cycle], start)[cycle]

@@ -6,9 +6,12 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/apache/yunikorn-core/pkg/common"
+	"github.com/apache/yunikorn-core/pkg/evclock"
 	"github.com/apache/yunikorn-core/pkg/events"
 	"github.com/apache/yunikorn-core/pkg/rmproxy/rmevent"
 	"github.com/apache/yunikorn-core/pkg/scheduler"
@@ -36,12 +39,12 @@ type harness struct {
 	askPrio  map[string]int32 // app \x00 ask -> priority
 	allocIDs map[string]string
 	states   map[string]string
-	pending  []stateChange // state changes reported while applying inputs
-	noConfig bool          // the first config was rejected: inputs are ignored
-	fast     bool          // benchmark mode: no waiting for zero-length app timers
-	lastWall time.Time
-	first    *time.Time
-	last     time.Time
+	resv     map[string]string // app \x00 ask -> reserved node, as last printed
+	pending  []stateChange     // state changes reported while applying inputs
+	noConfig bool              // the first config was rejected: inputs are ignored
+	fast     bool              // benchmark mode: no firing of zero-length app timers
+	started  bool              // a line has set the clock
+	last     time.Time         // the clock's time: the latest line's log time
 }
 
 func newHarness(out *bufio.Writer) *harness {
@@ -55,15 +58,17 @@ func newHarness(out *bufio.Writer) *harness {
 		askPrio:  map[string]int32{},
 		allocIDs: map[string]string{},
 		states:   map[string]string{},
+		resv:     map[string]string{},
 	}
 }
 
-// clock tracks log time (a missing time is the previous line's + 1 ms, as in evsched) and
-// makes sure the wall clock the core reads has moved on since the previous input, so that
-// submission and creation times are strictly increasing in log order.
+// clock sets yunikorn-core's clock (evclock, patched in at build time: patch_clock.py) to the
+// line's log time; a missing time is the previous line's + 1 ms, as in evsched. Nothing
+// fires here: timers run at the start of a cycle (fireTimers), as evsched's do, and the
+// zero-length ones after each input and step (settle).
 func (h *harness) clock(text string) {
 	t := h.last.Add(time.Millisecond)
-	if h.first == nil {
+	if !h.started {
 		t = time.Unix(0, 0).UTC()
 	}
 	if text != "" {
@@ -71,20 +76,11 @@ func (h *harness) clock(text string) {
 			t = parsed
 		}
 	}
-	if h.first == nil {
-		h.first = &t
+	h.started = true
+	if t.After(h.last) {
+		h.last = t
 	}
-	h.last = t
-	for !time.Now().After(h.lastWall) {
-	}
-	h.lastWall = time.Now()
-}
-
-func (h *harness) span() time.Duration {
-	if h.first == nil {
-		return 0
-	}
-	return h.last.Sub(*h.first)
+	evclock.Set(h.last)
 }
 
 func siResource(m map[string]int64) *si.Resource {
@@ -144,6 +140,7 @@ func (h *harness) apply(typ string, raw json.RawMessage) error {
 	}
 	if h.cc != nil {
 		h.settle()
+		h.syncReservations()
 	}
 	_, rel, states := h.rec.take()
 	h.released(rel)
@@ -250,6 +247,21 @@ func (h *harness) app(typ string, raw json.RawMessage) error {
 		req.Remove = []*si.RemoveApplicationRequest{{ApplicationID: d.AppID, PartitionName: h.part}}
 	}
 	ccUpdateApps(h.cc, &rmevent.RMUpdateApplicationEvent{Request: req})
+	if typ == "app.added" {
+		// an app rejection in evsched's form (the reason's class: the id is taken, or no queue
+		// would take the app), else where the app was placed
+		if reason, ok := h.rec.rejectedReason(d.AppID); ok {
+			class := "no-placement"
+			if strings.Contains(reason, "already existed") {
+				class = "app-exists"
+			}
+			h.emit("input.rejected", map[string]interface{}{
+				"input_type": "app.added", "app_id": d.AppID, "reason": class, "message": reason,
+			})
+		} else if app := h.cc.GetApplication(d.AppID, h.part); app != nil {
+			h.emit("app.placed", map[string]interface{}{"app_id": d.AppID, "queue": app.GetQueuePath()})
+		}
+	}
 	return nil
 }
 
@@ -322,49 +334,76 @@ func (h *harness) alloc(typ string, raw json.RawMessage) error {
 	return nil
 }
 
-// settle waits for the zero-length state timers yunikorn-core starts for apps tagged
-// application.stateaware.disable (Starting -> Running "at once", on a timer goroutine), so
-// that the next step sees them Running as evsched does. Bounded: a second at most.
+// settle runs the zero-length state timers yunikorn-core arms for apps tagged
+// application.stateaware.disable (Starting -> Running "at once"), so that the next step
+// sees them Running as evsched does.
 func (h *harness) settle() {
-	if h.fast {
-		return
-	}
-	p := h.cc.GetPartition(h.part)
-	deadline := time.Now().Add(time.Second)
-	for {
-		waiting := false
-		for _, app := range p.GetApplications() {
-			if app.IsStarting() && app.GetTag(siCommon.AppTagStateAwareDisable) != "" {
-				waiting = true
-				break
-			}
-		}
-		if !waiting || time.Now().After(deadline) {
-			return
-		}
-		time.Sleep(50 * time.Microsecond)
-	}
+	evclock.Fire(true)
 }
 
-// reservations counts the partition's reservations (progress that allocates nothing).
+// reservations counts the partition's reservations (the benchmark's progress that allocates nothing).
 func (h *harness) reservations() int {
-	p := h.cc.GetPartition(h.part)
 	n := 0
-	for _, app := range p.GetApplications() {
+	for _, app := range h.cc.GetPartition(h.part).GetApplications() {
 		n += len(app.GetReservations())
 	}
 	return n
+}
+
+// syncReservations prints the reservations made and ended since the last call, as evsched's
+// ask.reserved (with the cycle) and ask.unreserved; true when there were any.
+func (h *harness) syncReservations() bool {
+	p := h.cc.GetPartition(h.part)
+	now := map[string]string{}
+	for _, app := range p.GetApplications() {
+		for _, k := range app.GetReservations() { // "nodeID|allocationKey"
+			if i := strings.LastIndex(k, "|"); i >= 0 {
+				now[key(app.ApplicationID, k[i+1:])] = k[:i]
+			}
+		}
+	}
+	changed := false
+	for _, k := range sortedKeys(h.resv) {
+		if node := h.resv[k]; now[k] != node {
+			app, ask, _ := strings.Cut(k, "\x00")
+			h.emit("ask.unreserved", map[string]interface{}{"app_id": app, "ask_id": ask, "node_id": node})
+			changed = true
+		}
+	}
+	for _, k := range sortedKeys(now) {
+		if node := now[k]; h.resv[k] != node {
+			app, ask, _ := strings.Cut(k, "\x00")
+			h.emit("ask.reserved", map[string]interface{}{"app_id": app, "ask_id": ask, "node_id": node, "cycle": h.cycleNo})
+			changed = true
+		}
+	}
+	h.resv = now
+	return changed
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // cycle runs allocation steps until a step neither allocates nor changes the reservations
 // (or limit allocations were made; limit < 0: no limit), printing each outcome.
 func (h *harness) cycle(limit int) {
 	h.cycleNo++
+	if h.cc != nil && !h.fast {
+		evclock.Fire(false) // every timer due by the cycle's log time: state timers, the queue cleaner
+		_, rel, states := h.rec.take()
+		h.released(rel)
+		h.pending = append(h.pending, states...)
+	}
 	h.emitStates(h.pending)
 	h.pending = nil
 	decisions := 0
 	if h.cc != nil {
-		before := h.reservations()
 		for steps := 0; limit < 0 || decisions < limit; steps++ {
 			allocated := ccSchedule(h.cc)
 			h.settle()
@@ -376,11 +415,9 @@ func (h *harness) cycle(limit int) {
 				h.emitAllocation(a, decisions)
 			}
 			h.emitStates(states)
-			after := h.reservations()
-			if !allocated && after == before {
+			if changed := h.syncReservations(); !allocated && !changed {
 				break
 			}
-			before = after
 			if steps > 1_000_000 {
 				fail("cycle %d does not end", h.cycleNo)
 			}

@@ -12,6 +12,9 @@ import (
 
 	"github.com/apache/yunikorn-core/pkg/common/resources"
 	"github.com/apache/yunikorn-core/pkg/scheduler/objects"
+	"github.com/apache/yunikorn-core/pkg/scheduler/ugm"
+	"github.com/apache/yunikorn-core/pkg/webservice/dao"
+	"github.com/apache/yunikorn-scheduler-interface/lib/go/si"
 )
 
 func norm(r *resources.Resource) map[string]int64 {
@@ -51,7 +54,7 @@ func (h *harness) printState() {
 			}
 		}
 		walk(p.GetQueue("root"))
-		for _, app := range append(p.GetApplications(), p.GetCompletedApplications()...) {
+		for _, app := range p.GetApplications() { // a Completed app has left the partition, as in evsched
 			apps[app.ApplicationID] = map[string]interface{}{
 				"queue": app.GetQueuePath(), "state": app.CurrentState(), "priority": app.GetAskMaxPriority(),
 				"pending": norm(app.GetPendingResource()), "allocated": norm(app.GetAllocatedResource()),
@@ -70,12 +73,49 @@ func (h *harness) printState() {
 			nodes[n.NodeID] = entry
 		}
 	}
-	b, err := json.Marshal(map[string]interface{}{"type": "state", "queues": queues, "apps": apps, "nodes": nodes})
+	b, err := json.Marshal(map[string]interface{}{"type": "state", "queues": queues, "apps": apps, "nodes": nodes,
+		"usage": usage()})
 	if err != nil {
 		fail("%v", err)
 	}
 	h.out.Write(b)
 	h.out.WriteByte('\n')
+}
+
+// usage is the user and group usage the core's ugm tracks, in evsched's form: per user (group),
+// per queue with allocated resources or running apps, {"allocated", "running_apps"}.
+func usage() map[string]interface{} {
+	users, groups := map[string]interface{}{}, map[string]interface{}{}
+	var walk func(into map[string]interface{}, q *dao.ResourceUsageDAOInfo)
+	walk = func(into map[string]interface{}, q *dao.ResourceUsageDAOInfo) {
+		if q == nil {
+			return
+		}
+		alloc := norm(q.ResourceUsage)
+		if len(alloc) > 0 || len(q.RunningApplications) > 0 {
+			into[q.QueuePath] = map[string]interface{}{"allocated": alloc, "running_apps": len(q.RunningApplications)}
+		}
+		for _, c := range q.Children {
+			walk(into, c)
+		}
+	}
+	for _, ut := range ugm.GetUserManager().GetUsersResources() {
+		info := ut.GetUserResourceUsageDAOInfo()
+		queues := map[string]interface{}{}
+		walk(queues, info.Queues)
+		if len(queues) > 0 {
+			users[info.UserName] = queues
+		}
+	}
+	for _, gt := range ugm.GetUserManager().GetGroupsResources() {
+		info := gt.GetGroupResourceUsageDAOInfo()
+		queues := map[string]interface{}{}
+		walk(queues, info.Queues)
+		if len(queues) > 0 {
+			groups[info.GroupName] = queues
+		}
+	}
+	return map[string]interface{}{"users": users, "groups": groups}
 }
 
 // cpuSeconds is the process's user+system CPU time so far (every goroutine, the GC's too).
@@ -87,21 +127,62 @@ func cpuSeconds() float64 {
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
-// bench times scheduling alone over the applied inputs and prints one JSON line.
-func (h *harness) bench() {
+// bench times scheduling alone over the applied inputs, then idle more single steps, and prints
+// one JSON line. The timed cycle is a loop of steps until one neither allocates nor changes the
+// reservations (as cycle: a step that reserves or preempts returns false from schedule). The
+// reservations are counted only after a step that returns false, untimed; as the count is
+// compared with the last such count, a cycle whose allocations ended reservations may take one
+// more step than cycle would (one step that finds nothing). apply is the seconds spent reading
+// and applying the inputs, untimed cycles included.
+func (h *harness) bench(apply float64, idle int) {
 	if err := h.needCore(); err != nil {
 		fail("%v", err)
 	}
+	n, preempted := 0, 0
+	count := func() int { // allocations made since the last count; victims are added to preempted
+		allocs, rel, _ := h.rec.take()
+		for _, r := range rel {
+			if r.TerminationType == si.TerminationType_PREEMPTED_BY_SCHEDULER {
+				preempted++
+			}
+		}
+		return len(allocs)
+	}
+	count()
+	before := h.reservations()
+	untimedCPU, untimedWall := 0.0, time.Duration(0)
 	cpu0 := cpuSeconds()
 	start := time.Now()
-	n := 0
-	for ccSchedule(h.cc) {
-		n += len(h.rec.newAllocs)
-		h.rec.newAllocs = h.rec.newAllocs[:0]
+	for {
+		if ccSchedule(h.cc) {
+			n += count()
+			continue
+		}
+		c0, t0 := cpuSeconds(), time.Now()
+		n += count()
+		after := h.reservations()
+		untimedCPU += cpuSeconds() - c0
+		untimedWall += time.Since(t0)
+		if after == before {
+			break
+		}
+		before = after
 	}
-	wall := time.Since(start).Seconds()
-	cpu := cpuSeconds() - cpu0
+	wall := (time.Since(start) - untimedWall).Seconds()
+	cpu := cpuSeconds() - cpu0 - untimedCPU
+	firstPreempted := preempted // the victims of the timed loop (the idle steps' are not reported)
+	idleWall := make([]float64, 0, idle)
+	idleCPU := make([]float64, 0, idle)
+	idleAllocs := 0
+	for i := 0; i < idle; i++ {
+		c0, t0 := cpuSeconds(), time.Now()
+		ccSchedule(h.cc)
+		idleWall = append(idleWall, time.Since(t0).Seconds())
+		idleCPU = append(idleCPU, cpuSeconds()-c0)
+		idleAllocs += count()
+	}
 	b, _ := json.Marshal(map[string]interface{}{"allocations": n, "seconds": wall, "cpu_seconds": cpu,
-		"per_second": float64(n) / wall})
+		"per_second": float64(n) / wall, "apply_seconds": apply, "idle_seconds": idleWall,
+		"idle_cpu_seconds": idleCPU, "idle_allocations": idleAllocs, "preemptions": firstPreempted})
 	fmt.Fprintln(os.Stdout, string(b))
 }

@@ -64,3 +64,12 @@ func (r *recorder) take() ([]*si.Allocation, []*si.AllocationRelease, []stateCha
 	r.newAllocs, r.released, r.states = nil, nil, nil
 	return a, rel, s
 }
+
+// rejectedReason takes the reason the core gave for rejecting the app, if it did.
+func (r *recorder) rejectedReason(appID string) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	reason, ok := r.rejected[appID]
+	delete(r.rejected, appID) // an id may be used again
+	return reason, ok
+}

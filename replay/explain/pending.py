@@ -93,8 +93,13 @@ def _status(app_id: str, ask_id: str, partition: str | None, status: str, cycle:
     return PendingExplanation(app_id, ask_id, partition, status, cycle, text, decision_id=decision_id)
 
 
-def explain_pending(engine: Engine, app_id: str, ask_id: str, partition: str | None = None) -> PendingExplanation:
-    """Why ask ``ask_id`` of ``app_id`` is pending in the engine's current state (read only)."""
+def explain_pending(engine: Engine, app_id: str, ask_id: str, partition: str | None = None, *,
+                    walker: Walker | None = None) -> PendingExplanation:
+    """Why ask ``ask_id`` of ``app_id`` is pending in the engine's current state (read only).
+
+    ``walker`` (of the ask's partition) may be shared by many calls on one state: it keeps
+    the cluster-wide facts the reasons quote.
+    """
     cycle = engine.cycle_number
     found = _find(engine, app_id, partition)
     if found is None:
@@ -108,7 +113,8 @@ def explain_pending(engine: Engine, app_id: str, ask_id: str, partition: str | N
     ask = app.asks.get(ask_id)
     if ask is None:
         return _status(app_id, ask_id, pname, "unknown-ask", cycle, f"app {app_id} has no pending ask {ask_id}")
-    walker = Walker(part)
+    if walker is None or walker.part is not part:
+        walker = Walker(part)
     leaf = app.queue
     allowed = walker.stateaware_gate(leaf)
     _, node_block = walker.node_for(ask)

@@ -120,6 +120,7 @@ def add_commands(sub: Any) -> None:
     from scheduler.cli.audit import add_audit
     from scheduler.cli.logcat import add_log_commands
     from scheduler.cli.mqtt import add_mqtt_commands
+    from scheduler.cli.pending import add_pending
     from scheduler.cli.replay import add_replay_commands
     from scheduler.cli.serve import add_serve
 
@@ -130,6 +131,7 @@ def add_commands(sub: Any) -> None:
     add_admin_commands(sub)
     add_audit(sub)
     add_serve(sub)
+    add_pending(sub)
     add_mqtt_commands(sub)
 
     p = sub.add_parser("config", help="queue configuration tools")

@@ -16,6 +16,7 @@ from events.log.open import LogSettings
 from replay.reader import LogSource
 
 if TYPE_CHECKING:
+    from replay.rederive import StartPoint
     from scheduler.cli.settings import ServiceSettings
     from scheduler.http.server import HttpServer
     from scheduler.http.sources import LiveState, StateSource
@@ -76,7 +77,34 @@ def live_state(settings: ServiceSettings, service: Service, *, with_log: bool) -
     observer = ServiceObserver(cycle_seconds=lambda: service.last_cycle_s)
     service.listeners.append(observer)
     opener = source_opener(settings.log) if with_log else None
-    return LiveState(service, observer, opener, ready_max_lag=settings.ready_max_lag)
+    return LiveState(service, observer, opener, ready_max_lag=settings.ready_max_lag,
+                     history_start=lambda source, latest: history_start(settings, source, latest))
+
+
+# A log of at most this many inputs is re-derived from its beginning for the history when no
+# snapshot lies SERIES_CYCLES back (seconds of work in a thread); a longer one from its newest snapshot.
+HISTORY_REDERIVE_INPUTS = 100_000
+
+
+def history_start(settings: ServiceSettings, source: LogSource, latest: int) -> StartPoint | None:
+    """Where the surface re-derives its recent history from (``replay.history``): the newest
+    snapshot at least ``SERIES_CYCLES`` before the log's last cycle; else the beginning of a
+    short log (``HISTORY_REDERIVE_INPUTS``), or the newest snapshot of a long one (a shorter
+    series, but no long re-derivation beside the service)."""
+    from replay.history import SERIES_CYCLES
+    from replay.reader import input_total
+    from replay.snapshot_start import pick_snapshot
+    from scheduler.storage.snapshot_files import SnapshotStore
+
+    store = SnapshotStore(settings.snapshots())
+    if latest > SERIES_CYCLES:
+        found = pick_snapshot(source, store, latest - SERIES_CYCLES).start
+        if found is not None:
+            return found
+    total = input_total(source)
+    if total is not None and total <= HISTORY_REDERIVE_INPUTS:
+        return None
+    return pick_snapshot(source, store, None).start
 
 
 async def start_for_service(settings: ServiceSettings, service: Service) -> HttpServer | None:
@@ -84,7 +112,10 @@ async def start_for_service(settings: ServiceSettings, service: Service) -> Http
     if not settings.http:
         return None
     _require_http()
-    return await start_server(live_state(settings, service, with_log=True), settings.http)
+    state = live_state(settings, service, with_log=True)
+    server = await start_server(state, settings.http)
+    state.load_history()  # the decisions and figures of the cycles before this start, from the log
+    return server
 
 
 async def start_for_shards(settings: ServiceSettings, running: Callable[[], dict[str, LiveState]]) -> HttpServer | None:

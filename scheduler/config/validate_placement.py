@@ -8,8 +8,9 @@ configuration YuniKorn rejects is rejected here too:
   user (group) holds a valid name or a regular expression with a special character;
 * the static part of a rule chain (its ``fixed`` rules up to the first dynamic rule) must
   name queues that exist, or may be created (``create: true``) under a parent: a fixed
-  path that ends the chain must be a leaf, one followed by a dynamic rule a parent; only
-  the first fixed rule may be fully qualified (``root.…``).
+  path that ends the chain must not be marked a parent, one followed by a dynamic rule
+  must be root or marked ``parent: true`` (children alone do not make a parent here, as
+  in YuniKorn); only the first fixed rule may be fully qualified (``root.…``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import re
 
 from scheduler.config.error_paths import where
 from scheduler.config.model import RawFilter, RawPlacementRule, RawQueue
-from scheduler.config.structure import ROOT, NormalPartition, children, is_leaf
+from scheduler.config.structure import ROOT, NormalPartition, children
 
 RULE_NAME = re.compile(r"[_a-zA-Z][a-zA-Z0-9_]*")
 USER_NAME = re.compile(r"[_a-zA-Z][a-zA-Z0-9:_.@-]*[$]?")
@@ -78,23 +79,35 @@ def _static_path(rule: RawPlacementRule) -> tuple[str, str, bool]:
 
 
 def _path_problem(parts: list[str], create: bool, dynamic: bool, root: RawQueue) -> str | None:
-    """YuniKorn ``checkQueueHierarchyForPlacement`` (names compared as written, path lower-cased)."""
+    """YuniKorn ``checkQueueHierarchyForPlacement`` (names compared as written, path lower-cased).
+
+    As there, a queue counts as a parent here only when it is root or marked ``parent: true``
+    — having children is not enough: a fixed parent of a dynamic rule (``root.ns`` of
+    ``root.ns.<tag>``) with children but no ``parent: true`` is rejected, and a fixed path
+    that ends the chain there is accepted (the app is then rejected when placed).
+    """
     level, parent = [root], None
     while True:
         if not level:
             assert parent is not None
-            if is_leaf(parent, parent is root):
+            if not _marked_parent(parent, root):
                 return f"which cannot be created because the last queue ({parent.name}) in the hierarchy is a leaf"
             return None if create else "and create is 'false'"
         queue = next((q for q in level if q.name == parts[0]), None)
         if queue is None:
             return None if create else "and create is 'false'"
-        leaf = is_leaf(queue, queue is root)
         if len(parts) == 1:
             if dynamic:
-                return "which is not a parent" if leaf else None
-            return None if leaf else "which is not a leaf"
+                return None if _marked_parent(queue, root) else (
+                    "which is not a parent: the fixed parent of a dynamic rule must be root or marked "
+                    "'parent: true' (YuniKorn reports it as 'not a leaf')")
+            return "which is not a leaf" if _marked_parent(queue, root) else None
         parts, parent, level = parts[1:], queue, children(queue)
+
+
+def _marked_parent(queue: RawQueue, root: RawQueue) -> bool:
+    """YuniKorn's ``QueueConfig.Parent`` at validation: root, or ``parent: true`` in the config."""
+    return queue is root or queue.parent
 
 
 def rule_placement_rules(part: NormalPartition) -> list[str]:

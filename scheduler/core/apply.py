@@ -6,7 +6,7 @@ event with a stable reason code, never both: a rejected event changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from events.codec import reject
@@ -80,6 +80,17 @@ def _node(part: PartitionState, node_id: str) -> Node:
     return node
 
 
+def resolved_groups(user: str, groups: Sequence[str]) -> list[str]:
+    """The app's groups: as sent, or — sent none — a group named after the user.
+
+    YuniKorn 1.5's default resolver (``security/usergroup_no_resolver.go``: ``noLookupUser``
+    gives the user a primary group id equal to its name, ``noLookupGroupID`` names the group
+    by its id; ``UserGroupCache.ConvertUGI`` resolves only when no groups were sent), so a
+    ``*`` group limit or ACL, or one naming the user, applies to an app sent without groups.
+    """
+    return list(groups) if groups else [user]
+
+
 def _app_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) -> None:
     data = event.data
     assert isinstance(data, AppAdded)
@@ -89,9 +100,10 @@ def _app_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) 
     spec = next(p for p in state.config.partitions if p.name == part.name)
     problem: Rejected | None = None
     leaf = None
+    groups = resolved_groups(data.user, data.groups)
     if spec.placement_rules or not data.queue:
         try:
-            submission = Submission(data.queue, data.user, tuple(data.groups), dict(data.tags))
+            submission = Submission(data.queue, data.user, tuple(groups), dict(data.tags))
             placement = place(spec.placement_rules, submission, part.queues)
         except PlacementError as exc:
             problem = Rejected("no-placement", str(exc))
@@ -109,9 +121,9 @@ def _app_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) 
         problem = Rejected("unknown-queue", f"queue {data.queue!r} is draining: the config removed it")
     elif not leaf.is_leaf:
         problem = Rejected("not-a-leaf", f"queue {data.queue!r} is a parent queue; applications need a leaf")
-    elif not may_submit(leaf, data.user, data.groups):
+    elif not may_submit(leaf, data.user, groups):
         problem = Rejected(
-            "acl-denied", f"user {data.user!r} (groups {data.groups}) may not submit to {leaf.path!r}"
+            "acl-denied", f"user {data.user!r} (groups {groups}) may not submit to {leaf.path!r}"
         )
     if problem is not None:
         out.append(reject(event.id, event.type, problem.reason, problem.message))
@@ -123,7 +135,7 @@ def _app_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) 
         partition=part.name,
         queue=leaf,
         user=data.user,
-        groups=list(data.groups),
+        groups=groups,
         tags=dict(data.tags),
         submit_us=event.time_us,
         seq=state.next_seq(),

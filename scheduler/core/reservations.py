@@ -3,7 +3,8 @@
 * An ask that passed its queue's headroom but fits no node, and has waited longer than
   the reservation delay (2 s of log time since its ``ask.added``), reserves the node it
   fits best: among schedulable, unreserved nodes whose capacity could hold it, the lowest
-  ``fit_in_score`` (``reserve_candidates``: how much of the request the node's available resources lack), the
+  ``fit_in_score`` (``reserve_candidates``: YuniKorn's ``ask.FitInScore(node.available)``, the
+  fraction of each available type the ask would leave free), the
   first in node order on ties. The step ends there (``ask.reserved``, reason ``no-fit``).
 * An ask with a ``required_node`` tries only that node, schedulable or not; when that node
   is not registered, the app's turn ends there (YuniKorn 1.5). A node held

@@ -49,22 +49,29 @@ SLACK: Final = 64  # log entries and stale heap entries tolerated beyond the cla
 
 
 def fit_in_score(request: Resources, available: Resources) -> float:
-    """YuniKorn ``FitInScore``: per requested type, the missing fraction (1 when none is available).
+    """YuniKorn 1.5 ``Resource.FitInScore``, called as ``ask.FitInScore(node.available)``
+    (``Node.GetFitInScoreForAvailableResource``); the lowest score is reserved.
 
+    Summed over the node's available types with a positive amount: 1 for a type the request
+    does not ask for, ``(available - asked) / available`` where the node has more than
+    asked, 0 where it has as much or less. Types summed in the dict's order (fixed by the
+    log; Go sums in map order, and with two types the order cannot change the sum).
     A node's ``available`` is its ``indexed_available`` here: current for every indexed node.
 
     >>> fit_in_score({"vcore": 4000, "memory": 1000}, {"vcore": 1000, "memory": 2000})
-    0.75
+    0.5
+    >>> fit_in_score({"vcore": 1000}, {"vcore": 4000, "memory": 2000, "pods": 0})
+    1.75
     """
     score = 0.0
-    for name, want in request.items():
-        if want <= 0:
-            continue
-        have = available.get(name, 0)
+    for name, have in available.items():
         if have <= 0:
+            continue
+        want = request.get(name, 0)
+        if want <= 0:
             score += 1
-        elif want > have:
-            score += (want - have) / want
+        elif have > want:
+            score += (have - want) / have
     return score
 
 

@@ -12,6 +12,8 @@ cycles, reads, and returns. Routes (documented with examples in docs/http.md):
     /ws/v1/partition/{p}/nodes          nodes                   (?cycle=N)
     /ws/v1/cycles                       the latest cycle number and whether the source is live
     /ws/v1/decisions                    the latest decisions (?limit=50)
+    /ws/v1/partition/{p}/queue/{q}/pending  pending asks in try order, reasons, remedies (?offset=&limit=&ask=A/K)
+    /ws/v1/partition/{p}/series         each recent cycle's pending, allocated, decisions and time (?last=240)
     /ws/v1/decisions/{id}/explain       why a decision landed where it did
     /ws/v1/asks/{app}/{ask}/explain     why an ask is still pending
 """
@@ -27,6 +29,8 @@ import orjson
 from aiohttp import web
 
 from replay.explain.decision import ExplainError
+from replay.explain.pending_list import DEFAULT_LIMIT, MAX_LIMIT, UnknownQueue, pending_in_queue
+from replay.history import RECENT_DECISIONS, SERIES_CYCLES
 from scheduler.core.engine import Engine
 from scheduler.http import views
 from scheduler.http.metrics import CONTENT_TYPE, Metrics
@@ -37,6 +41,10 @@ PAGE_FILES = {"index.html": "text/html", "app.js": "text/javascript", "style.css
 SOURCE_KEY = web.AppKey("source", StateSource)
 METRICS_KEY = web.AppKey("metrics", Metrics)
 
+MAX_OFFSET = 10**9
+MAX_PAGE = 1000  # rows of apps or nodes per request when paged (?limit=)
+MAX_SEARCH = 200  # characters of ?search=
+MAX_DECISIONS_LIMIT = 1000  # a larger ?limit= is a 400; the server keeps RECENT_DECISIONS anyway
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -57,6 +65,8 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return _error(404, f"unknown partition {exc.args[0]!r}")
     except UnknownTarget as exc:
         return _error(404, str(exc))
+    except UnknownQueue as exc:
+        return _error(404, exc.args[0])
     except NotAvailable as exc:
         return _error(501, str(exc))
     except ExplainError as exc:
@@ -73,6 +83,19 @@ def _cycle(request: web.Request) -> int | None:
         return int(text)
     except ValueError:
         raise ValueError(f"cycle must be a number or 'latest', got {text!r}") from None
+
+
+def query_number(request: web.Request, name: str, default: int, most: int) -> int:
+    """Query parameter ``name``: ASCII digits only, at most ``most`` (else ``ValueError``, a 400)."""
+    text = request.query.get(name)
+    if text is None or text == "":
+        return default
+    if not (text.isascii() and text.isdigit()) or len(text) > 12:
+        raise ValueError(f"{name} must be a whole number, got {text[:40]!r}")
+    value = int(text)
+    if value > most:
+        raise ValueError(f"{name} must be at most {most}, got {value}")
+    return value
 
 
 async def _engine(request: web.Request) -> Engine:
@@ -112,13 +135,29 @@ async def queues(request: web.Request) -> web.StreamResponse:
     return _json(views.queues_view(await _engine(request), request.match_info["partition"]))
 
 
+def _paged(request: web.Request, rows: list[dict[str, Any]], fields: tuple[str, ...]) -> web.Response:
+    """``?search=`` (a substring of any of ``fields``, case-insensitive), ``?offset=``, ``?limit=``;
+    the number of matching rows in the ``X-Total-Count`` header. Without them: every row."""
+    search = request.query.get("search", "")
+    if len(search) > MAX_SEARCH:
+        raise ValueError(f"search is at most {MAX_SEARCH} characters")
+    offset = query_number(request, "offset", 0, MAX_OFFSET)
+    limit = query_number(request, "limit", MAX_PAGE, MAX_PAGE) if "limit" in request.query else None
+    found = views.search_rows(rows, search, fields) if search else rows
+    shown = found[offset:offset + limit] if limit is not None else found[offset:]
+    response = _json(shown)
+    response.headers["X-Total-Count"] = str(len(found))
+    return response
+
+
 async def applications(request: web.Request) -> web.StreamResponse:
     engine = await _engine(request)
-    return _json(views.applications_view(engine, request.match_info["partition"], request.query.get("queue")))
+    rows = views.applications_view(engine, request.match_info["partition"], request.query.get("queue"))
+    return _paged(request, rows, ("applicationID", "queueName", "applicationState", "user"))
 
 
 async def nodes(request: web.Request) -> web.StreamResponse:
-    return _json(views.nodes_view(await _engine(request), request.match_info["partition"]))
+    return _paged(request, views.nodes_view(await _engine(request), request.match_info["partition"]), ("nodeID",))
 
 
 async def cycles(request: web.Request) -> web.StreamResponse:
@@ -127,10 +166,28 @@ async def cycles(request: web.Request) -> web.StreamResponse:
 
 
 async def decisions(request: web.Request) -> web.StreamResponse:
-    text = request.query.get("limit", "50")
-    if not text.isdigit():
-        raise ValueError(f"limit must be a whole number, got {text!r}")
-    return _json(await request.app[SOURCE_KEY].decisions(min(int(text), 1000)))
+    limit = min(query_number(request, "limit", 50, MAX_DECISIONS_LIMIT), RECENT_DECISIONS)
+    return _json(await request.app[SOURCE_KEY].decisions(limit))
+
+
+async def pending(request: web.Request) -> web.StreamResponse:
+    offset = query_number(request, "offset", 0, MAX_OFFSET)
+    limit = query_number(request, "limit", DEFAULT_LIMIT, MAX_LIMIT)
+    only = None
+    if "ask" in request.query:
+        app_id, sep, ask_id = request.query["ask"].partition("/")
+        if not sep or not app_id or not ask_id:
+            raise ValueError(f"ask takes APP/ASK, got {request.query['ask'][:80]!r}")
+        only = (app_id, ask_id)
+    engine = await _engine(request)
+    info = request.match_info
+    return _json(pending_in_queue(engine, info["partition"], info["queue"], offset, limit, only))
+
+
+async def series(request: web.Request) -> web.StreamResponse:
+    last = query_number(request, "last", SERIES_CYCLES, SERIES_CYCLES)
+    return _json({"partition": request.match_info["partition"],
+                  "cycles": await request.app[SOURCE_KEY].series(request.match_info["partition"], last)})
 
 
 async def explain_decision(request: web.Request) -> web.StreamResponse:
@@ -158,6 +215,8 @@ def build_app(source: StateSource) -> web.Application:
     app.router.add_get("/ws/v1/partition/{partition}/nodes", nodes)
     app.router.add_get("/ws/v1/cycles", cycles)
     app.router.add_get("/ws/v1/decisions", decisions)
+    app.router.add_get("/ws/v1/partition/{partition}/series", series)
+    app.router.add_get("/ws/v1/partition/{partition}/queue/{queue}/pending", pending)
     app.router.add_get("/ws/v1/decisions/{decision_id}/explain", explain_decision)
     app.router.add_get("/ws/v1/asks/{app}/{ask}/explain", explain_ask)
     return app

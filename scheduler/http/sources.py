@@ -13,24 +13,28 @@ long re-derivation never stalls the cycle.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from events.codec import decode_output
-from events.models import AllocationDecided
+from replay import state_at
 from replay.explain.from_log import explain_ask_from_log, explain_from_log
 from replay.explain.text import render_explanation, render_pending
+from replay.history import History, completed_cycles, read_history, recent_decisions
 from replay.reader import LogSource
-from replay.rederive import Rederiver
+from replay.rederive import StartPoint
 from scheduler.core.engine import Engine
-from scheduler.core.recorded_cycles import COMPLETED, record_type
 from scheduler.http import views
 from scheduler.http.metrics import ScrapeInputs
 from scheduler.http.observer import ServiceObserver
 
+LOG = logging.getLogger("evsched.http")
 OpenSource = Callable[[], AbstractContextManager[LogSource]]
+# Where a live service re-derives its history from: given the log and its last complete cycle,
+# a start point (a snapshot a little before the cycles to show) or None (the beginning).
+HistoryStart = Callable[[LogSource, int], StartPoint | None]
 ENGINE_CACHE = 4
 
 
@@ -80,48 +84,19 @@ class StateSource(Protocol):
     async def scrape(self) -> ScrapeInputs: ...
     async def readiness(self) -> tuple[bool, dict[str, Any]]: ...
     async def decisions(self, limit: int) -> list[dict[str, Any]]: ...
+    async def series(self, partition: str, last: int) -> list[dict[str, Any]]: ...
     async def explain_decision(self, decision_id: str) -> dict[str, Any]: ...
     async def explain_ask(self, app_id: str, ask_id: str) -> dict[str, Any]: ...
 
 
 def engine_at(source: LogSource, cycle: int | None) -> Engine:
     """The engine after ``cycle`` (None: the last complete cycle), re-derived from the log."""
-    engine = Engine()
-    last = 0
-    for step in Rederiver(source, through_cycle=cycle).steps():
-        if not step.recorded.complete:
-            break
-        engine, last = step.engine, step.number
-    if cycle is not None and last != cycle:
-        raise UnknownTarget(f"cycle {cycle} is not in the log (it holds {last} complete cycles)")
-    return engine
-
-
-def completed_cycles(source: LogSource) -> int:
-    """How many cycles the log records as complete."""
-    count = 0
-    for record in source.iter_outputs():
-        if record_type(record) == COMPLETED:
-            count += 1
-    return count
-
-
-def recent_decisions(source: LogSource, limit: int) -> list[dict[str, Any]]:
-    """The last ``limit`` allocation decisions in the log, newest first."""
-    found: list[dict[str, Any]] = []
-    for record in source.iter_outputs():
-        if record_type(record) != "allocation.decided":
-            continue
-        out = decode_output(record.value)
-        data = out.data
-        assert isinstance(data, AllocationDecided)
-        found.append({
-            "decisionId": data.decision_id, "cycle": data.cycle, "time": out.time, "applicationID": data.app_id,
-            "allocationKey": data.ask_id, "partition": data.partition, "queueName": data.queue,
-            "nodeId": data.node_id, "resource": dict(data.resources),
-        })
-        del found[:-limit]
-    return list(reversed(found))
+    try:
+        return state_at.engine_at(source, cycle)
+    except state_at.StateError as exc:
+        if exc.structural:
+            raise
+        raise UnknownTarget(str(exc)) from None
 
 
 class _Explainer:
@@ -175,10 +150,15 @@ class _EngineCache:
                 return engine_at(source, cycle)
 
         engine = await asyncio.to_thread(work)
+        self.put(cycle, engine)
+        return engine
+
+    def put(self, cycle: int, engine: Engine) -> None:
+        """Keep ``engine`` as the state after ``cycle``."""
         self.engines[cycle] = engine
+        self.engines.move_to_end(cycle)
         while len(self.engines) > ENGINE_CACHE:
             self.engines.popitem(last=False)
-        return engine
 
 
 class LiveState:
@@ -187,12 +167,41 @@ class LiveState:
     live = True
 
     def __init__(self, service: LiveService, observer: ServiceObserver, open_source: OpenSource | None = None,
-                 *, ready_max_lag: int = 10_000) -> None:
+                 *, ready_max_lag: int = 10_000, history_start: HistoryStart | None = None) -> None:
         self.service = service
         self.observer = observer
+        self.open_source = open_source
         self.explainer = _Explainer(open_source)
         self.history = _EngineCache(open_source) if open_source is not None else None
         self.ready_max_lag = ready_max_lag
+        self.history_start = history_start
+        self._seeded: asyncio.Task[None] | None = None
+
+    def load_history(self) -> None:
+        """Start reading the log's recent history (decisions, samples, the last cycle's time) into
+        the observer, in a worker thread; requests that show history wait for it (``_seeded``)."""
+        if self.open_source is None or self._seeded is not None:
+            return
+        opener, pick = self.open_source, self.history_start
+
+        def work() -> History:
+            with opener() as source:
+                start = pick(source, completed_cycles(source)) if pick is not None else None
+                return read_history(source, start)
+
+        async def seed() -> None:
+            try:
+                history = await asyncio.to_thread(work)
+            except Exception as exc:  # history is a convenience: say why, and serve on without it
+                LOG.warning("recent history not read from the log: %s", exc)
+                return
+            self.observer.seed(history)
+
+        self._seeded = asyncio.get_running_loop().create_task(seed())
+
+    async def _history_loaded(self) -> None:
+        if self._seeded is not None:
+            await asyncio.shield(self._seeded)
 
     async def engine(self, partition: str, cycle: int | None) -> Engine:
         return await self._engine(cycle)
@@ -216,6 +225,7 @@ class LiveState:
 
     async def scrape(self) -> ScrapeInputs:
         lag = await self._lag_by_channel()
+        await self._history_loaded()
         await all_between_cycles([self.service])
         return ScrapeInputs(engines=[(self.service.engine, None)], observer=self.observer, lag=lag,
                             recovery_s=self.service.recovery_s, snapshot_writes=self.service.snapshot_writes)
@@ -236,7 +246,13 @@ class LiveState:
                        "maxLag": self.ready_max_lag, "cycle": self.service.engine.cycle_number}
 
     async def decisions(self, limit: int) -> list[dict[str, Any]]:
+        await self._history_loaded()
         return self.observer.decisions(limit)
+
+    async def series(self, partition: str, last: int) -> list[dict[str, Any]]:
+        await self._history_loaded()
+        views.partition_of(self.service.engine, partition)
+        return [s.to_dict() for s in self.observer.series(partition, last)]
 
     async def explain_decision(self, decision_id: str) -> dict[str, Any]:
         return await self.explainer.decision(decision_id)
@@ -254,6 +270,8 @@ class LogState:
         self.open_source = open_source
         self.explainer = _Explainer(open_source)
         self.history = _EngineCache(open_source)
+        self._read: History | None = None  # the log's history, re-read when the log has more cycles
+        self._reading = asyncio.Lock()  # one history read at a time: the others wait for its result
 
     async def latest_cycle(self) -> int:
         def work() -> int:
@@ -284,6 +302,22 @@ class LogState:
                 return recent_decisions(source, limit)
 
         return await asyncio.to_thread(work)
+
+    async def series(self, partition: str, last: int) -> list[dict[str, Any]]:
+        async with self._reading:
+            latest = await self.latest_cycle()
+            if self._read is None or self._read.last_cycle != latest:
+                def work() -> History:
+                    with self.open_source() as source:
+                        return read_history(source)
+
+                self._read = await asyncio.to_thread(work)
+                if self._read.engine is not None:
+                    self.history.put(self._read.last_cycle, self._read.engine)
+            read = self._read
+        engine = read.engine or Engine()
+        views.partition_of(engine, partition)
+        return [s.to_dict() for s in read.samples.get(partition, [])[-last:]] if last > 0 else []
 
     async def explain_decision(self, decision_id: str) -> dict[str, Any]:
         return await self.explainer.decision(decision_id)
@@ -361,6 +395,9 @@ class ShardedState:
     async def decisions(self, limit: int) -> list[dict[str, Any]]:
         every = [d for shard in self.running().values() for d in shard.observer.decisions(limit)]
         return sorted(every, key=lambda d: (d["time"], d["decisionId"]), reverse=True)[:limit]
+
+    async def series(self, partition: str, last: int) -> list[dict[str, Any]]:
+        return await self._shard(partition).series(partition, last)
 
     async def explain_decision(self, decision_id: str) -> dict[str, Any]:
         raise NotAvailable("explanations of a sharded instance: use evsched replay explain --partition NAME")

@@ -132,3 +132,9 @@ def nodes_view(engine: Engine, partition: str) -> list[dict[str, Any]]:
     """``/ws/v1/partition/{p}/nodes``: nodes by id."""
     part = partition_of(engine, partition)
     return [node_view(part.nodes[n]) for n in sorted(part.nodes)]
+
+
+def search_rows(rows: list[dict[str, Any]], search: str, fields: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The rows with ``search`` in any of ``fields`` (case-insensitive), in their order."""
+    needle = search.casefold()
+    return [r for r in rows if any(needle in str(r.get(f, "")).casefold() for f in fields)]

@@ -23,7 +23,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from events.log.file import FileLog
-from scheduler.http.observer import RECENT_DECISIONS
+from replay.history import RECENT_DECISIONS
 from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
 from tests.browser import chromium_page
 from tests.cli import submit_as_cluster
@@ -192,7 +192,7 @@ def test_the_page_shows_the_tree_and_answers_why_pending(
         assert page.locator('#queues tr[data-queue="root.dept0.team0"]').count() == 0  # collapsed at first
         page.locator('#queues tr[data-queue="root.dept0"] .toggle').click()
         page.wait_for_selector('#queues tr[data-queue="root.dept0.team0"]')
-        pending_cell = page.locator('#queues tr[data-queue="root"] td').nth(6).inner_text()
+        pending_cell = page.locator('#queues tr[data-queue="root"] td').nth(7).inner_text()
         assert "GiB" in pending_cell and "cores" in pending_cell  # human units, not bytes and millicores
         page.fill("#why-input", target)
         page.click("#why-button")

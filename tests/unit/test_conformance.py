@@ -13,13 +13,15 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from conformance.compare import Outcome, evsched_output, first_difference, parse_outcome
+from conformance.compare import Outcome, evsched_outcome, evsched_output, first_difference, parse_outcome
 from conformance.generate import FAMILIES, encode, generate
 from conformance.known import KNOWN
 from conformance.run import agrees, harness_output, report, run
+from events.times import format_time
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = 50
@@ -32,10 +34,8 @@ def harness() -> Path:
         if os.environ.get("CI") == "true":
             pytest.fail("CI needs Go for the yunikorn-core conformance sample (no `go` on the PATH)")
         pytest.skip("no Go toolchain on the PATH: the yunikorn-core conformance sample needs it")
-    out = ROOT / "conformance" / ".build" / "yunikorn-harness"
-    subprocess.run([go, "build", "-o", str(out), "."], cwd=ROOT / "conformance" / "yunikorn", check=True,
-                   env={**os.environ, "GONOSUMDB": "github.com/apache"}, timeout=280)
-    return out
+    subprocess.run(["make", "-s", "conformance-harness"], cwd=ROOT, check=True, timeout=280)
+    return ROOT / "conformance" / ".build" / "yunikorn-harness"
 
 
 def test_sample_agrees_except_known_differences(harness: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -52,15 +52,61 @@ def test_sample_agrees_except_known_differences(harness: Path, capsys: pytest.Ca
 
 def test_harness_decides_the_golden_fence_scenario_like_evsched(harness: Path) -> None:
     scenario = (ROOT / "tests" / "golden" / "scenarios" / "fence_and_offsets.jsonl").read_bytes()
-    ours = parse_outcome(evsched_output(scenario))
+    ours = evsched_outcome(scenario)
     theirs = parse_outcome(harness_output(harness, scenario))
     assert theirs.decisions == ours.decisions
     assert [d[2] for d in theirs.decisions] == ["s1", "q1", "q2", "e1", "e2"]
-    # the last line is 5 minutes later: evsched completes the app by log time (and a
-    # Completed app leaves the partition), YuniKorn's 30 s timer runs on the wall clock (why
-    # generated scenarios span under 2 s)
-    assert "shop" not in ours.state["apps"]
-    assert theirs.state["apps"]["shop"]["state"] == "Completing"
+    # the last line is 5 minutes later in the log: yunikorn-core's 30 s Completing timer runs
+    # on the log's clock too (evclock), so app shop is Completed and gone on both sides
+    assert "shop" not in ours.state["apps"] and "shop" not in theirs.state["apps"]
+    assert theirs.app_states["shop"][-2:] == ("Completing", "Completed") == ours.app_states["shop"][-2:]
+    assert first_difference(ours, theirs) is None
+
+
+def _at(seconds: float, line: dict[str, Any]) -> dict[str, Any]:
+    return {**line, "time": format_time(round(seconds * 1_000_000))}
+
+
+CLOCKED: list[dict[str, Any]] = [
+    {"type": "config.updated", "data": {"yaml": "partitions:\n  - name: default\n    queues:\n      - name: root\n"
+                                                "        submitacl: '*'\n        queues:\n          - name: a\n"}},
+    {"type": "node.added", "data": {"node_id": "n1", "capacity": {"vcore": 4000, "memory": 4000}}},
+    {"type": "node.added", "data": {"node_id": "n2", "capacity": {"vcore": 4000, "memory": 4000}}},
+    {"type": "app.added", "data": {"app_id": "fill", "queue": "root.a", "user": "u"}},
+    {"type": "ask.added", "data": {"app_id": "fill", "ask_id": "f1", "resources": {"vcore": 3000}, "priority": 2}},
+    {"type": "ask.added", "data": {"app_id": "fill", "ask_id": "f2", "resources": {"vcore": 2000}, "priority": 1}},
+    {"type": "schedule"},
+    {"type": "app.added", "data": {"app_id": "big", "queue": "root.a", "user": "u"}},
+    {"type": "ask.added", "data": {"app_id": "big", "ask_id": "b", "resources": {"vcore": 3000}}},
+]
+
+
+def _clocked(*tail: tuple[float, dict[str, Any]]) -> bytes:
+    return encode([_at(i / 1000, line) for i, line in enumerate(CLOCKED)] + [_at(t, line) for t, line in tail])
+
+
+def test_the_log_drives_yunikorns_clock(harness: Path) -> None:
+    """The harness's yunikorn-core reads the log's time (conformance/patch_clock.py, evclock):
+    the 2 s reservation delay (application.go:tryNodes, ``askAge > reservationDelay``) and the
+    30 s Completing timer (application.go:setStateTimer) run out in log time, however fast
+    the machine — each scenario runs in well under a second of wall time."""
+    schedule: dict[str, Any] = {"type": "schedule"}
+    early = parse_outcome(harness_output(harness, _clocked((1.9, schedule))))
+    assert early.reservations == ()  # 1.9 s of log time: not yet
+    late = parse_outcome(harness_output(harness, _clocked((2.1, schedule))))
+    assert [r[0] for r in late.reservations] == ["reserved"]  # the cycle at 2.1 s reserves
+    def release(app_id: str, ask_id: str) -> dict[str, Any]:
+        return {"type": "allocation.released", "data": {"app_id": app_id, "ask_id": ask_id}}
+
+    free: list[tuple[float, dict[str, Any]]] = [
+        (2.1, schedule), (3.0, release("fill", "f1")), (3.0, release("fill", "f2")), (3.1, schedule),
+        (4.0, release("big", "b"))]
+    waiting = parse_outcome(harness_output(harness, _clocked(*free, (33.9, schedule))))
+    assert waiting.app_states["big"][-1] == "Completing"  # 29.9 s after it ended
+    done = parse_outcome(harness_output(harness, _clocked(*free, (34.1, schedule))))
+    assert done.app_states["big"][-1] == "Completed" and "big" not in done.state["apps"]
+    for scenario in (_clocked((1.9, schedule)), _clocked((2.1, schedule)), _clocked(*free, (34.1, schedule))):
+        assert agrees(harness, scenario)
 
 
 def test_harness_reports_a_changed_decision(harness: Path) -> None:

@@ -13,6 +13,7 @@ from events.codec import output_to_dict
 from events.models import AllocationDecided, AskReserved, AskUnreserved, CycleCompleted
 from scheduler.config import load_config
 from scheduler.core.reservations import fold
+from scheduler.core.reserve_candidates import fit_in_score
 from scheduler.core.snapshot import dump, load
 from scheduler.simulation.simulate import Simulation
 from tests.sim import SCHEDULE, app, ask, node, placements, run
@@ -46,6 +47,30 @@ def test_an_ask_that_fits_nowhere_reserves_the_best_node_after_the_delay() -> No
     outputs, state = run([*BUSY, at(2.5, SCHEDULE), at(2.6, SCHEDULE)])
     assert reservations(outputs) == [("ask.reserved", "b", "n1", "no-fit")]
     assert state["nodes"]["n1"]["reserved_for"] == "big/b" and "reserved_for" not in state["nodes"]["n2"]
+
+
+def test_the_reserved_node_is_the_one_the_ask_would_leave_least_free() -> None:
+    """YuniKorn ``application.go:tryNodes`` scores each node with
+    ``node.GetFitInScoreForAvailableResource(ask)`` = ``ask.FitInScore(node.available)``
+    (``resources.go:FitInScore``): over the node's available types, (available - asked) /
+    available where the node has more, 0 where it is short; lowest wins. n1 (2000 vcore,
+    7000 memory free) scores 0 + 6/7; n2 (1000 vcore, 1500 memory free) 0 + 1/3: n2 is
+    reserved, though it lacks more of the ask's vcore (a "fraction lacking" score picks n1)."""
+    lines = [at(0, node("n1", vcore=4000, memory=8000)), at(0, node("n2", vcore=4000, memory=8000)),
+             at(0, app("fill")), at(0, ask("fill", "f1", vcore=2000, memory=1000)),
+             at(0, ask("fill", "f2", vcore=3000, memory=6500)), at(0, SCHEDULE),
+             at(0.5, app("big")), at(0.5, ask("big", "b", vcore=3000, memory=1000)), at(2.6, SCHEDULE)]
+    outputs, state = run(lines)
+    assert placements(outputs) == [("f1", "n1"), ("f2", "n2")]
+    assert reservations(outputs) == [("ask.reserved", "b", "n2", "no-fit")]
+    assert state["nodes"]["n2"]["reserved_for"] == "big/b"
+
+
+def test_the_fit_score_counts_an_unasked_type_as_one() -> None:
+    """``resources.go:FitInScore``: a type the node has available but the ask does not request
+    adds 1; a type the node has none of adds nothing."""
+    assert fit_in_score({"vcore": 1000}, {"vcore": 4000, "gpu": 2, "pods": 0}) == 0.75 + 1
+    assert fit_in_score({"vcore": 4000, "memory": 500}, {"vcore": 1000, "memory": 2000}) == 0.75
 
 
 def test_other_asks_skip_a_reserved_node() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 import orjson
@@ -115,3 +116,29 @@ def test_histogram_buckets_are_cumulative_upper_bounds() -> None:
     assert observer.bucket_counts[0] == 2  # <= 1 ms: both the 0.5 ms and the 1 ms cycle
     assert observer.bucket_counts[CYCLE_BUCKETS.index(0.5)] == 1
     assert observer.bucket_counts[-1] == 1  # beyond the last bound: +Inf
+
+
+def test_the_observer_puts_the_logs_history_behind_what_it_saw() -> None:
+    from replay.history import CycleSample, History
+
+    def row(cycle: int, n: int) -> dict[str, Any]:
+        return {"decisionId": f"default-{cycle}-{n}", "cycle": cycle}
+
+    def sample(cycle: int) -> CycleSample:
+        return CycleSample(cycle, "", 1, 0.01, {"vcore": cycle}, {})
+
+    obs = ServiceObserver()
+    obs.recent.extend([row(7, 1), row(7, 2)])
+    obs.samples["default"] = deque([sample(7)])
+    obs.last_cycle_unix = 123.0
+    # the history read while cycle 7 ran live: it holds cycle 7 too, and older cycles
+    history = History(decisions=[row(7, 2), row(7, 1), row(6, 1), row(5, 1)],
+                      samples={"default": [sample(5), sample(6), sample(7)]}, last_cycle=7, last_cycle_unix=99.0)
+    obs.seed(history)
+    assert [d["decisionId"] for d in obs.decisions(10)] == ["default-7-2", "default-7-1", "default-6-1", "default-5-1"]
+    assert [s.cycle for s in obs.series("default", 10)] == [5, 6, 7]
+    assert [s.cycle for s in obs.series("default", 2)] == [6, 7]
+    assert obs.last_cycle_unix == 123.0  # what it saw itself wins
+    fresh = ServiceObserver()
+    fresh.seed(history)
+    assert fresh.last_cycle_unix == 99.0 and len(fresh.decisions(1000)) == 4

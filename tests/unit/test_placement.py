@@ -100,6 +100,7 @@ partitions:
         queues:
           - name: testparent
             submitacl: "*"
+            parent: true
             queues:
               - name: testchild
           - name: fixed
@@ -109,7 +110,9 @@ partitions:
 
 
 def test_manager_place_app() -> None:
-    # TestManagerPlaceApp, step by step (placement_test.go).
+    # TestManagerPlaceApp, step by step (placement_test.go). Its rules go to UpdateRules
+    # directly; through a config, configvalidator.go:checkQueueHierarchyForPlacement refuses
+    # testparent as the fixed parent of the user rule unless it is marked `parent: true`.
     lines = [
         _app("app1", user="testchild"),  # user rule, existing queue, acl allowed
         _app("app2", user="other-user"),  # user rule new queue: no create flag, nothing else matches

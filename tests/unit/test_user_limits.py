@@ -102,6 +102,36 @@ def test_group_limit_resolves_leaf_upwards_first_configured_group() -> None:
     assert sum(1 for a in got if a[0] == "e") == 3  # erin's group is not tracked
 
 
+def test_an_app_without_groups_is_in_a_group_named_after_its_user() -> None:
+    """YuniKorn ``security/usergroup.go:ConvertUGI`` resolves a user sent without groups through
+    the default (no-)resolver, ``usergroup_no_resolver.go``: ``noLookupUser`` sets the primary
+    gid to the user's name and ``noLookupGroupID`` names the group by it — so a group limit
+    naming the user, or the ``*`` group limit, applies (``ugm`` tracks that group)."""
+    config = root_queues("""
+- name: named
+  limits:
+    - limit: carol as a group
+      groups: [carol]
+      maxresources: {vcore: 1}
+- name: wild
+  limits:
+    - limit: ops
+      groups: [ops]
+      maxresources: {vcore: 100}
+    - limit: any group
+      groups: ['*']
+      maxresources: {vcore: 2}
+""")
+    lines = [node("n1", vcore=20_000, memory=20_000),
+             app("c", "root.named", user="carol"), app("d", "root.wild", user="dave"),
+             app("e", "root.named", user="carol", groups=["ops"]),
+             *[ask(a, f"{a}{i}") for a in "cde" for i in range(3)], SCHEDULE]
+    outputs, state = run(lines, config)
+    got = sorted(k for k, _ in placements(outputs))
+    assert got == ["c0", "d0", "d1", "e0", "e1", "e2"]  # e names its group: the carol limit is not its
+    assert state["apps"]["c"]["pending"]["vcore"] == 2000
+
+
 def test_partition_limits_apply_at_root() -> None:
     # checkLimitsStructure: partition limits become root's.
     config = """

@@ -193,7 +193,10 @@ def test_required_node_may_be_unschedulable() -> None:
 
 
 def _placement(rules: str) -> str:
-    return _cfg("          - name: a\n          - name: p\n            parent: true\n", f"    placementrules:\n{rules}")
+    """root.a (leaf), root.p (``parent: true``), root.ns (children, not marked a parent)."""
+    return _cfg("          - name: a\n          - name: p\n            parent: true\n"
+                "          - name: ns\n            queues:\n              - name: ns2\n",
+                f"    placementrules:\n{rules}")
 
 
 @pytest.mark.parametrize(
@@ -206,6 +209,8 @@ def _placement(rules: str) -> str:
         ("      - name: fixed\n        value: root.nonexistent.q\n", "create is 'false'"),
         ("      - name: fixed\n        value: root.p\n", "not a leaf"),
         ("      - name: user\n        parent: {name: fixed, value: root.a}\n", "not a parent"),
+        ("      - name: tag\n        value: namespace\n        parent: {name: fixed, value: root.ns}\n",
+         "not a parent"),
         ("      - name: fixed\n        value: root.a.x\n        create: true\n", "last queue (a)"),
         ("      - name: fixed\n        value: x\n        parent: {name: fixed, value: root.p}\n", "create is 'false'"),
         ("      - name: fixed\n        value: root.a\n        parent: {name: fixed, value: root.p}\n",
@@ -214,7 +219,10 @@ def _placement(rules: str) -> str:
 )
 def test_placement_rules_are_validated(rules: str, problem: str) -> None:
     """YuniKorn ``configvalidator.go:checkPlacementRules``, ``checkPlacementRule``,
-    ``checkPlacementFilter`` and ``checkQueueHierarchyForPlacement`` (B9)."""
+    ``checkPlacementFilter`` and ``checkQueueHierarchyForPlacement`` (B9). The latter reads
+    only ``QueueConfig.Parent``: root.ns has children but no ``parent: true``, so as the
+    fixed parent of a dynamic rule it is refused ("references a queue (root.ns) which is
+    not a leaf")."""
     with pytest.raises(ConfigError, match=re.escape(problem)):
         load_config(_placement(rules))
 
@@ -229,6 +237,7 @@ def test_placement_rules_are_validated(rules: str, problem: str) -> None:
         "      - name: user\n        parent: {name: fixed, value: root.p}\n"
         "        filter: {type: Allow, users: ['^dev.*']}\n",
         "      - name: fixed\n        value: root.p.new\n        create: true\n",
+        "      - name: fixed\n        value: root.ns\n",  # not marked a parent: passes the check
     ],
 )
 def test_valid_placement_rules_are_accepted(rules: str) -> None:

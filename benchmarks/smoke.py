@@ -1,0 +1,139 @@
+"""``make bench-smoke``: every benchmark script run at a tiny size, failing when one errors or produces nothing.
+
+A benchmark nobody runs breaks silently (``e2e.py`` reported "0 decisions" unnoticed once the
+admin channel landed). So every script in this directory is registered in ``SMOKE`` with
+arguments that make it finish in seconds and patterns for the counts it must print — the
+decisions (allocations) it made, or for the scripts that make none the events, asks or
+queries it measured. A run fails when the script exits non-zero, prints no such count, or
+the count is 0. A script that is not registered fails too (``unregistered``), so a new
+benchmark joins the smoke run with its first commit. Timings are printed but never judged:
+the sizes are far too small for a figure to mean anything.
+
+The tests (``tests/integration/test_bench_smoke.py``, part of ``make test``) run each entry
+as a test case; this module's command line runs them all (or the named ones) directly:
+
+    python benchmarks/smoke.py [NAME ...]
+
+Arguments may name ``{tmp}`` (a fresh directory per run) and ``{harness}`` (the yunikorn-core
+Go harness, ``make conformance-harness``). ``needs``: ``kafka`` — the script reaches a broker
+through ``KAFKA_BOOTSTRAP_SERVERS`` when it is set (the tests pass their session broker), else
+starts its own; ``go`` — the script needs the Go harness built.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+# Not benchmarks: the shared helpers and the runners.
+NOT_SCRIPTS = frozenset({"harness", "baseline", "run_all", "smoke"})
+TIMEOUT_S = 280.0  # a hung script fails rather than blocking the suite (within pytest's 300 s per test)
+
+
+@dataclass(frozen=True)
+class Smoke:
+    """How one script runs tiny: its arguments and the count its output must show."""
+
+    args: tuple[str, ...]
+    # Regexes, each with one group: a count (digits, commas allowed). Each must match, every match > 0.
+    produced: tuple[str, ...]
+    needs: str = ""  # "", "kafka" or "go"
+
+
+SMOKE: dict[str, Smoke] = {
+    "apply": Smoke(("--repeat", "1"), (r"== apply: ([\d,]+) input events",)),
+    "core": Smoke(("--policy", "fair", "--nodes", "200", "--asks", "2000", "--apps", "20", "--leaves", "5",
+                   "--repeat", "1", "--baseline-steps", "2"), (r"run \d+: ([\d,]+) decisions",)),
+    "e2e": Smoke(("--asks", "300", "--events", "400", "--runs", "1", "--rate", "100", "--seconds", "1"),
+                 (r"([\d,]+) decisions, the last on the decisions topic", r"([\d,]+) decided"), needs="kafka"),
+    "http_overhead": Smoke(("--asks", "500", "--runs", "1"), (r"\(([\d,]+) decisions, \d+ scrapes\)",)),
+    "memory": Smoke(("--asks", "5000"), (r"with ([\d,]+) pending asks",)),
+    "preemption": Smoke(("--nodes", "50", "--asks", "20"), (r"([\d,]+) preemptions",)),
+    "recovery": Smoke(("--events", "2000", "--dir", "{tmp}", "--repeat", "1"), (r"([\d,]+) decisions, written by",)),
+    "replay_queries": Smoke(("--events", "3000", "--batch", "500", "--window", "500", "--snapshot-every", "1"),
+                            (r"log: \d+ cycles, ([\d,]+) decisions",)),
+    "restart": Smoke(("--events", "2000"), (r"([\d,]+) decisions in the log",)),
+    "saturated": Smoke(("--tiny", "--harness", "{harness}", "--window", "2000"),
+                       (r"(?m)^leaves +\d+ \|.*\| +(\d+)/\d+$",), needs="go"),
+    "scaling": Smoke(("--sizes", "200,400", "--decisions", "1000", "--baseline-steps", "1", "--plot", "",
+                      "--skip", "asks"), (r"([\d,]+) decisions",)),
+    "simulate": Smoke(("--nodes", "200", "--asks", "2000", "--apps", "20", "--repeat", "1"), (r"([\d,]+) decisions",)),
+    "verify": Smoke(("--events", "3000", "--batch", "500", "--snapshots", "2", "--repeat", "1"),
+                    (r"the log holds ([\d,]+) decisions",)),
+    "vs_yunikorn": Smoke(("--harness", "{harness}", "--only", "yk-500"), (r"(?m)^yk-\d+ +([\d,]+) \|",), needs="go"),
+    "wide_queues": Smoke(("--leaves", "50", "--repeat", "1"), (r"one cycle of ([\d,]+) decisions",)),
+}
+
+
+def scripts() -> list[str]:
+    """Every benchmark script in this directory (by name, without ``.py``)."""
+    return sorted(p.stem for p in HERE.glob("*.py") if p.stem not in NOT_SCRIPTS)
+
+
+def unregistered() -> list[str]:
+    """Scripts with no ``SMOKE`` entry (each is a failure of the smoke run)."""
+    return [name for name in scripts() if name not in SMOKE]
+
+
+@dataclass
+class Outcome:
+    """One script's smoke run: what it printed and the failure found in it (None: passed)."""
+
+    name: str
+    seconds: float
+    output: str
+    failure: str | None
+
+
+def run(name: str, harness: Path | None = None, env: dict[str, str] | None = None) -> Outcome:
+    """Run one registered script at its tiny size and judge it (exit code, a positive count)."""
+    smoke = SMOKE[name]
+    with tempfile.TemporaryDirectory(prefix=f"evsched-smoke-{name}-") as tmp:
+        args = [a.format(tmp=tmp, harness=harness or "") for a in smoke.args]
+        began = time.perf_counter()
+        try:
+            proc = subprocess.run([sys.executable, str(HERE / f"{name}.py"), *args], cwd=HERE.parent,
+                                  capture_output=True, text=True, timeout=TIMEOUT_S, env=env or dict(os.environ))
+        except subprocess.TimeoutExpired as exc:
+            out = (exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) else exc.stdout or ""
+            return Outcome(name, time.perf_counter() - began, out, f"did not finish in {TIMEOUT_S:.0f} s")
+        seconds = time.perf_counter() - began
+    output = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        return Outcome(name, seconds, output, f"exited {proc.returncode}")
+    for pattern in smoke.produced:
+        counts = [int(found.replace(",", "")) for found in re.findall(pattern, proc.stdout)]
+        if not counts:
+            return Outcome(name, seconds, output, f"printed no count matching {pattern!r}")
+        if not all(counts):
+            return Outcome(name, seconds, output, f"produced nothing: a count matching {pattern!r} is 0")
+    return Outcome(name, seconds, output, None)
+
+
+def main(argv: list[str]) -> int:
+    names = argv or sorted(SMOKE)
+    failed = [f"{name}: not registered in benchmarks/smoke.py SMOKE" for name in unregistered()]
+    harness = HERE.parent / "conformance" / ".build" / "yunikorn-harness"
+    for name in names:
+        if SMOKE[name].needs == "go" and not harness.exists():
+            print(f"{name:<16} skipped: no Go harness at {harness} (make conformance-harness)")
+            continue
+        outcome = run(name, harness)
+        print(f"{name:<16} {outcome.seconds:6.1f} s  {outcome.failure or 'ok'}", flush=True)
+        if outcome.failure:
+            print(outcome.output[-3000:])
+            failed.append(f"{name}: {outcome.failure}")
+    for line in failed:
+        print("FAILED " + line)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

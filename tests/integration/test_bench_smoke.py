@@ -1,0 +1,48 @@
+"""Every benchmark script runs at a tiny size and produces decisions (``make bench-smoke``, benchmarks/smoke.py).
+
+No timing is judged: a run fails when the script errors, or prints no count (decisions, or what it
+measures) or a count of 0 — the way ``e2e.py`` went on reporting "0 decisions" unnoticed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from benchmarks import smoke
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_benchmark_script_is_registered() -> None:
+    assert smoke.unregistered() == [], "add each new benchmarks/*.py to benchmarks/smoke.py SMOKE"
+    assert set(smoke.SMOKE) <= set(smoke.scripts()), "SMOKE names a script that is gone"
+
+
+@pytest.fixture(scope="module")
+def go_harness() -> Path:
+    """The yunikorn-core harness (built as tests/unit/test_conformance.py builds it)."""
+    go = shutil.which("go")
+    if go is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI needs Go for the vs_yunikorn benchmark's smoke run (no `go` on the PATH)")
+        pytest.skip("no Go toolchain on the PATH: vs_yunikorn needs the yunikorn-core harness")
+    out = ROOT / "conformance" / ".build" / "yunikorn-harness"
+    subprocess.run([go, "build", "-o", str(out), "."], cwd=ROOT / "conformance" / "yunikorn", check=True,
+                   env={**os.environ, "GONOSUMDB": "github.com/apache"}, timeout=280)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(smoke.SMOKE))
+def test_benchmark_runs_tiny_and_produces(name: str, request: pytest.FixtureRequest) -> None:
+    needs = smoke.SMOKE[name].needs
+    env = dict(os.environ)
+    if needs == "kafka":  # the session's broker, not one more started by the script
+        env["KAFKA_BOOTSTRAP_SERVERS"] = request.getfixturevalue("kafka_bootstrap")
+    harness = request.getfixturevalue("go_harness") if needs == "go" else None
+    outcome = smoke.run(name, harness, env)
+    assert outcome.failure is None, f"benchmarks/{name}.py: {outcome.failure}\n{outcome.output[-4000:]}"

@@ -13,9 +13,12 @@ failures are permanent until the cycle ends or a reservation ends: an ask that f
 nowhere, an app none of whose asks fitted, and a queue none of whose children or apps
 could allocate are remembered and skipped (and forgotten when a reserved node comes
 back); so are the reservations the reserved step already tried, and an app whose every
-ask has a shape that fits no free node and has no node to reserve (``_hopeless``). Each
-request shape's reservable nodes are kept in a heap by the partition
-(``scheduler.core.reserve_candidates``) rather than scanned again per reservation.
+ask has a shape that fits no free node and has no node to reserve (``_hopeless``). The node
+a request shape would reserve is kept by the partition (``scheduler.core.reserve_candidates``:
+nodes grouped by capacity and availability, a heap per shape) rather than scanned again per
+reservation. A node that comes back starts a fresh memo, but the child orders (kept current
+by every step) carry over, and the reserved step reads the partition's own index of the
+reservations (per app, per queue) rather than regrouping all of them.
 Skipping something that would fail again cannot change which ask wins, only how fast it
 is found.
 """
@@ -277,9 +280,9 @@ def next_step(part: PartitionState, memo: CycleMemo, now_us: int) -> Step | None
     reservations = part.reservations
     untried = len(reservations) - memo.reservations_tried
     if untried > 0:
-        keys: Iterable[tuple[str, str]] = reservations  # the newest ``untried`` are the last ones
+        keys: Iterable[tuple[str, str]] | None = None  # all: the partition's own index of them
         if memo.reservations_tried:
-            keys = islice(reversed(reservations), untried)
+            keys = islice(reversed(reservations), untried)  # the newest ``untried`` are the last ones
         found = reserved_step(part, fits_queue_headroom, held_by_max_applications, memo.unplaceable, keys,
                               memo.children_in_order)
         if found is not None:

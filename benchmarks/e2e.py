@@ -139,7 +139,7 @@ def topics(label: str) -> dict[str, str]:
 
 
 def key_of(event: dict[str, Any]) -> bytes:
-    """CONTRACT §1's key: app_id, node_id, else the partition name."""
+    """docs/contract.md §1's key: app_id, node_id, else the partition name."""
     data = event["data"]
     return str(data.get("app_id") or data.get("node_id") or data.get("partition") or "default").encode()
 

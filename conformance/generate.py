@@ -30,6 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from events.times import format_time
+
 Line = dict[str, Any]
 
 FAMILIES = (
@@ -42,8 +44,19 @@ FAMILIES = (
     "releases",
     "required-nodes",
     "preemption",
+    "placement",
+    "acls",
+    "user-limits",
+    "nodes",
+    "app-removed",
+    "config-changes",
+    "timers",
+    "preemption-delay",
+    "churn",
 )
+TIMED = ("timers", "preemption-delay", "churn")  # families whose scenarios span minutes to hours
 
+WAIT = "_wait_us"  # a pseudo-line: the next line's extra delay (folded in by all_lines)
 POWERS_OF_3 = (1, 3, 9, 27, 81, 243, 729, 2187)
 PRIORITY_STEP = 10_000  # > twice the largest sum of offsets (3280)
 
@@ -58,6 +71,7 @@ class Queue:
     properties: dict[str, str] = field(default_factory=dict)
     resources: dict[str, dict[str, str]] = field(default_factory=dict)
     maxapplications: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)  # more config keys (acls, limits, parent, childtemplate)
 
     def leaves(self) -> list[Queue]:
         if not self.children:
@@ -71,6 +85,7 @@ class Queue:
         out: dict[str, Any] = {"name": self.name}
         if self.path == "root":
             out["submitacl"] = "*"
+        out.update(self.extra)
         if self.properties:
             out["properties"] = dict(self.properties)
         if self.resources:
@@ -94,15 +109,39 @@ class Scenario:
     apps: list[str] = field(default_factory=list)
     asks: list[tuple[str, str]] = field(default_factory=list)
     priorities: list[int] = field(default_factory=list)
+    partition_extra: dict[str, Any] = field(default_factory=dict)  # placementrules, limits
+    first_config: Line | None = None  # the config line as it was before any change (reconfigure)
 
     def config_line(self) -> Line:
-        part: dict[str, Any] = {"name": "default", "queues": [self.root.config()]}
+        part: dict[str, Any] = {"name": "default", "queues": [self.root.config()], **self.partition_extra}
         if self.node_policy is not None:
             part["nodesortpolicy"] = self.node_policy
         return {"type": "config.updated", "data": {"yaml": json.dumps({"partitions": [part]})}}
 
     def all_lines(self) -> list[Line]:
-        return [self.config_line(), *self.lines]
+        """The config line and the rest, each with its log time: 1 ms after the previous
+        line, plus any ``wait`` before it."""
+        out: list[Line] = []
+        now_us = 0
+        for line in [self.first_config or self.config_line(), *self.lines]:
+            if WAIT in line:
+                now_us += line[WAIT]
+                continue
+            out.append({**line, "time": format_time(now_us)})
+            now_us += 1000
+        return out
+
+    def wait(self, seconds: float) -> None:
+        """The next line comes ``seconds`` of log time later (on top of its 1 ms)."""
+        self.lines.append({WAIT: round(seconds * 1_000_000)})
+
+    def reconfigure(self) -> None:
+        """A config.updated line with the tree and settings as they are now."""
+        self.lines.append(self.config_line())
+
+    def freeze_config(self) -> None:
+        """The first line's config is the tree and settings as they are now (later ones reconfigure)."""
+        self.first_config = self.config_line()
 
     def add_nodes(self, count: int, *, sizes: tuple[int, ...] = (2, 3, 4, 6, 8)) -> None:
         for i in range(count):
@@ -112,9 +151,14 @@ class Scenario:
             self.nodes.append(node_id)
             self.lines.append({"type": "node.added", "data": data})
 
-    def add_app(self, queue: Queue, tags: dict[str, str] | None = None) -> str:
+    def add_app(self, queue: Queue | str | None, tags: dict[str, str] | None = None, user: str = "u",
+                groups: list[str] | None = None) -> str:
         app_id = f"app{len(self.apps) + 1:02d}"
-        data: dict[str, Any] = {"app_id": app_id, "queue": queue.path, "user": "u"}
+        data: dict[str, Any] = {"app_id": app_id, "user": user}
+        if queue is not None:
+            data["queue"] = queue.path if isinstance(queue, Queue) else queue
+        if groups:
+            data["groups"] = groups
         if tags:
             data["tags"] = tags
         self.apps.append(app_id)
@@ -310,7 +354,7 @@ def fam_preemption(sc: Scenario) -> None:
     if rng.random() < 0.3:
         offsets(sc, fence_chance=0.0)
     sc.add_nodes(rng.randint(2, 3), sizes=(4, 6, 8))
-    cluster = [sum(line["data"]["capacity"][t] for line in sc.lines if line["type"] == "node.added")
+    cluster = [sum(line["data"]["capacity"][t] for line in sc.lines if line.get("type") == "node.added")
                for t in ("vcore", "memory")]
     leaves = sc.root.leaves()
     rng.shuffle(leaves)
@@ -346,6 +390,359 @@ def fam_preemption(sc: Scenario) -> None:
         sc.schedule()
 
 
+# --- config, placement and access ----------------------------------------------------------
+
+USERS = ("alice", "bob", "carol.d", "dev1", "ops7")
+GROUPS = ("devs", "ops", "qa")
+
+
+def user_pool(rng: random.Random) -> dict[str, list[str] | None]:
+    """Users and their groups: each user always sends the same groups, or never any (yunikorn-core
+    caches a user's groups from the last app that sent some: a user sending both would see it)."""
+    return {u: (rng.sample(GROUPS, rng.randint(1, 2)) if rng.random() < 0.5 else None) for u in USERS}
+
+
+def pick_user(sc: Scenario, pool: dict[str, list[str] | None]) -> tuple[str, list[str] | None]:
+    user = sc.rng.choice(list(pool))
+    return user, pool[user]
+
+
+def acl(rng: random.Random) -> str:
+    """A submit/admin ACL: users and/or groups, sometimes a wildcard, sometimes nobody."""
+    users = ",".join(rng.sample(USERS, rng.randint(0, 2)))
+    groups = ",".join(rng.sample(GROUPS, rng.randint(0, 2)))
+    wild_users = "* " + groups if groups else "*"
+    return rng.choice((f"{users} {groups}".rstrip(), f"{users}", f" {groups}", "*", "", wild_users))
+
+
+def fam_placement(sc: Scenario) -> None:
+    """Placement rules of every type (provided, user, tag, fixed), with create, parent rules
+    and filters; apps with or without a queue and a namespace tag; parents marked
+    ``parent: true`` where a fixed parent rule names them; a childtemplate sometimes; apps
+    finish and their dynamic queues go (yunikorn's 10 s cleaner: the scenario ends a minute on)."""
+    rng = sc.rng
+    parents = [q for q in sc.root.walk()[1:] if q.children]
+    for q in sc.root.walk()[1:]:
+        if not q.children and rng.random() < 0.25:
+            q.extra["parent"] = True  # an empty parent: dynamic leaves go under it
+            parents.append(q)
+    for q in parents:
+        q.extra["parent"] = True
+    if rng.random() < 0.5:
+        sc.root.extra["childtemplate"] = {"resources": {"max": {"vcore": f"{rng.randint(2, 8) * 1000}m"}}}
+    if rng.random() < 0.5:
+        sc.root.children.append(Queue("default", "root.default"))
+    leaves = [q for q in sc.root.leaves() if "parent" not in q.extra]
+
+    def parent_rule() -> dict[str, Any] | None:
+        roll = rng.random()
+        if roll < 0.4 and parents:
+            return {"name": "fixed", "value": rng.choice(parents).path}
+        if roll < 0.55:
+            return {"name": "tag", "value": "team", "create": rng.random() < 0.5}
+        return None
+
+    def rule() -> dict[str, Any]:
+        kind = rng.choice(("provided", "user", "tag", "fixed"))
+        out: dict[str, Any] = {"name": kind, "create": rng.random() < 0.6}
+        if kind == "tag":
+            out["value"] = "namespace"
+        if kind == "fixed":
+            if rng.random() < 0.5 or not parents:
+                out["value"] = rng.choice(leaves).path if leaves else "root.fixed"
+                out["create"] = not leaves or rng.random() < 0.3
+                return out
+            out["value"] = f"fx{rng.randint(1, 3)}"
+        parent = parent_rule()
+        if parent is not None and not (kind == "fixed" and parent["name"] == "fixed" and "value" not in out):
+            out["parent"] = parent
+        if rng.random() < 0.3:
+            flt: dict[str, Any] = {"type": rng.choice(("allow", "deny"))}
+            if rng.random() < 0.5:
+                flt["users"] = rng.sample(USERS, rng.randint(1, 2)) if rng.random() < 0.7 else ["^(alice|dev).*"]
+            else:
+                flt["groups"] = rng.sample(GROUPS, 1)
+            out["filter"] = flt
+        return out
+
+    sc.partition_extra["placementrules"] = [rule() for _ in range(rng.randint(1, 3))]
+    pool = user_pool(rng)
+    sc.add_nodes(rng.randint(2, 3))
+    for _phase in range(rng.randint(1, 3)):
+        for _ in range(rng.randint(2, 5)):
+            user, groups = pick_user(sc, pool)
+            queue: str | None = rng.choice((None, rng.choice(leaves).path if leaves else None,
+                                            f"qx{rng.randint(1, 3)}", rng.choice(leaves).name if leaves else None))
+            tags = {"namespace": f"ns{rng.randint(1, 3)}"} if rng.random() < 0.6 else {}
+            if rng.random() < 0.3:
+                tags["team"] = f"t{rng.randint(1, 2)}"
+            sc.add_app(queue, tags or None, user=user, groups=groups)
+        for _ in range(rng.randint(2, 6)):
+            sc.add_ask(rng.choice(sc.apps))
+        sc.schedule()
+    finish(sc)
+
+
+def finish(sc: Scenario) -> None:
+    """Every allocation released, then a minute of log time: apps go Completing, Completed 30 s
+    later (leaving their queues), and yunikorn-core's 10 s queue cleaner removes the empty
+    dynamic queues that evsched removes at once."""
+    if sc.rng.random() < 0.3:
+        return
+    sc.wait(sc.rng.uniform(1, 20))
+    for app_id, ask_id in sc.asks:
+        kind = "allocation.released" if sc.rng.random() < 0.8 else "ask.removed"
+        sc.lines.append({"type": kind, "data": {"app_id": app_id, "ask_id": ask_id}})
+    sc.schedule()
+    sc.wait(sc.rng.choice((5, 31, 45, 60)))
+    sc.schedule()
+
+
+def fam_acls(sc: Scenario) -> None:
+    """Submit and admin ACLs (users, groups, wildcards, nobody) on root and below; apps of
+    users with and without groups (no groups: a group named after the user) naming leaves,
+    parents or unknown queues by full path. No placement rules and no root.default (yunikorn's
+    implicit provided rule would fall back to it where evsched rejects)."""
+    rng = sc.rng
+    sc.root.extra["submitacl"] = rng.choice((acl(rng), acl(rng), "*"))
+    for q in sc.root.walk()[1:]:
+        if rng.random() < 0.5:
+            q.extra["submitacl"] = acl(rng)
+        if rng.random() < 0.25:
+            q.extra["adminacl"] = acl(rng)
+    pool = user_pool(rng)
+    sc.add_nodes(rng.randint(2, 3))
+    queues = sc.root.walk()[1:]
+    for _ in range(rng.randint(1, 2)):
+        for _ in range(rng.randint(3, 6)):
+            user, groups = pick_user(sc, pool)
+            target = rng.choice(queues).path if rng.random() < 0.9 else "root.nosuch"
+            sc.add_app(target, user=user, groups=groups)
+        for _ in range(rng.randint(2, 5)):
+            sc.add_ask(rng.choice(sc.apps))
+        sc.schedule()
+
+
+def fam_user_limits(sc: Scenario) -> None:
+    """User and group limits (maxresources, maxapplications) on the partition and queues: named
+    users, ``*``, named groups and ``*`` groups; apps of users with and without groups."""
+    rng = sc.rng
+
+    def limits() -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for _ in range(rng.randint(1, 3)):
+            entry: dict[str, Any] = {"limit": f"l{len(out)}"}
+            if rng.random() < 0.5:
+                entry["users"] = rng.sample(USERS, rng.randint(1, 2))
+            else:
+                entry["groups"] = rng.sample([*GROUPS, *USERS], rng.randint(1, 2))
+            if rng.random() < 0.7:
+                entry["maxresources"] = {"vcore": f"{rng.randint(1, 6) * 1000}m"}
+            if rng.random() < 0.5 or "maxresources" not in entry:
+                entry["maxapplications"] = rng.randint(1, 3)
+            out.append(entry)
+        if rng.random() < 0.4:
+            out.append({"limit": "any user", "users": ["*"], "maxresources": {"vcore": f"{rng.randint(2, 8) * 1000}m"}})
+        if rng.random() < 0.4 and any("groups" in e for e in out):
+            out.append({"limit": "any group", "groups": ["*"], "maxapplications": rng.randint(1, 4)})
+        return out
+
+    if rng.random() < 0.3:
+        sc.partition_extra["limits"] = limits()
+    for q in sc.root.walk()[1:]:
+        if rng.random() < 0.5:
+            q.extra["limits"] = limits()
+    pool = user_pool(rng)
+    sc.add_nodes(rng.randint(2, 3), sizes=(4, 6, 8))
+    leaves = sc.root.leaves()
+    for _ in range(rng.randint(1, 3)):
+        for _ in range(rng.randint(2, 5)):
+            user, groups = pick_user(sc, pool)
+            sc.add_app(rng.choice(leaves), user=user, groups=groups)
+        for _ in range(rng.randint(3, 8)):
+            sc.add_ask(rng.choice(sc.apps))
+        sc.schedule(rng.choice((None, None, 1)))
+        if rng.random() < 0.5 and sc.asks:
+            app_id, ask_id = rng.choice(sc.asks)
+            sc.lines.append({"type": "allocation.released", "data": {"app_id": app_id, "ask_id": ask_id}})
+
+
+# --- nodes, apps leaving, config changes ---------------------------------------------------
+
+def fam_nodes(sc: Scenario) -> None:
+    """Nodes that change: capacity updates, ``occupied`` resources, cordon and uncordon, removal
+    (their allocations go with them), late joiners."""
+    rng = sc.rng
+    sc.add_nodes(rng.randint(2, 4))
+    for line in sc.lines:
+        if line.get("type") == "node.added" and rng.random() < 0.3:
+            line["data"]["occupied"] = {"vcore": rng.choice((500, 1000)), "memory": rng.choice((500, 1000))}
+
+    def change(_phase: int) -> None:
+        for _ in range(rng.randint(1, 3)):
+            node = rng.choice(sc.nodes)
+            roll = rng.random()
+            data: dict[str, Any] = {"node_id": node}
+            if roll < 0.3:
+                data["capacity"] = {"vcore": rng.choice((2, 4, 6, 8)) * 1000, "memory": rng.choice((2, 4, 6, 8)) * 1000}
+                sc.lines.append({"type": "node.updated", "data": data})
+            elif roll < 0.5:
+                data["occupied"] = {"vcore": rng.choice((0, 500, 1000, 2000)), "memory": rng.choice((0, 1000))}
+                sc.lines.append({"type": "node.updated", "data": data})
+            elif roll < 0.75:
+                data["schedulable"] = rng.random() < 0.4
+                sc.lines.append({"type": "node.updated", "data": data})
+            elif roll < 0.9 and len(sc.nodes) > 1:
+                sc.nodes.remove(node)
+                sc.lines.append({"type": "node.removed", "data": data})
+            else:
+                node_id = f"n{len(sc.nodes) + 10:02d}"
+                sc.nodes.append(node_id)
+                sc.lines.append({"type": "node.added", "data": {"node_id": node_id, "capacity": {
+                    "vcore": rng.choice((2, 4, 6)) * 1000, "memory": rng.choice((2, 4, 6)) * 1000}}})
+        sc.schedule()
+
+    workload(sc, phases=rng.randint(2, 4), between=change)
+
+
+def fam_app_removed(sc: Scenario) -> None:
+    """``app.removed`` between cycles (Completing at once, its asks and allocations gone) and new
+    apps taking the room; a minute later the Completing apps are Completed."""
+    rng = sc.rng
+    sc.add_nodes(rng.randint(2, 3))
+
+    def remove(_phase: int) -> None:
+        for app_id in rng.sample(sc.apps, min(len(sc.apps), rng.randint(1, 2))):
+            sc.lines.append({"type": "app.removed", "data": {"app_id": app_id}})
+        sc.schedule()
+
+    workload(sc, phases=rng.randint(2, 3), between=remove)
+    sc.wait(rng.choice((1, 35, 60)))
+    sc.schedule()
+
+
+def fam_config_changes(sc: Scenario) -> None:
+    """Config updates between cycles: leaves added, leaves removed (draining while they hold
+    apps, gone with their last), max resources and sort policies changed."""
+    rng = sc.rng
+    for leaf in sc.root.leaves():
+        leaf.properties["application.sort.policy"] = rng.choice(("fifo", "fair"))
+    sc.freeze_config()
+    sc.add_nodes(rng.randint(2, 3))
+    extra = 0
+
+    def reconfigure(_phase: int) -> None:
+        nonlocal extra
+        for _ in range(rng.randint(1, 2)):
+            roll = rng.random()
+            parents = [q for q in sc.root.walk() if q.children]
+            if roll < 0.35:
+                extra += 1
+                parent = rng.choice(parents)
+                parent.children.append(Queue(f"new{extra}", f"{parent.path}.new{extra}"))
+            elif roll < 0.6:
+                parent = rng.choice(parents)
+                leaves = [c for c in parent.children if not c.children]
+                if leaves and len(parent.children) > 1:
+                    parent.children.remove(rng.choice(leaves))
+            elif roll < 0.8:
+                q = rng.choice(sc.root.walk()[1:])
+                if rng.random() < 0.5:
+                    q.resources["max"] = {"vcore": f"{rng.randint(2, 12) * 1000}m"}
+                else:
+                    q.resources.pop("max", None)
+            else:
+                for leaf in sc.root.leaves():
+                    leaf.properties["application.sort.policy"] = rng.choice(("fifo", "fair"))
+        limits_ok(sc.root)
+        sc.reconfigure()
+        sc.schedule()
+
+    workload(sc, phases=rng.randint(2, 4), between=reconfigure)
+    sc.wait(rng.choice((1, 15)))
+    sc.schedule()
+
+
+def limits_ok(q: Queue, cap: int | None = None) -> None:
+    """Children's max within their parent's (a config both sides accept)."""
+    mine = q.resources.get("max", {}).get("vcore")
+    own = int(mine.rstrip("m")) if mine else None
+    if cap is not None and own is not None and own > cap:
+        q.resources["max"]["vcore"] = f"{cap}m"
+        own = cap
+    for c in q.children:
+        limits_ok(c, own if own is not None else cap)
+
+
+# --- time-driven ---------------------------------------------------------------------------
+
+def fam_timers(sc: Scenario) -> None:
+    """Minutes to hours of log time: asks too big for any free room wait past the 2 s
+    reservation delay and reserve (the node ``FitInScore`` picks), Starting apps reach Running
+    after 5 minutes, released apps go Completing and Completed 30 s later, dynamic queues
+    (a tag rule with create) are cleaned after their last app; waits of 0.5 s to an hour."""
+    rng = sc.rng
+    if rng.random() < 0.5:
+        sc.partition_extra["placementrules"] = [{"name": "tag", "value": "namespace", "create": True},
+                                                {"name": "provided"}]
+    sc.add_nodes(rng.randint(2, 4))
+    leaves = sc.root.leaves()
+    ruled = "placementrules" in sc.partition_extra
+    for _ in range(rng.randint(3, 7)):
+        tags = {"namespace": f"ns{rng.randint(1, 3)}"} if ruled and rng.random() < 0.7 else None
+        sc.add_app(rng.choice(leaves), tags)
+        for _ in range(rng.randint(1, 3)):
+            sc.add_ask(sc.apps[-1], {"resources": {"vcore": rng.choice((1000, 2000, 3000, 5000)),
+                                                   "memory": rng.choice((1000, 2000, 4000))}})
+        sc.schedule(rng.choice((None, 1)))
+        sc.wait(rng.choice((0.5, 1.5, 2.5, 3, 10, 31, 120, 301, 3600)))
+        if rng.random() < 0.5 and sc.asks:
+            app_id, ask_id = rng.choice(sc.asks)
+            sc.lines.append({"type": "allocation.released", "data": {"app_id": app_id, "ask_id": ask_id}})
+        sc.schedule()
+    finish(sc)
+
+
+def fam_preemption_delay(sc: Scenario) -> None:
+    """Preemption with the default 30 s delay (or 5 s): the preemptors wait in log time, try
+    once the delay is over, then every 15 s; waits of 1 s to 2 minutes between cycles."""
+    fam_preemption(sc)
+    delay = sc.rng.choice(("30s", "5s"))
+    sc.root.properties["preemption.delay"] = delay
+    rng = sc.rng
+    out: list[Line] = []
+    for line in sc.lines:
+        if line.get("type") == "schedule" and rng.random() < 0.6:
+            out.append({WAIT: round(rng.choice((1, 4, 6, 16, 31, 45, 120)) * 1_000_000)})
+        out.append(line)
+    sc.lines = out
+    sc.wait(rng.choice((16, 31)))
+    sc.schedule()
+
+
+def fam_churn(sc: Scenario) -> None:
+    """Long-running churn: 8-15 phases over hours of log time, each with new apps and asks,
+    releases, removed asks and apps, and a cycle."""
+    rng = sc.rng
+    sc.add_nodes(rng.randint(2, 4))
+    leaves = sc.root.leaves()
+    for _ in range(rng.randint(8, 15)):
+        sc.wait(rng.choice((0.2, 1, 3, 30, 90, 400, 1800)))
+        for _ in range(rng.randint(0, 2)):
+            sc.add_app(rng.choice(leaves))
+        for _ in range(rng.randint(1, 4)):
+            if sc.apps and sc.priorities:
+                sc.add_ask(rng.choice(sc.apps))
+        for _ in range(rng.randint(0, 3)):
+            if sc.asks:
+                app_id, ask_id = rng.choice(sc.asks)
+                kind = rng.choice(("allocation.released", "allocation.released", "ask.removed"))
+                sc.lines.append({"type": kind, "data": {"app_id": app_id, "ask_id": ask_id}})
+        if sc.apps and rng.random() < 0.1:
+            sc.lines.append({"type": "app.removed", "data": {"app_id": rng.choice(sc.apps)}})
+        sc.schedule(rng.choice((None, None, 2)))
+
+
 BUILDERS: dict[str, Callable[[Scenario], None]] = {
     "fences": fam_fences,
     "disabled-priority": fam_disabled_priority,
@@ -356,6 +753,15 @@ BUILDERS: dict[str, Callable[[Scenario], None]] = {
     "releases": fam_releases,
     "required-nodes": fam_required_nodes,
     "preemption": fam_preemption,
+    "placement": fam_placement,
+    "acls": fam_acls,
+    "user-limits": fam_user_limits,
+    "nodes": fam_nodes,
+    "app-removed": fam_app_removed,
+    "config-changes": fam_config_changes,
+    "timers": fam_timers,
+    "preemption-delay": fam_preemption_delay,
+    "churn": fam_churn,
 }
 
 

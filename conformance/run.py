@@ -11,7 +11,8 @@ of the scenario, written to ``--out`` so that it can be rerun alone:
     python -m conformance.run --harness BIN --scenario FILE.jsonl    # one file, both outputs diffed
 
 yunikorn-core leaves some ties to Go's map order: each scenario runs through the harness
-``--runs`` times (2), and when those disagree up to ``MAX_RUNS`` times in all; the distinct
+``--runs`` times (2), and when those disagree, or none of them is evsched's, up to
+``MAX_RUNS`` times in all; the distinct
 outcomes make the scenario *yunikorn-undecided*, and evsched must match one of them (a
 miss is a difference like any other). Each disagreement is labelled with the known
 difference it shows (``conformance.known``) or NEW; the exit status is 1 only when a NEW
@@ -33,7 +34,7 @@ from conformance.generate import FAMILIES, encode, generate
 from conformance.known import KNOWN, classify
 from conformance.shrink import write_minimal
 
-MAX_RUNS = 6  # harness runs of a scenario once two of them disagree
+MAX_RUNS = 16  # harness runs of a scenario once two disagree or none is evsched's
 
 
 @dataclass(frozen=True)
@@ -61,11 +62,17 @@ def harness_output(harness: Path, scenario: bytes) -> bytes:
     return proc.stdout
 
 
-def yunikorn_outcomes(harness: Path, scenario: bytes, runs: int = 2) -> list[Outcome]:
-    """The distinct outcomes of ``runs`` harness runs, or of ``MAX_RUNS`` once two differ."""
+def yunikorn_outcomes(harness: Path, scenario: bytes, runs: int = 2, want: Outcome | None = None) -> list[Outcome]:
+    """The distinct outcomes of ``runs`` harness runs, or of ``MAX_RUNS`` once two differ or
+    while none matches ``want`` (evsched's outcome: a tie may have gone the other way in every
+    run so far)."""
     seen: list[Outcome] = []
     n = 0
-    while n < runs or (len(seen) > 1 and n < MAX_RUNS):
+
+    def matched() -> bool:
+        return want is None or any(first_difference(want, o) is None for o in seen)
+
+    while n < runs or ((len(seen) > 1 or not matched()) and n < MAX_RUNS):
         outcome = parse_outcome(harness_output(harness, scenario))
         n += 1
         if outcome not in seen:
@@ -82,14 +89,16 @@ def verdict(ours: Outcome, theirs: list[Outcome]) -> str | None:
 
 def agrees(harness: Path, scenario: bytes, runs: int = 2) -> bool:
     """evsched decides as yunikorn-core does (one of its ways, where it decides several)."""
-    return verdict(evsched_outcome(scenario), yunikorn_outcomes(harness, scenario, runs)) is None
+    ours = evsched_outcome(scenario)
+    return verdict(ours, yunikorn_outcomes(harness, scenario, runs, ours)) is None
 
 
 def check(harness: Path, family: str, seed: int, out: Path | None, runs: int = 2) -> Result:
     """Generate, run both sides, compare; a disagreeing scenario is written under ``out``."""
     scenario = encode(generate(family, seed))
-    theirs = yunikorn_outcomes(harness, scenario, runs)
-    difference = verdict(evsched_outcome(scenario), theirs)
+    ours = evsched_outcome(scenario)
+    theirs = yunikorn_outcomes(harness, scenario, runs, ours)
+    difference = verdict(ours, theirs)
     undecided = len(theirs) if len(theirs) > 1 else 0
     if difference is not None and undecided:
         difference += f" (yunikorn undecided: {undecided} outcomes, none evsched's)"
@@ -100,7 +109,11 @@ def check(harness: Path, family: str, seed: int, out: Path | None, runs: int = 2
         path.write_bytes(scenario)
     known = None
     if difference is not None:
-        known = classify(scenario, lambda s: agrees(harness, s, runs))
+        def outcomes(s: bytes) -> tuple[Outcome, list[Outcome]]:
+            mine = evsched_outcome(s)
+            return mine, yunikorn_outcomes(harness, s, runs, mine)
+
+        known = classify(scenario, outcomes)
     return Result(family, seed, difference, path, known.key if known else None, undecided)
 
 
@@ -116,8 +129,8 @@ def run(harness: Path, count: int, seed: int, families: list[str], out: Path | N
 
 def shrunk(harness: Path, result: Result) -> Result:
     """The result with its scenario shrunk to a minimal one (kept as FILE.min.jsonl)."""
-    if result.path is None or result.difference is None or result.undecided:
-        return result
+    if result.path is None or result.difference is None or result.undecided or result.known:
+        return result  # only a NEW difference is shrunk (a known one has its repro already)
     path, diff = write_minimal(lambda s: harness_output(harness, s), result.path)
     return Result(result.family, result.seed, f"{result.difference}; minimal: {diff}", path, result.known)
 
@@ -155,8 +168,9 @@ def report(results: list[Result]) -> str:
 def one_file(harness: Path, path: Path, runs: int) -> int:
     scenario = path.read_bytes()
     ours, theirs = evsched_output(scenario), harness_output(harness, scenario)
-    outcomes = yunikorn_outcomes(harness, scenario, runs)
-    difference = verdict(evsched_outcome(scenario), outcomes)
+    mine = evsched_outcome(scenario)
+    outcomes = yunikorn_outcomes(harness, scenario, runs, mine)
+    difference = verdict(mine, outcomes)
     print("evsched:\n" + ours.decode() + "yunikorn:\n" + theirs.decode())
     if len(outcomes) > 1:
         print(f"yunikorn undecided: {len(outcomes)} outcomes in {MAX_RUNS} runs")

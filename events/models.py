@@ -1,4 +1,4 @@
-"""Input and output event models (CONTRACT §1–3): frozen pydantic models, extra fields forbidden.
+"""Input and output event models (docs/contract.md §1–3): frozen pydantic models, extra fields forbidden.
 
 An input record is a CloudEvents 1.0 structured envelope whose ``data`` is validated
 against the model registered for its ``type`` in ``INPUT_DATA``. Outputs use the same
@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
@@ -21,7 +22,9 @@ from pydantic import (
     model_serializer,
 )
 
+from events.quantities import parse_quantity
 from events.resources import MAX_QUANTITY
+from events.units import VCORE, is_bytes
 
 # Identifiers reach file names, topics and MQTT topic levels: bounded length, no control
 # characters, no MQTT wildcards or path separators.
@@ -31,7 +34,48 @@ Identifier = Annotated[
     str, StringConstraints(strict=True, min_length=1, max_length=253, pattern=f"^{IDENTIFIER_CHARS}$")
 ]
 Quantity = Annotated[int, Field(strict=True, ge=0, le=MAX_QUANTITY)]
-ResourceMap = dict[Annotated[str, StringConstraints(min_length=1, max_length=253)], Quantity]
+
+
+def quantities_in_units(value: Any) -> Any:
+    """A resource map's quantity strings read as a queue configuration reads them (``"4Gi"`` memory,
+    ``"500m"`` or ``"2"`` vcore: ``events.quantities``), into the exact integers of internal units;
+    integers pass as they are (bytes, milli-cores, counts). Anything else is an error naming the
+    resource and its unit. Replay decodes the same record to the same integers.
+
+    >>> quantities_in_units({"memory": "4Gi", "vcore": "500m", "pods": 3})
+    {'memory': 4294967296, 'vcore': 500, 'pods': 3}
+    >>> quantities_in_units({"vcore": 1.5})
+    Traceback (most recent call last):
+    ValueError: vcore: 1.5 is not a quantity: an integer in milli-cores, or a string such as "500m" or "2" (cores)
+    """
+    if type(value) is not dict:
+        return value  # pydantic says what it expected
+    normalised: dict[Any, Any] = {}
+    for name, quantity in value.items():
+        if type(quantity) is str and type(name) is str:
+            try:
+                quantity = parse_quantity(name, quantity)
+            except ValueError as exc:
+                raise ValueError(f"{exc}; {quantity_form(name)}") from None
+        elif type(quantity) is not int and type(name) is str:
+            raise ValueError(f"{name}: {quantity!r} is not a quantity: {quantity_form(name)}")
+        normalised[name] = quantity
+    return normalised
+
+
+def quantity_form(name: str) -> str:
+    """How a quantity of resource ``name`` is written in an input event (its unit, an example)."""
+    if name == VCORE:
+        return 'an integer in milli-cores, or a string such as "500m" or "2" (cores)'
+    if is_bytes(name):
+        return 'an integer in bytes, or a string such as "4Gi" or "500M"'
+    return 'an integer count, or a string such as "4" or "2k"'
+
+
+ResourceMap = Annotated[
+    dict[Annotated[str, StringConstraints(min_length=1, max_length=253)], Quantity],
+    BeforeValidator(quantities_in_units),
+]
 Tags = dict[Annotated[str, StringConstraints(max_length=253)], Annotated[str, StringConstraints(max_length=4096)]]
 PartitionName = Annotated[
     str, StringConstraints(strict=True, min_length=1, max_length=64, pattern=f"^{PARTITION_CHARS}$")
@@ -46,7 +90,7 @@ class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-# ---------------------------------------------------------------- inputs (CONTRACT §2)
+# ---------------------------------------------------------------- inputs (docs/contract.md §2)
 
 
 class AppAdded(Frozen):
@@ -187,7 +231,7 @@ class InputEvent(Frozen):
     data: InputData
 
 
-# ---------------------------------------------------------------- outputs (CONTRACT §3)
+# ---------------------------------------------------------------- outputs (docs/contract.md §3)
 
 
 class AllocationDecided(Frozen):

@@ -2,7 +2,7 @@
 
 For teams whose systems feed evsched. Each builder method validates its arguments with
 the same models the scheduler decodes with, and returns a ``ProducedEvent``: the Kafka
-key (CONTRACT §1: ``app_id`` for app/ask/allocation events, ``node_id`` for node events,
+key (docs/contract.md §1: ``app_id`` for app/ask/allocation events, ``node_id`` for node events,
 the partition name for config and priority-class events) and the canonical JSON value.
 
     events = EventBuilder(source="k8s-shim/cluster-a")
@@ -68,7 +68,7 @@ class ProducedEvent:
 
 
 def key_of(event_type: str, data: Frozen) -> str:
-    """CONTRACT §1's key rule for one event's data."""
+    """docs/contract.md §1's key rule for one event's data."""
     family = event_type.split(".", 1)[0]
     if family in ("app", "ask", "allocation"):
         return str(getattr(data, "app_id"))  # noqa: B009  # every model of these types has it
@@ -133,7 +133,7 @@ class EventBuilder:
             id=event_id,
         )
 
-    # -- one method per input type (CONTRACT §2); keyword-only, mirroring events.models
+    # -- one method per input type (docs/contract.md §2); keyword-only, mirroring events.models
 
     def app_added(
         self,
@@ -360,7 +360,7 @@ class EvschedProducer:
         await self._producer.start()
 
     async def send(self, event: ProducedEvent, *, partition: int | None = None) -> None:
-        """Queue one event (keyed per CONTRACT §1); ``flush`` awaits its acknowledgement."""
+        """Queue one event (keyed per docs/contract.md §1); ``flush`` awaits its acknowledgement."""
         if self._producer is None:
             raise RuntimeError("EvschedProducer is not started")
         future = await self._producer.send(

@@ -108,3 +108,25 @@ def dominates(left: ResourcesView, right: ResourcesView) -> bool:
         if lv > rv:
             strictly = True
     return strictly
+
+
+def min_permissive(left: ResourcesView | None, right: ResourcesView | None) -> Resources | None:
+    """YuniKorn's ``ComponentWiseMinPermissive``: per type the smaller value, a type on one side only
+    keeps its value; None when both are None (Go's nil), so callers tell "no limit" from "limit 0".
+
+    >>> min_permissive({"vcore": 4, "memory": 8}, {"vcore": 2, "pods": 1})
+    {'vcore': 2, 'memory': 8, 'pods': 1}
+    >>> min_permissive(None, None) is None, min_permissive(None, {"vcore": 1})
+    (True, {'vcore': 1})
+    """
+    if left is None and right is None:
+        return None
+    if left is None:
+        return dict(right or {})
+    if right is None:
+        return dict(left)
+    out = dict(left)
+    for name, value in right.items():
+        out[name] = min(value, left[name]) if name in left else value
+    return out
+

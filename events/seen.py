@@ -1,6 +1,6 @@
 """The seen input ids: which (source, id) pairs were applied, within a bounded window per source.
 
-CONTRACT §1: a repeated (source, id) pair is a duplicate and is ignored. Remembering every
+docs/contract.md §1: a repeated (source, id) pair is a duplicate and is ignored. Remembering every
 id for ever made the set grow with the log and be rewritten into every snapshot, so each
 source's last ``SEEN_WINDOW`` applied ids are remembered, in log order; an id older than
 its source's window is applied as a new event. Eviction depends only on each source's own

@@ -1,4 +1,4 @@
-"""The state digest: sha256 of the canonical JSON of the state form (CONTRACT §6)."""
+"""The state digest: sha256 of the canonical JSON of the state form (docs/contract.md §6)."""
 
 from __future__ import annotations
 

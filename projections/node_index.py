@@ -9,6 +9,13 @@ in C). Removing a node leaves the bounds as they are — re-taking the maximum o
 column there was a sixth of an allocation — and a search that scans a block in vain
 tightens that block's bounds to the exact maxima, so skipping stays as sharp as before.
 
+A column lives while some indexed node has a non-zero quantity of its type: each column
+counts them, and once as many columns are dead as alive (and at least ``MIN_DEAD``), the
+dead ones are dropped from every block and vector at once (amortised: each dead column
+cost a pass over the nodes to add). A search for a type without a column finds no node,
+as a search for a type every node has at 0. So a node agent that sends thousands of
+resource names and then others does not leave a column per name for every node.
+
 Policy keys (docs/semantics.md#nodes): each node's weighted usage score is
 ``Σ w·(1 − available/capacity) / Σ w`` over the resource types in its capacity with a
 non-zero weight. ``fair`` sorts by the score ascending (least used first), ``binpacking``
@@ -31,6 +38,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from enum import Enum
+from typing import Final
+
+MIN_DEAD: Final = 16  # dead columns tolerated before any compaction
 
 
 class NodeSortPolicy(Enum):
@@ -132,10 +142,16 @@ class NodeIndex:
         self._keys: dict[str, float] = {}  # node id -> its current policy key
         self._dims: dict[str, int] = {}
         self._avail: dict[str, list[int]] = {}  # node id -> available per dim
+        self._users: list[int] = []  # per dim: indexed nodes with a non-zero quantity in it
+        self._dead = 0  # dims whose count is 0
         # Per dim, a bound on every indexed node's available (never below the maximum): a
         # request above it in any dim fits nowhere, found without a look at any block. Raised
         # as nodes are indexed; made exact (the blocks' bounds) by a search that finds nothing.
         self._bound: list[int] = []
+
+    def columns(self) -> int:
+        """Resource-type columns held now (live and not yet dropped)."""
+        return len(self._dims)
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -156,6 +172,8 @@ class NodeIndex:
         dim = self._dims.get(name)
         if dim is None:
             dim = self._dims[name] = len(self._dims)
+            self._users.append(0)
+            self._dead += 1  # until a vector counts a quantity in it
             for block in self._blocks:
                 block.cols.append([0] * len(block.ids))
                 block.maxes.append(0)
@@ -181,6 +199,7 @@ class NodeIndex:
             self.remove(node_id)
         score = self.key_of(capacity, available)
         vec = self._vector(available)
+        self._count(vec, 1)
         self._keys[node_id] = score
         self._avail[node_id] = vec
         bound = self._bound
@@ -223,7 +242,7 @@ class NodeIndex:
         score = self._keys.pop(node_id, None)
         if score is None:
             return
-        del self._avail[node_id]
+        self._count(self._avail.pop(node_id), -1)
         b = _bisect(self._last_scores, self._last_ids, score, node_id)
         block = self._blocks[b]
         i = _bisect(block.scores, block.ids, score, node_id)
@@ -238,6 +257,33 @@ class NodeIndex:
             del self._blocks[b]
             del self._last_scores[b]
             del self._last_ids[b]
+        if self._dead >= MIN_DEAD and self._dead * 2 >= len(self._dims):
+            self._compact()
+
+    def _count(self, vec: list[int], sign: int) -> None:
+        users = self._users
+        for d, q in enumerate(vec):
+            if q:
+                before = users[d]
+                users[d] = before + sign
+                if before == 0:
+                    self._dead -= 1
+                elif before + sign == 0:
+                    self._dead += 1
+
+    def _compact(self) -> None:
+        """Drop every dead column from the dims, the blocks and the vectors."""
+        keep = [d for d in range(len(self._users)) if self._users[d]]
+        names = sorted(self._dims, key=self._dims.__getitem__)
+        self._dims = {names[d]: i for i, d in enumerate(keep)}
+        self._users = [self._users[d] for d in keep]
+        self._dead = 0
+        for block in self._blocks:
+            block.cols = [block.cols[d] for d in keep]
+            block.maxes = [block.maxes[d] for d in keep]
+        self._bound = [self._bound[d] for d in keep]
+        for node_id, vec in self._avail.items():
+            self._avail[node_id] = [vec[d] for d in keep]
 
     def first_fit(self, request: dict[str, int]) -> str | None:
         """The id of the first node in order whose availability holds the request."""
@@ -323,6 +369,10 @@ class NodeIndex:
             for i, node_id in enumerate(block.ids):
                 assert self._keys[node_id] == block.scores[i]
                 assert [c[i] for c in block.cols] == self._avail[node_id]
+        users = [sum(1 for vec in self._avail.values() if vec[d]) for d in range(len(self._dims))]
+        assert users == self._users, "column use counts"
+        assert self._dead == users.count(0)
+        assert sorted(self._dims.values()) == list(range(len(self._dims)))
 
 
 def sorted_node_ids(

@@ -1,4 +1,4 @@
-"""``python -m replay`` runs the ``evsched`` command line, like ``python -m scheduler`` (CONTRACT §6)."""
+"""``python -m replay`` runs the ``evsched`` command line, like ``python -m scheduler`` (docs/contract.md §6)."""
 
 from scheduler.cli.main import run
 

@@ -87,11 +87,16 @@ class History:
     engine: Engine | None = None
 
 
-def recent_decisions(source: LogSource, limit: int) -> list[dict[str, Any]]:
-    """The last ``limit`` allocation decisions in the log, newest first."""
+def recent_decisions(source: LogSource, limit: int, through_cycle: int | None = None) -> list[dict[str, Any]]:
+    """The last ``limit`` allocation decisions in the log (of cycles up to ``through_cycle``), newest first."""
     found: deque[dict[str, Any]] = deque(maxlen=max(0, limit))
     for record in source.iter_outputs():
-        if record_type(record) == "allocation.decided":
+        kind = record_type(record)
+        if kind == COMPLETED and through_cycle is not None:
+            through_cycle -= 1
+            if through_cycle <= 0:
+                break
+        elif kind == "allocation.decided":
             found.append(decision_row(decode_output(record.value)))
     return list(reversed(found))
 
@@ -111,15 +116,19 @@ def _seconds(recorded: RecordedCycle) -> float | None:
 
 
 def read_history(source: LogSource, start: StartPoint | None = None, *, cycles: int = SERIES_CYCLES,
-                 decisions: int = RECENT_DECISIONS) -> History:
-    """The log's recent history; samples of the cycles after ``start`` (the last ``cycles`` of them).
+                 decisions: int = RECENT_DECISIONS, through_cycle: int | None = None) -> History:
+    """The log's recent history up to cycle ``through_cycle`` (None: its last); samples of the
+    cycles after ``start`` (the last ``cycles`` of them).
 
-    ``LogStructureError`` when the log cannot be re-derived.
+    A service reading its own log passes the cycles there were when it started: the ones it
+    writes meanwhile it observes itself. ``LogStructureError`` when the log cannot be re-derived.
     """
-    out = History(decisions=recent_decisions(source, decisions))
+    if through_cycle is not None and through_cycle <= 0:
+        return History()
+    out = History(decisions=recent_decisions(source, decisions, through_cycle))
     series: dict[str, deque[CycleSample]] = {}
     engine: Engine | None = start.engine if start is not None else None
-    for step in Rederiver(source, start=start).steps():
+    for step in Rederiver(source, start=start, through_cycle=through_cycle).steps():
         recorded = step.recorded
         if not recorded.complete:
             break

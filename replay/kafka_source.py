@@ -11,7 +11,7 @@ batch, the Kafka client's background fetcher keeps running on the loop thread.
 (``events.log.open.open_log``: bootstrap, input topics, decisions topic, security
 options, credentials from the environment) and takes the channel order from the
 log's ``input_channels()`` — topic order as configured, then partition — which is the
-order the service merges channels in (CONTRACT §4), not the names sorted.
+order the service merges channels in (docs/contract.md §4), not the names sorted.
 
 This module is part of replay's shell (threads, an event loop, a clock for stall
 timeouts); nothing in the replay core imports it, and only ``events.log.kafka`` imports

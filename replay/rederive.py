@@ -39,7 +39,7 @@ from scheduler.core.engine import DEFAULT_SOURCE, Engine
 from scheduler.core.fact_fold import FoldError, fold_recorded_cycle
 from scheduler.core.logged_cycle import run_logged_cycle
 from scheduler.core.recorded_cycles import LogStructureError, RecordedCycle, parse_record, recorded_cycles
-from scheduler.core.rules_version import IMPLEMENTED
+from scheduler.core.rules_version import IMPLEMENTED, LEGACY_RULES_VERSION, rules_version_problem
 
 
 @dataclass
@@ -53,7 +53,7 @@ class StartPoint:
 
 
 @dataclass
-class Step:
+class RederivedCycle:
     """One re-derived cycle: what was recorded, what came out again, and the engine after it."""
 
     recorded: RecordedCycle
@@ -123,6 +123,10 @@ class Rederiver:
         self.cursor = InputCursor(source, start.positions if start is not None else {})
         self.inputs_consumed = 0
         self.outputs_read = 0
+        # Rules versions never go back (rules_version_problem); a range that starts from a
+        # snapshot does not know the version before it: verify_parallel compares the ranges'.
+        self.first_rules_version: int | None = None
+        self.last_rules_version: int | None = None
 
     def _engine_for(self, first: LogRecord) -> Engine:
         if self.engine is None:
@@ -131,7 +135,7 @@ class Rederiver:
             self.engine = self._factory(src if isinstance(src, str) and src else DEFAULT_SOURCE)
         return self.engine
 
-    def steps(self) -> Iterator[Step]:
+    def steps(self) -> Iterator[RederivedCycle]:
         """Re-derive cycle after cycle, yielding each as it is done."""
         offset = self._start.output_offset if self._start is not None else 0
         for recorded in recorded_cycles(self.source.iter_outputs(offset)):
@@ -141,7 +145,7 @@ class Rederiver:
             if self.through_cycle is not None and recorded.number >= self.through_cycle:
                 return
 
-    def _step(self, recorded: RecordedCycle) -> Step:
+    def _step(self, recorded: RecordedCycle) -> RederivedCycle:
         engine = self._engine_for(recorded.records[0])
         started = recorded.started
         off = recorded.records[0].offset
@@ -153,8 +157,18 @@ class Rederiver:
                 cycle=expected, output_offset=off,
             )
         problem = self.cursor.check_from(started.inputs_from)
+        if problem is None:
+            problem = rules_version_problem(started.rules_version, self.last_rules_version)
+        if problem is None and recorded.complete and recorded.completed_data is not None:
+            closing = recorded.completed_data.get("rules_version", LEGACY_RULES_VERSION)
+            if closing != started.rules_version:
+                problem = (f"cycle.started says rules version {started.rules_version}, cycle.completed "
+                           f"{closing!r}")
         if problem is not None:
             raise LogStructureError(f"cycle {recorded.number}: {problem}", cycle=recorded.number, output_offset=off)
+        self.last_rules_version = started.rules_version
+        if self.first_rules_version is None:
+            self.first_rules_version = started.rules_version
         try:
             now_us = parse_time(started.time)
             records = self.cursor.take(started.inputs_from, started.inputs_through)
@@ -176,11 +190,11 @@ class Rederiver:
             engine, applied, channels, now_us, started.inputs_from, started.inputs_through,
             admin_channels=started.admin_channels,
         )
-        return Step(recorded, derived, records, engine)
+        return RederivedCycle(recorded, derived, records, engine)
 
 
     def _fold(self, recorded: RecordedCycle, applied: list[LogRecord], channels: list[str], now_us: int,
-              records: list[LogRecord], engine: Engine) -> Step:
+              records: list[LogRecord], engine: Engine) -> RederivedCycle:
         outputs = [parse_record(rec) for rec in recorded.records[1:-1]]
         off = recorded.records[0].offset
         try:
@@ -195,7 +209,7 @@ class Rederiver:
                 f"cycle {recorded.number} (rules version {recorded.started.rules_version}): cannot fold its "
                 f"recorded outputs: {exc}", cycle=recorded.number, output_offset=off,
             ) from None
-        return Step(recorded, [], records, engine, folded=True, folded_digest=folded.digest)
+        return RederivedCycle(recorded, [], records, engine, folded=True, folded_digest=folded.digest)
 
 
 def _source_order(source: LogSource, names: Iterable[str]) -> list[str]:

@@ -20,8 +20,7 @@ from typing import Any
 
 from replay.reader import LogSource, output_at
 from replay.rederive import StartPoint
-from scheduler.core.recorded_cycles import COMPLETED, parse_record
-from scheduler.storage.snapshot_files import SnapshotStore
+from scheduler.storage.snapshot_files import VOUCH_LOOK_BACK, SnapshotStore, vouched_digest
 
 
 @dataclass(frozen=True)
@@ -40,20 +39,14 @@ class SnapshotPick:
 
 
 def recorded_completion(source: LogSource, body: dict[str, Any]) -> str | None:
-    """The ``state_digest`` the log records for a snapshot's cycle, found where recovery looks:
-    the output just before the snapshot's output offset must be that cycle's ``cycle.completed``."""
+    """The ``state_digest`` the log records for a snapshot's cycle, judged as recovery judges it
+    (``snapshot_files.vouched_digest``: the last output before the snapshot's output offset)."""
     offset = body.get("output_offset")
     if not isinstance(offset, int) or offset <= 0:
         return None
-    rec = output_at(source, offset - 1)
-    obj = parse_record(rec) if rec is not None else None
-    data = obj.get("data") if obj is not None else None
-    if obj is None or obj.get("type") != COMPLETED or not isinstance(data, dict):
-        return None
-    if data.get("cycle") != body.get("cycle"):
-        return None
-    digest = data.get("state_digest")
-    return digest if isinstance(digest, str) else None
+    before = [rec for at in range(max(0, offset - VOUCH_LOOK_BACK), offset)
+              if (rec := output_at(source, at)) is not None]
+    return vouched_digest(body, before)
 
 
 def restore_start(

@@ -30,8 +30,8 @@ from events.display import printable_lines
 from events.log.port import LogRecord
 from events.models import AllocationDecided, CycleCompleted
 from replay.audit.checks import Auditor
-from replay.reader import LogSource, read_range
-from replay.rederive import Rederiver, StartPoint, Step, inputs_range
+from replay.reader import LogSource, OrderedChannels, read_range
+from replay.rederive import RederivedCycle, Rederiver, StartPoint, inputs_range
 from scheduler.core.recorded_cycles import LogStructureError
 from scheduler.core.rules_version import RULES_VERSION
 
@@ -128,6 +128,17 @@ def _short(value: Any) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
+def verified_before(cycles: int) -> str:
+    """How many cycles verified before a divergence, in words.
+
+    >>> verified_before(0), verified_before(1), verified_before(12)
+    ('(no cycle verified before it)', '(1 cycle verified before it)', '(12 cycles verified before it)')
+    """
+    if cycles == 0:
+        return "(no cycle verified before it)"
+    return f"({cycles} cycle{'' if cycles == 1 else 's'} verified before it)"
+
+
 @dataclass
 class VerifyReport:
     """What a verify run found."""
@@ -141,6 +152,9 @@ class VerifyReport:
     unconsumed_inputs: int = 0
     rederived: Counter[int] = field(default_factory=Counter)  # rules version → cycles re-derived
     checked: Counter[int] = field(default_factory=Counter)  # rules version → cycles only checked
+    # (first cycle, its rules version) and the last cycle's version: parallel ranges are joined by them
+    first_rules: tuple[int, int] | None = None
+    last_rules_version: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -150,7 +164,7 @@ class VerifyReport:
     def summary_lines(self) -> list[str]:
         """The outcome in words (the divergence itself comes from ``Divergence.lines``)."""
         if self.divergence is not None:
-            return [*self.divergence.lines(), f"(cycles verified before it: {self.cycles})"]
+            return [*self.divergence.lines(), verified_before(self.cycles)]
         out = [f"ok: {self.cycles} cycles verified ({self.inputs} inputs, {self.outputs} outputs)"]
         if self.cycles == 0 and self.incomplete_cycle is None:
             out = ["ok: no cycles recorded"]
@@ -178,7 +192,7 @@ def _numbers(values: list[int]) -> str:
     return shown + (f" (+{len(values) - 20} more)" if len(values) > 20 else "")
 
 
-def _context(step: Step, index: int, recorded: bytes | None, derived: bytes | None) -> tuple[str, ...]:
+def _context(step: RederivedCycle, index: int, recorded: bytes | None, derived: bytes | None) -> tuple[str, ...]:
     """Field differences, the state digests, and for decisions the state around them."""
     rec_obj, der_obj = _as_json(recorded), _as_json(derived)
     lines = []
@@ -214,7 +228,9 @@ def _context(step: Step, index: int, recorded: bytes | None, derived: bytes | No
     return tuple(lines)
 
 
-def _divergence(step: Step, index: int, recs: list[LogRecord], derived: list[bytes], reason: str) -> Divergence:
+def _divergence(
+    step: RederivedCycle, index: int, recs: list[LogRecord], derived: list[bytes], reason: str
+) -> Divergence:
     rec = recs[index] if index < len(recs) else None
     der = derived[index] if index < len(derived) else None
     offset = rec.offset if rec is not None else (recs[-1].offset + 1 if recs else None)
@@ -234,7 +250,7 @@ def _first_mismatch(recs: list[LogRecord], derived: list[bytes]) -> int | None:
     return None
 
 
-def compare_step(step: Step) -> Divergence | None:
+def compare_step(step: RederivedCycle) -> Divergence | None:
     """The first disagreement inside one cycle (an incomplete cycle's missing tail is fine)."""
     derived = [encode_output(o) for o in step.derived]
     for attempt in step.recorded.attempts:
@@ -272,7 +288,7 @@ class _Audit:
     """The audit's invariants over the output log, fed from its start up to each checked cycle."""
 
     def __init__(self, source: LogSource) -> None:
-        order = list(getattr(source, "input_channel_order", None) or ["inputs"])
+        order = list((source.input_channel_order if isinstance(source, OrderedChannels) else None) or ["inputs"])
         self.source = source
         self.auditor = Auditor(lambda a, b: self._inputs(a, b), channel_order=order)
         self.offset = 0
@@ -281,7 +297,7 @@ class _Audit:
     def _inputs(self, start: Mapping[str, int], end: Mapping[str, int]) -> Iterator[LogRecord]:
         return read_range(self.source, start, end)
 
-    def through(self, step: Step) -> Divergence | None:
+    def through(self, step: RederivedCycle) -> Divergence | None:
         """Feed the outputs through ``step``'s cycle; its first new violation, if any."""
         last = step.recorded.records[-1].offset
         for rec in self.source.iter_outputs(self.offset):
@@ -302,7 +318,7 @@ class _Audit:
         )
 
 
-def _check_folded(step: Step, audit: _Audit) -> Divergence | None:
+def _check_folded(step: RederivedCycle, audit: _Audit) -> Divergence | None:
     recorded = (step.recorded.completed_data or {}).get("state_digest")
     if step.folded_digest != recorded:
         return Divergence(
@@ -318,10 +334,13 @@ def _check_folded(step: Step, audit: _Audit) -> Divergence | None:
 def verify_with(rederiver: Rederiver, *, progress: Callable[[VerifyReport], None] | None = None) -> VerifyReport:
     """``verify`` over a given ``Rederiver`` (whose engine the caller may inspect afterwards)."""
     report = VerifyReport()
-    incomplete: tuple[Step, list[bytes]] | None = None
+    incomplete: tuple[RederivedCycle, list[bytes]] | None = None
     audit: _Audit | None = None
     try:
         for step in rederiver.steps():
+            if report.first_rules is None:
+                report.first_rules = (step.number, step.rules_version)
+            report.last_rules_version = step.rules_version
             if step.folded:
                 audit = audit or _Audit(rederiver.source)
                 report.inputs, report.outputs = rederiver.inputs_consumed, rederiver.outputs_read

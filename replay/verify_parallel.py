@@ -51,6 +51,7 @@ from replay.snapshot_start import restore_start
 from replay.verify_plan import MIN_RANGE_INPUTS, Boundary, Range, plan_ranges
 from scheduler.core import snapshot
 from scheduler.core.engine import Engine
+from scheduler.core.rules_version import rules_version_problem
 from scheduler.storage.snapshot_files import SnapshotStore
 
 Spec = LogSettings  # what a worker opens the log with (``replay.open_source``); frozen, picklable
@@ -243,13 +244,21 @@ class ParallelRun:
 
 def merge_results(ranges: list[Range], results: dict[tuple[int, int | None], RangeResult]) -> Any:
     """One ``VerifyReport`` for the ranges in log order: sums, and the first divergence."""
-    from replay.verify import VerifyReport
+    from replay.verify import Divergence, VerifyReport
 
     merged = VerifyReport()
     for rng in ranges:
         part = results[rng.key].report
+        if part.first_rules is not None:  # a range starts where a snapshot cut the log: join the versions
+            cycle, version = part.first_rules
+            problem = rules_version_problem(version, merged.last_rules_version)
+            if problem is not None:
+                merged.divergence = Divergence(reason=f"cycle {cycle}: {problem}", cycle=cycle)
+                return merged
+            merged.last_rules_version = part.last_rules_version
         if part.divergence is not None:
             merged.divergence = part.divergence
+            merged.cycles += part.cycles  # the cycles of its range verified before it
             return merged
         merged.cycles += part.cycles
         merged.inputs += part.inputs

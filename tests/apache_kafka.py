@@ -7,7 +7,8 @@ and its runtime dependencies into a cache directory outside the repository
 node (every node is broker and controller), each in its own process group with its log in a
 file, and waits until the cluster answers. ``broker_properties`` is the one description of a
 node's settings: the harness writes it, and the test of docker-compose.yml compares against it.
-Run ``python -m tests.apache_kafka fetch`` to fetch, ``... run [N]`` to run a cluster by hand.
+Run ``python -m tests.apache_kafka fetch`` to fetch, ``... run [N]`` to run a cluster by hand,
+``... up`` (``make kafka-up``) for one node on 127.0.0.1:9092 whose topics outlive it.
 """
 
 from __future__ import annotations
@@ -396,8 +397,45 @@ def main(argv: list[str]) -> int:
         finally:
             cluster.stop()
         return 0
-    print("usage: python -m tests.apache_kafka fetch | run [N]", file=sys.stderr)
+    if argv[:1] == ["up"]:
+        return up(argv[1:])
+    print("usage: python -m tests.apache_kafka fetch | run [N] | up [--port P] [--dir DIR]", file=sys.stderr)
     return 2
+
+
+def up(argv: list[str]) -> int:
+    """``make kafka-up``: one Apache Kafka node on 127.0.0.1:P (default 9092, its controller on P+1) for
+    trying evsched out, its topics kept in DIR (default ./kafka-data) across restarts; Ctrl-C stops it."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="make kafka-up", description=up.__doc__)
+    parser.add_argument("--port", type=int, default=9092)
+    parser.add_argument("--dir", default="kafka-data")
+    args = parser.parse_args(argv)
+    workdir = Path(args.dir).resolve()
+    if _tcp_open(f"127.0.0.1:{args.port}"):
+        print(f"make kafka-up: 127.0.0.1:{args.port} is taken (a broker already up?); KAFKA_PORT=P picks another",
+              file=sys.stderr)
+        return 1
+    node = KafkaNode(1, args.port, args.port + 1, workdir / "node-1")
+    cluster = KafkaCluster(workdir, 1, fetch(), nodes=[node])
+    print(f"starting Apache Kafka {kafka_version()} on 127.0.0.1:{args.port} (data in {workdir}; "
+          f"broker log {node.workdir}/broker-1.log) ...", flush=True)
+    def interrupt(*_: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM as Ctrl-C (and Ctrl-C even where the shell started us ignoring it)
+
+    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGINT, interrupt)
+    try:
+        cluster.start()
+        print(f"Kafka is up: evsched run --kafka 127.0.0.1:{args.port}; evsched submit --kafka 127.0.0.1:{args.port} "
+              "FILE.jsonl. Ctrl-C stops it.", flush=True)
+        signal.pause()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        cluster.stop()
+    return 0
 
 
 if __name__ == "__main__":

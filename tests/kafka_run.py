@@ -105,7 +105,7 @@ def decisions(outs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def unique(items: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
-    """First copy of each ``key``; asserts every later copy is identical (CONTRACT §3)."""
+    """First copy of each ``key``; asserts every later copy is identical (docs/contract.md §3)."""
     first: dict[str, dict[str, Any]] = {}
     out = []
     for item in items:
@@ -148,7 +148,7 @@ def submit_file(bootstrap: str, topics: KafkaTopics, evts: list[dict[str, Any]],
 
 
 def produce(bootstrap: str, topics: KafkaTopics, evts: list[dict[str, Any]]) -> None:
-    """Send through the producer API: keys per CONTRACT §1 spread events over partitions; the
+    """Send through the producer API: keys per docs/contract.md §1 spread events over partitions; the
     rules changes go first, by the operator, to the admin topic."""
     builder = EventBuilder("workload")
     produced = [builder.event(e["type"], e["data"], id=e["id"], time=e["time"]) for e in evts]

@@ -143,7 +143,7 @@ func (h *harness) apply(typ string, raw json.RawMessage) error {
 		h.syncReservations()
 	}
 	_, rel, states := h.rec.take()
-	h.released(rel)
+	_ = h.released(rel)
 	h.pending = append(h.pending, states...)
 	return err
 }
@@ -397,7 +397,7 @@ func (h *harness) cycle(limit int) {
 	if h.cc != nil && !h.fast {
 		evclock.Fire(false) // every timer due by the cycle's log time: state timers, the queue cleaner
 		_, rel, states := h.rec.take()
-		h.released(rel)
+		_ = h.released(rel)
 		h.pending = append(h.pending, states...)
 	}
 	h.emitStates(h.pending)
@@ -408,14 +408,16 @@ func (h *harness) cycle(limit int) {
 			allocated := ccSchedule(h.cc)
 			h.settle()
 			allocs, rel, states := h.rec.take()
-			h.released(rel)
+			preempted := h.released(rel)
 			for _, a := range allocs {
 				decisions++
 				h.allocIDs[key(a.ApplicationID, a.AllocationKey)] = a.AllocationID
 				h.emitAllocation(a, decisions)
 			}
 			h.emitStates(states)
-			if changed := h.syncReservations(); !allocated && !changed {
+			// progress: an allocation, a reservation made or ended, or victims chosen (a
+			// preemptor that keeps its reservation changes nothing else), as in evsched
+			if changed := h.syncReservations(); !allocated && !changed && preempted == 0 {
 				break
 			}
 			if steps > 1_000_000 {
@@ -429,16 +431,18 @@ func (h *harness) cycle(limit int) {
 // released handles the core's release notices: a preemption victim stays allocated (and keeps
 // its allocation id) until an allocation.released input confirms it, as in evsched, and is
 // printed as allocation.revoked (reason preempted); any other release ends the allocation.
-func (h *harness) released(rel []*si.AllocationRelease) {
+func (h *harness) released(rel []*si.AllocationRelease) (preempted int) {
 	for _, r := range rel {
 		if r.TerminationType == si.TerminationType_PREEMPTED_BY_SCHEDULER {
 			h.emit("allocation.revoked", map[string]interface{}{
 				"app_id": r.ApplicationID, "ask_id": r.AllocationKey, "reason": "preempted", "cycle": h.cycleNo,
 			})
+			preempted++
 			continue
 		}
 		delete(h.allocIDs, key(r.ApplicationID, r.AllocationKey))
 	}
+	return preempted
 }
 
 func (h *harness) emit(typ string, data map[string]interface{}) {

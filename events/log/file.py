@@ -33,7 +33,7 @@ from types import TracebackType
 
 from events.log.clock import wall_clock_us
 from events.log.framing import encode_batch
-from events.log.port import LogError, LogRecord
+from events.log.port import LogError, LogInUse, LogRecord
 from events.log.segments import Channel, FsyncPolicy
 
 __all__ = ["FileLog", "FsyncPolicy"]
@@ -43,6 +43,11 @@ ADMIN = "admin"
 OUTPUTS = "outputs"
 MiB = 1 << 20
 _ITER_CHUNK = 1024
+
+
+def is_log(directory: str | os.PathLike[str]) -> bool:
+    """Whether ``directory`` holds an embedded log (a writer has opened it: it has channels)."""
+    return any((Path(directory) / name).is_dir() for name in (INPUTS, OUTPUTS))
 
 
 class FileLog:
@@ -70,7 +75,9 @@ class FileLog:
         self._channels: list[Channel] = []
         if readonly:
             if not self.directory.is_dir():
-                raise LogError(f"log directory {self.directory} does not exist")
+                raise LogError(f"no log at {self.directory}: the directory does not exist")
+            if not is_log(self.directory):
+                raise LogError(f"no log at {self.directory}: the directory holds no {INPUTS}/ or {OUTPUTS}/")
         else:
             try:
                 self.directory.mkdir(parents=True, exist_ok=True)
@@ -111,7 +118,7 @@ class FileLog:
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise LogError(f"cannot lock {path}: {exc}") from exc
             same = " — this very process: close the other FileLog first"
-            raise LogError(
+            raise LogInUse(
                 f"log directory {self.directory} is in use by another process (pid {holder})"
                 + (same if holder == str(os.getpid()) else "")
             ) from None

@@ -15,14 +15,20 @@ from typing import TYPE_CHECKING, Any
 
 from events.log.credentials import CredentialError, kafka_sasl
 from events.log.kafka_options import tls_context
+from events.log.names import (
+    DEFAULT_ADMIN_TOPIC,
+    DEFAULT_DEADLETTER_TOPIC,
+    DEFAULT_DECISIONS_TOPIC,
+    DEFAULT_GROUP,
+    DEFAULT_INPUT_TOPIC,
+    DEFAULT_LOG_DIR,
+    DEFAULT_SHARD,
+)
 from events.log.port import EventLog, LogError
 
 if TYPE_CHECKING:
-    from events.log.kafka import ShardTopics
+    from events.log.kafka import OffsetCommitter, ShardTopics
 
-DEFAULT_LOG_DIR = "./evsched-data"
-DEFAULT_INPUT_TOPIC = "evsched.inputs"
-DEFAULT_SHARD = "default"  # as events.log.kafka.DEFAULT_SHARD; not imported: this module loads without aiokafka
 
 
 @dataclass(frozen=True)
@@ -30,11 +36,11 @@ class KafkaSettings:
     """Where and how to reach Kafka: bootstrap servers, topic base names, group, security, timing."""
 
     bootstrap: str
-    group: str = "evsched"
+    group: str = DEFAULT_GROUP
     input_topics: tuple[str, ...] = (DEFAULT_INPUT_TOPIC,)
-    decisions_topic: str = "evsched.decisions"
-    deadletter_topic: str = "evsched.deadletter"
-    admin_topic: str = "evsched.admin"
+    decisions_topic: str = DEFAULT_DECISIONS_TOPIC
+    deadletter_topic: str = DEFAULT_DEADLETTER_TOPIC
+    admin_topic: str = DEFAULT_ADMIN_TOPIC
     security_protocol: str = "PLAINTEXT"
     sasl_mechanism: str | None = None
     password_file: str | None = None  # the SASL password's file; the password itself never is a setting
@@ -109,9 +115,13 @@ class LogSettings:
         assert self.kafka is not None
         if len(self.partitions) > 1:
             raise LogError(f"name one --partition to read, not {len(self.partitions)}: {', '.join(self.partitions)}")
-        topics = self.kafka.topics_of(self.partitions[0] if self.partitions else DEFAULT_SHARD)
-        return {"input_topics": list(topics.inputs), "decisions_topic": topics.decisions,
-                "deadletter_topic": topics.deadletter, "admin_topic": topics.admin}
+        return kafka_topic_args(self.kafka.topics_of(self.partitions[0] if self.partitions else DEFAULT_SHARD))
+
+
+def kafka_topic_args(topics: ShardTopics) -> dict[str, Any]:
+    """KafkaLog's topic keyword arguments for one shard's topics."""
+    return {"input_topics": list(topics.inputs), "decisions_topic": topics.decisions,
+            "deadletter_topic": topics.deadletter, "admin_topic": topics.admin}
 
 
 def transactional_id(kafka: KafkaSettings, shard: str = DEFAULT_SHARD) -> str:
@@ -120,22 +130,32 @@ def transactional_id(kafka: KafkaSettings, shard: str = DEFAULT_SHARD) -> str:
     return f"{kafka.group}.{shard}"
 
 
-async def open_log(settings: LogSettings, *, readonly: bool = False, transactional: bool = False,
-                   fence_at_start: bool = True) -> EventLog:
-    """The log ``settings`` name, opened (and started, for Kafka). ``transactional``: Kafka
-    cycles commit in transactions under the shard's ``transactional_id``; ``fence_at_start``
-    False leaves fencing the previous owner to ``take_over()`` (a standby, once it holds the lease)."""
+async def open_log(settings: LogSettings, *, shard: str | None = None, readonly: bool = False,
+                   transactional: bool = False, fence_at_start: bool = True,
+                   commit_offsets: OffsetCommitter | None = None, writes_only: bool = False) -> EventLog:
+    """The log ``settings`` name, opened (and started, for Kafka): the one place a ``KafkaLog`` is built.
+
+    ``shard``: that scheduler partition's topics (default: the one ``--partition`` named, else the
+    base names). ``transactional``: Kafka cycles commit in transactions under the shard's
+    ``transactional_id``; ``fence_at_start`` False leaves fencing the previous owner to
+    ``take_over()`` (a standby, once it holds the lease). ``commit_offsets``: the shard group
+    commits the log's input offsets (``ShardMembership.commit``); the log then joins no group
+    of its own, so the group's session timing is the membership's, not the log's. ``writes_only``:
+    Kafka only appends (no consumer is started: ``submit``, ``config apply``)."""
     kafka = settings.kafka
     if kafka is not None:
         from events.log.kafka import KafkaLog
 
-        txn_id = transactional_id(kafka, (settings.partitions or (DEFAULT_SHARD,))[0]) if transactional else None
+        name = shard or (settings.partitions or (DEFAULT_SHARD,))[0]
+        topics = settings.kafka_topics() if shard is None else kafka_topic_args(kafka.topics_of(shard))
+        timing = kafka.group_timing() if commit_offsets is None else {}
         log = KafkaLog(kafka.bootstrap, group_id=kafka.group, replication_factor=kafka.replication_factor,
-                       **settings.kafka_topics(), **kafka.security(), **kafka.group_timing(), **kafka.fetch_tuning(),
-                       transactional_id=txn_id, fence_at_start=fence_at_start)
+                       **topics, **kafka.security(), **timing, **kafka.fetch_tuning(),
+                       transactional_id=transactional_id(kafka, name) if transactional else None,
+                       fence_at_start=fence_at_start, commit_offsets=commit_offsets, writes_only=writes_only)
         await log.start()
         return log
-    if settings.partitions:
+    if settings.partitions or shard is not None:
         raise LogError("--partition needs --kafka (the embedded log holds one scheduler)")
     from events.log.file import FileLog
 

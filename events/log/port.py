@@ -9,14 +9,17 @@ ordered sequence (the embedded log's ``outputs`` stream, Kafka's decisions topic
 Positions are maps ``{channel: next offset to read}``; ``cycle.completed`` records them,
 so a restart resumes exactly where the last complete cycle stopped.
 
-Every adapter (memory, file, Kafka) passes the shared contract suite in
-``tests/log_contract.py``.
+Optional capabilities are declared, not sniffed: ``TransactionalLog`` (outputs and input
+offsets commit as one), ``CommitsOffsets`` (input positions committed for lag monitoring),
+``DeadLetters`` (unreadable records parked elsewhere) and ``Leased`` (active/standby), all
+Kafka's today. Every adapter (memory, file, Kafka) passes the shared contract suite in
+``tests/contracts/log_contract.py``, capabilities included.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 
 class LogRecord(NamedTuple):
@@ -40,6 +43,10 @@ class LogRecord(NamedTuple):
 
 class LogError(Exception):
     """The log cannot do what was asked (disk full, broker gone, corrupt beyond repair)."""
+
+
+class LogInUse(LogError):
+    """Another process holds the embedded log's writer lock (a running service, or another tool)."""
 
 
 class LogRefused(LogError):
@@ -95,3 +102,43 @@ class EventLog(Protocol):
 
     async def close(self) -> None:
         """Release files, connections and background tasks."""
+
+
+@runtime_checkable
+class TransactionalLog(Protocol):
+    """A log that can commit a cycle's outputs and its input positions as one (Kafka with a transactional id)."""
+
+    @property
+    def transactional(self) -> bool:
+        """Whether this log's cycles go through ``append_cycle`` (False: no transactional id)."""
+
+    async def append_cycle(self, values: Sequence[bytes], positions: Mapping[str, int]) -> int | None:
+        """The outputs and ``positions`` in one transaction; the output offset after them (None: nothing written)."""
+
+
+@runtime_checkable
+class CommitsOffsets(Protocol):
+    """A log whose consumer group records the input positions (lag monitoring; recovery reads the output log)."""
+
+    async def commit(self, positions: Mapping[str, int]) -> None:
+        """Commit ``{channel: next offset}`` once the outputs before them are acknowledged."""
+
+
+@runtime_checkable
+class DeadLetters(Protocol):
+    """A log with somewhere to park unreadable input records' raw bytes (Kafka's dead-letter topic)."""
+
+    async def dead_letter(self, record: LogRecord, error: str) -> None:
+        """Park ``record`` with why it could not be read."""
+
+
+@runtime_checkable
+class Leased(Protocol):
+    """A log whose instances run active/standby under a lease (``evsched run --standby``)."""
+
+    def lease(self) -> Any:
+        """The lease of this log's instances (``events.log.kafka.KafkaLease``)."""
+
+    async def take_over(self) -> None:
+        """Fence the previous owner before this instance reads the log (once it holds the lease)."""
+

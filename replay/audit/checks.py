@@ -28,6 +28,9 @@ outputs say the scheduler refused) into ``replay.audit.state`` and checks every 
   (``config.updated``, ``priorityclass.*``) is applied from another channel. In cycles that
   name none (logs before the admin channel, ``--accept-admin-on-inputs``) such changes are
   reported (``off_admin``, the summary's ``admin_off_channel``), not counted as violations.
+- ``rules-version``: each cycle's ``rules_version`` is one this build knows (1 up to its own)
+  and never below an earlier cycle's (``scheduler.core.rules_version.rules_version_problem``),
+  and ``cycle.completed`` repeats ``cycle.started``'s;
 - preemption (``replay.audit.preemption``), for each ``allocation.revoked`` with reason
   ``preempted``: ``preemption-victim`` (a live allocation, not already preempted, for a pending
   preemptor), ``preemption-priority`` (the victim's priority is at most the preemptor's, as
@@ -65,6 +68,7 @@ from events.models import (
     InputRejected,
     OutputEvent,
 )
+from events.rules_version import KNOWN, rules_version_problem
 from events.units import fmt_quantity as fq
 from events.units import fmt_resources
 from replay.audit.preemption import check_preemption
@@ -110,6 +114,7 @@ class Auditor:
         self.violations: list[Violation] = []
         self.positions: dict[str, int] = {}
         self.last_cycle = 0
+        self.rules_version: int | None = None  # the highest known rules version of the cycles so far
         self.open: _Cycle | None = None
         self.decisions: dict[str, AllocationDecided] = {}
         self.completed: dict[int, CycleCompleted] = {}
@@ -171,6 +176,7 @@ class Auditor:
             self._flag("cycle-sequence", k, f"cycle {k} follows cycle {self.last_cycle}: cycle {missing} is missing")
         self.last_cycle = k
         self.counts["cycles"] += 1
+        self._check_rules_version(cycle.started, completed)
         if completed is not None:
             self.completed[k] = completed
         self._apply_inputs(cycle)
@@ -201,6 +207,17 @@ class Auditor:
             self._flag("decision-count", k, f"cycle {k} reports {completed.decisions} decisions but has {decided}")
         if completed is not None and completed.inputs_through != cycle.started.inputs_through:
             self._flag("inputs-contiguous", k, f"cycle {k}'s cycle.started and cycle.completed disagree on inputs")
+
+    def _check_rules_version(self, started: CycleStarted, completed: CycleCompleted | None) -> None:
+        k = started.cycle
+        problem = rules_version_problem(started.rules_version, self.rules_version)
+        if problem is None and completed is not None and completed.rules_version != started.rules_version:
+            problem = (f"cycle.started says rules version {started.rules_version}, cycle.completed "
+                       f"{completed.rules_version}")
+        if problem is not None:
+            self._flag("rules-version", k, f"cycle {k}: {problem}")
+        if started.rules_version in KNOWN:  # an unknown one says nothing of the versions after it
+            self.rules_version = max(started.rules_version, self.rules_version or 0)
 
     # -- inputs -----------------------------------------------------------------------
 
@@ -370,7 +387,7 @@ class Auditor:
 
 
 def merged_inputs(records: Iterable[LogRecord], channel_order: Sequence[str]) -> list[InputEvent]:
-    """The readable input events of ``records`` in CONTRACT §4 merge order.
+    """The readable input events of ``records`` in docs/contract.md §4 merge order.
 
     An unreadable record still takes its place in the merge, at its append time (as the
     scheduler orders it): dropping it first would change which record heads its channel,
@@ -395,7 +412,7 @@ _Item = tuple[int, int, int, InputEvent | None, str]
 
 
 def _merged(items: list[_Item]) -> list[_Item]:
-    """CONTRACT §4 merge: by event time then channel order, each channel kept in offset order."""
+    """docs/contract.md §4 merge: by event time then channel order, each channel kept in offset order."""
     channels: dict[int, list[_Item]] = {}
     for item in items:
         channels.setdefault(item[1], []).append(item)

@@ -1,10 +1,10 @@
 """Explain one allocation decision: re-derive its step and say why each queue, app, ask and node won or lost.
 
 ``explain_decision`` takes an Engine holding the state *before* the decision's cycle and
-that cycle's batch (records, time, positions), applies the batch exactly as
-``scheduler.core.logged_cycle.run_logged_cycle`` does, starts the cycle as ``run_cycle`` does
-(cycle number, timers) and commits the steps before the decision with the core's own
-``next_step``/``commit_step`` (reservation steps included). For the decision's step it re-walks
+that cycle's batch (records, time, positions), applies the batch with the core's own
+``scheduler.core.logged_cycle.apply_batch``, opens the cycle with ``begin_cycle`` and walks the
+cycle's own loop, ``cycle_steps`` (what ``run_cycle`` runs), committing the steps before the
+decision (reservation steps included). For the decision's step it re-walks
 the state read-only (``replay.explain.walk``), then checks that walk against the core's
 ``next_step`` and against the recorded decision; any disagreement is put first in the
 summary as a WARNING. A decision that allocated a reserved ask (reserved asks go first)
@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from events.log.port import LogRecord
-from events.models import AllocationDecided, InputRejected, OutputData
+from events.models import AllocationDecided, OutputData
 from events.times import format_time
 from replay.explain.format import RULE_RESERVATION, RULE_STEP
 from replay.explain.pending import PendingExplanation, explain_pending
@@ -30,14 +30,14 @@ from replay.explain.summary import summary
 from replay.explain.walk import Choice, Walker
 from scheduler.core.cycle import (
     CycleMemo,
-    commit_step,
-    cycle_memo,
+    begin_cycle,
+    cycle_steps,
     fits_queue_headroom,
     held_by_max_applications,
     next_step,
 )
 from scheduler.core.engine import Engine
-from scheduler.core.logged_cycle import admit, decode_records, merge
+from scheduler.core.logged_cycle import apply_batch
 from scheduler.core.partition import PartitionState
 from scheduler.core.reservations import Step, reserved_step
 
@@ -99,47 +99,18 @@ def parse_decision_id(decision_id: str) -> tuple[str, int, int]:
     return partition, cycle, step
 
 
-def apply_batch(engine: Engine, batch: CycleBatch) -> None:
-    """Fold the batch into the engine in the cycle runner's merge order (CONTRACT §4)."""
-    for d in merge(decode_records(batch.records), batch.channel_order):
-        result = admit(d, batch.admin_channels)
-        if isinstance(result, InputRejected):
-            engine.reject_raw(result)
-        else:
-            engine.apply(result)
-
-
-def begin_cycle(engine: Engine, now_us: int, out: list[OutputData]) -> int | None:
-    """Open the next cycle as ``run_cycle`` does (number, due timers, cycle time); returns the
-    previous cycle's time, which the allocation steps' memo needs."""
-    state = engine.state
-    state.cycle += 1
-    state.fire_timers(now_us, out)
-    prev_cycle_us, state.cycle_time_us = state.cycle_time_us, now_us
-    return prev_cycle_us
-
-
 def _advance_to_step(engine: Engine, batch: CycleBatch, partition: str, step: int) -> tuple[PartitionState, CycleMemo]:
-    """Start the cycle as ``run_cycle`` does and commit its first ``step − 1`` decisions."""
+    """Open the cycle and walk its steps (``cycle_steps``, the cycle's own loop) to decision ``step``, uncommitted."""
     state = engine.state
     out: list[OutputData] = []
-    prev_cycle_us = begin_cycle(engine, batch.now_us, out)
-    decisions = 0
-    for name in sorted(state.partitions):
-        part = state.partitions[name]
-        memo = cycle_memo(state, name, prev_cycle_us)
-        while True:
-            found = next_step(part, memo, batch.now_us)
-            if found is None:
-                break
-            if name == partition and decisions == step - 1 and found.reserve is None:
-                return part, memo  # the memo only learnt failures that stay failures
-            if found.reserve is None:
-                decisions += 1
-            memo = commit_step(state, part, found, decisions, batch.now_us, out, memo)
+    made = 0
+    for part, memo, found, decisions in cycle_steps(state, batch.now_us, begin_cycle(state, batch.now_us, out), out):
+        if part.name == partition and decisions == step - 1 and found.reserve is None:
+            return part, memo  # the memo only learnt failures that stay failures
+        made = decisions + (found.reserve is None)
     if partition not in state.partitions:
         raise ExplainError(f"partition {partition!r} does not exist in cycle {batch.cycle}")
-    raise ExplainError(f"cycle {batch.cycle} re-derives only {decisions} decisions; there is no step {step}")
+    raise ExplainError(f"cycle {batch.cycle} re-derives only {made} decisions; there is no step {step}")
 
 
 def _ids(choice: Choice | Step | None) -> dict[str, str] | None:
@@ -181,7 +152,7 @@ def explain_decision(
         raise ExplainError(f"decision {decision_id} is in cycle {cycle}, the batch is cycle {batch.cycle}")
     if engine.cycle_number != cycle - 1:
         raise ExplainError(f"the engine is after cycle {engine.cycle_number}, not {cycle - 1}")
-    apply_batch(engine, batch)
+    apply_batch(engine, batch.records, batch.channel_order, admin_channels=batch.admin_channels)
     part, memo = _advance_to_step(engine, batch, partition, step)
     reserved = reserved_step(part, fits_queue_headroom, held_by_max_applications)
     if reserved is not None:

@@ -22,7 +22,7 @@ from replay.explain.decision import CycleBatch, ExplainError, Explanation, expla
 from replay.explain.pending import PendingExplanation, explain_pending
 from replay.find_cycle import find_cycle
 from replay.reader import InputGap, LogSource, channel_order
-from replay.rederive import Rederiver, StartPoint, Step
+from replay.rederive import RederivedCycle, Rederiver, StartPoint
 from scheduler.core.engine import Engine
 from scheduler.core.recorded_cycles import LogStructureError, RecordedCycle
 from scheduler.core.rules_version import IMPLEMENTED, RULES_VERSION
@@ -41,7 +41,7 @@ def recorded_decisions(cycle: RecordedCycle) -> list[AllocationDecided]:
     return out
 
 
-def _digest_note(step: Step) -> str | None:
+def _digest_note(step: RederivedCycle) -> str | None:
     logged = step.recorded.completed_data
     derived = step.state_digest()
     if logged is None or derived is None:

@@ -113,12 +113,54 @@ def max_apps_remedies(app: App) -> list[Remedy]:
     ]
 
 
+def user_limit_remedies(part: PartitionState, app: App, request: Resources) -> list[Remedy]:
+    """Each user or group limit on the app's path the request (or, Accepted, the app) would pass: its new value."""
+    limits = part.limits
+    if limits is None:
+        return []
+    out: list[Remedy] = []
+    for q in app.queue.lineage:
+        found: list[tuple[str, str, Mapping[str, int], int]] = []
+        named = limits.index.user_limit(q.path, app.user)
+        if named is not None:
+            found.append(("user", app.user, *named[1]))
+        if app.limit_group:
+            group = limits.index.group_limit(q.path, app.limit_group)
+            if group is not None:
+                found.append(("group", app.limit_group, *group))
+        for kind, name, max_res, max_apps in found:
+            usage = limits.usage.get((kind, name, q.path))
+            used = usage.resources if usage is not None else {}
+            over = {t: used.get(t, 0) + qty - max_res[t] for t, qty in sorted(request.items())
+                    if t in max_res and used.get(t, 0) + qty > max_res[t]}
+            if over:
+                raised = {t: max_res[t] + more for t, more in over.items()}
+                out.append(_remedy("raise-quota", RULE_USER_LIMIT, f"raise {kind} {name!r}'s maxresources on {q.path} "
+                                   f"to {fmt_res(raised)} (+{fmt_res(over)}), or release {fmt_res(over)} of that "
+                                   f"{kind}'s allocations there", **{kind: name}, queue=q.path, max=raised,
+                                   release=over))
+            running = usage.apps if usage is not None else set()
+            if app.state == "Accepted" and max_apps and app.app_id not in running and len(running) + 1 > max_apps:
+                out.append(_remedy("raise-quota", RULE_USER_LIMIT, f"raise {kind} {name!r}'s maxapplications on "
+                                   f"{q.path} to {len(running) + 1}, or let one of its {len(running)} running apps "
+                                   "finish", **{kind: name}, queue=q.path, max_applications=len(running) + 1))
+    return out
+
+
 def _smallest_release(node: Node, need: Resources) -> Allocation | None:
     """The allocation on ``node`` whose release alone frees ``need``: the smallest such, lowest priority first."""
     fitting = [a for a in node.allocations.values() if all(a.resources.get(n, 0) >= q for n, q in need.items())]
     if not fitting:
         return None
     return min(fitting, key=lambda a: (a.priority, sum(a.resources.values()), a.app_id, a.ask_id))
+
+
+def _release(rule: str, node: Node, missing: Resources, head: str, after: str = "") -> Remedy:
+    """A remedy freeing ``missing`` on ``node``, naming the one allocation whose release would do."""
+    victim = _smallest_release(node, missing)
+    which = victim and f"{victim.app_id}/{victim.ask_id}"
+    text = f": releasing allocation {which} ({fmt_res(victim.resources)}) would do" if victim is not None else ""
+    return _remedy("release", rule, f"{head}{text}{after}", node=node.node_id, release=missing, allocation=which)
 
 
 def _relative(missing: Mapping[str, int], request: Mapping[str, int]) -> float:
@@ -142,14 +184,9 @@ def node_remedies(part: PartitionState, ask: Ask) -> list[Remedy]:
     if releases:
         held, _, node_id, missing = min(releases)
         node = part.nodes[node_id]
-        victim = _smallest_release(node, missing)
-        which = (f": releasing allocation {victim.app_id}/{victim.ask_id} ({fmt_res(victim.resources)}) would do"
-                 if victim is not None else "")
         after = (f" (it is reserved for ask {'/'.join(node.reserved_for or ())}: once that ask is placed or its "
                  "reservation ends)" if held else "")
-        out.append(_remedy("release", RULE_NODE_FIT, f"free {fmt_res(missing)} on node {node_id}{which}{after}",
-                           node=node_id, release=missing,
-                           allocation=f"{victim.app_id}/{victim.ask_id}" if victim is not None else None))
+        out.append(_release(RULE_NODE_FIT, node, missing, f"free {fmt_res(missing)} on node {node_id}", after))
     idle = sorted(n.node_id for n in part.nodes.values() if not n.schedulable and not shortfall(request, n.available()))
     if idle:
         out.append(_remedy("schedule-node", RULE_NODE_FIT, f"make node {idle[0]} schedulable: it has room",
@@ -181,10 +218,7 @@ def _required_node_remedies(part: PartitionState, ask: Ask) -> list[Remedy]:
     missing = _missing(shortfall(ask.resources, node.available()))
     if not missing:
         return []
-    victim = _smallest_release(node, missing)
-    which = f": releasing {victim.app_id}/{victim.ask_id} would do" if victim is not None else ""
-    return [_remedy("release", RULE_NODE_FIT, f"free {fmt_res(missing)} on required node {node.node_id}{which}",
-                    node=node.node_id, release=missing)]
+    return [_release(RULE_NODE_FIT, node, missing, f"free {fmt_res(missing)} on required node {node.node_id}")]
 
 
 def reserved_remedies(part: PartitionState, ask: Ask) -> list[Remedy]:
@@ -195,14 +229,20 @@ def reserved_remedies(part: PartitionState, ask: Ask) -> list[Remedy]:
     missing = _missing(shortfall(ask.resources, node.available()))
     if not missing:
         return []
-    victim = _smallest_release(node, missing)
-    which = f": releasing {victim.app_id}/{victim.ask_id} would do" if victim is not None else ""
-    return [_remedy("release", RULE_RESERVATION, f"node {node.node_id}, reserved for it, must free "
-                    f"{fmt_res(missing)}{which}", node=node.node_id, release=missing)]
+    return [_release(RULE_RESERVATION, node, missing, f"node {node.node_id}, reserved for it, must free "
+                     f"{fmt_res(missing)}")]
 
 
-def remedies(part: PartitionState, app: App, ask: Ask, rules: set[str]) -> list[Remedy]:
-    """What would lift each reason holding the ask (``rules``: the rules of those reasons)."""
+Shape = tuple[tuple[str, int], ...]
+
+
+def remedies(part: PartitionState, app: App, ask: Ask, rules: set[str],
+             by_shape: dict[Shape, list[Remedy]] | None = None) -> list[Remedy]:
+    """What would lift each reason holding the ask (``rules``: the rules of those reasons).
+
+    ``by_shape`` keeps the node remedies of plain asks (no required or reserved node) by their
+    request's shape for the next call on the same state: they depend on nothing else.
+    """
     out: list[Remedy] = []
     if RULE_STATEAWARE in rules:
         out.append(_remedy("wait", RULE_STATEAWARE, f"stateaware queue {app.queue.path} starts one app at a time: the "
@@ -210,8 +250,7 @@ def remedies(part: PartitionState, app: App, ask: Ask, rules: set[str]) -> list[
     if RULE_MAX_APPS in rules:
         out += max_apps_remedies(app)
     if RULE_USER_LIMIT in rules:
-        out.append(_remedy("raise-quota", RULE_USER_LIMIT, f"raise the user/group limit named above for "
-                           f"{app.user!r}, or release that user's or group's allocations on the queue path"))
+        out += user_limit_remedies(part, app, ask.resources)
     over_max = RULE_QUEUE_MAX in rules or RULE_ROOT_MAX in rules
     no_node = RULE_NODE_FIT in rules or (RULE_RESERVATION in rules and ask.required_node is not None)
     if (over_max or no_node) and ask.required_node is None and ask.reserved_node is None:
@@ -221,6 +260,12 @@ def remedies(part: PartitionState, app: App, ask: Ask, rules: set[str]) -> list[
         out += headroom_remedies(part, app, ask.resources)
     if ask.reserved_node is not None:
         out += reserved_remedies(part, ask)
+    elif no_node and ask.required_node is None and by_shape is not None:
+        shape = tuple(sorted(ask.resources.items()))
+        known = by_shape.get(shape)
+        if known is None:
+            known = by_shape[shape] = node_remedies(part, ask)
+        out += known
     elif no_node:
         out += node_remedies(part, ask)
     return out

@@ -15,13 +15,14 @@ from typing import Any
 from events.codec import decode_output
 from events.models import AllocationRevoked, OutputData
 from events.times import parse_time
-from replay.explain.decision import CycleBatch, ExplainError, apply_batch, begin_cycle
+from replay.explain.decision import CycleBatch, ExplainError
 from replay.explain.preemption import RULE, preemption_report
 from replay.find_cycle import find_cycle
 from replay.reader import LogSource, channel_order
 from replay.rederive import Rederiver, StartPoint
-from scheduler.core.cycle import commit_step, cycle_memo, next_step
+from scheduler.core.cycle import begin_cycle, cycle_steps
 from scheduler.core.engine import Engine
+from scheduler.core.logged_cycle import apply_batch
 
 
 def _revocation(source: LogSource, app_id: str, ask_id: str) -> tuple[int, AllocationRevoked]:
@@ -50,26 +51,18 @@ def explain_revocation_from_log(source: LogSource, app_id: str, ask_id: str,
     engine = rederiver.engine or Engine()
     batch = CycleBatch(number, parse_time(started.time), started.inputs_from, started.inputs_through, records,
                        channel_order(source, set(started.inputs_through) | set(started.inputs_from)))
-    apply_batch(engine, batch)
+    apply_batch(engine, batch.records, batch.channel_order, admin_channels=batch.admin_channels)
     state = engine.state
     out: list[OutputData] = []
-    prev_cycle_us = begin_cycle(engine, batch.now_us, out)
-    decisions = 0
-    for name in sorted(state.partitions):
-        part = state.partitions[name]
-        memo = cycle_memo(state, name, prev_cycle_us)
-        while (found := next_step(part, memo, batch.now_us)) is not None:
-            if any((v.app_id, v.ask_id) == (app_id, ask_id) for v in found.victims):
-                report = preemption_report(part, found.app, found.ask)
-                report["cycle"] = number
-                report["revoked"] = revoked.model_dump()
-                same = [(v["app_id"], v["ask_id"]) for v in report["victims"]] == [
-                    (v.app_id, v.ask_id) for v in found.victims]
-                report["summary"] = _summary(report, app_id, ask_id, same)
-                return report
-            if found.reserve is None:
-                decisions += 1
-            memo = commit_step(state, part, found, decisions, batch.now_us, out, memo)
+    for part, _, found, _ in cycle_steps(state, batch.now_us, begin_cycle(state, batch.now_us, out), out):
+        if any((v.app_id, v.ask_id) == (app_id, ask_id) for v in found.victims):
+            report = preemption_report(part, found.app, found.ask)
+            report["cycle"] = number
+            report["revoked"] = revoked.model_dump()
+            same = [(v["app_id"], v["ask_id"]) for v in report["victims"]] == [
+                (v.app_id, v.ask_id) for v in found.victims]
+            report["summary"] = _summary(report, app_id, ask_id, same)
+            return report
     raise ExplainError(f"cycle {number} does not re-derive the preemption of {app_id}/{ask_id}")
 
 

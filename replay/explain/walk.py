@@ -80,6 +80,7 @@ class Walker:
         self.part = part
         self._max_available: Resources | None = None
         self._unschedulable: list[Node] | None = None
+        self._no_fit: dict[tuple[tuple[str, int], ...], Blocker] = {}  # by request shape: one scan of the nodes each
 
     # -- facts about nodes ------------------------------------------------------------
 
@@ -96,6 +97,13 @@ class Walker:
 
     def no_node_fits(self, request: Resources) -> Blocker:
         """Why no schedulable node holds a request: the short types with their best node."""
+        shape = tuple(sorted(request.items()))
+        known = self._no_fit.get(shape)
+        if known is None:
+            known = self._no_fit[shape] = self._why_no_node_fits(request)
+        return known
+
+    def _why_no_node_fits(self, request: Resources) -> Blocker:
         block = self._no_node_fits(request)
         if self._unschedulable is None:
             self._unschedulable = sorted(

@@ -5,7 +5,7 @@ weaker trust boundary than the log (any client allowed on the topic can publish)
 of the codec's checks an agent may only speak about its own node, of its own partition,
 with the two heartbeat types, in small messages.
 
-Reason codes (stable, like CONTRACT §3's): ``ingest-too-large``, ``ingest-topic``,
+Reason codes (stable, like docs/contract.md §3's): ``ingest-too-large``, ``ingest-topic``,
 ``ingest-partition``, ``ingest-type``, ``ingest-node-mismatch``, ``ingest-source``, and the
 codec's own (``invalid``, …) for records that are not valid events at all.
 

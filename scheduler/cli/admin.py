@@ -11,12 +11,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import time
 from collections.abc import Mapping, Sequence
 
 import orjson
 
 from events.log.open import LogSettings, open_log
-from events.log.port import LogError
+from events.log.port import LogError, LogInUse
 from events.models import ADMIN_TYPES
 from scheduler.cli.flags import add_log_arguments
 from scheduler.cli.logging_setup import setup_logging
@@ -37,11 +38,40 @@ async def append_records(settings: LogSettings, records: list[Record], errors: l
 
         records[:] = await submit_to_shards(settings, records, errors, admin=admin)
         return
-    log = await open_log(settings)
+    if settings.kafka is None and not settings.partitions:  # (--partition without --kafka: open_log says why not)
+        append_embedded(settings.directory, records, admin=admin)
+        return
+    log = await open_log(settings, writes_only=True)
     try:
         await (log.append_admin(records) if admin else log.append_inputs(records))
     finally:
         await log.close()
+
+
+def append_embedded(directory: str, records: list[Record], *, admin: bool, wait_s: float = 5.0) -> None:
+    """Append to the embedded log in ``directory``: directly when no process holds it, else through
+    the running service's submission socket (``events.log.file_submit``). Another tool holding the
+    lock for a moment (a second ``submit``) is waited for, up to ``wait_s`` seconds."""
+    from events.log.file import FileLog
+    from events.log.file_submit import ServiceNotListening, submit_to_service
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            log = FileLog(directory)
+        except LogInUse as in_use:
+            try:
+                submit_to_service(directory, records, admin=admin)
+                return
+            except ServiceNotListening:
+                if time.monotonic() >= deadline:
+                    raise LogError(f"{in_use}, which accepts no submissions (not `evsched run`, or not yet "
+                                   "listening)") from None
+                time.sleep(0.1)
+                continue
+        with log:
+            (log.append_admin_sync if admin else log.append_inputs_sync)(records)
+        return
 
 
 def admin_lines(records: Sequence[Record]) -> list[str]:

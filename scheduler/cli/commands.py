@@ -9,6 +9,7 @@ from typing import Any
 from events.codec import dumps, encode_output
 from scheduler.cli.config_arg import load_config_arg
 from scheduler.cli.flags import add_log_arguments, add_service_arguments, mqtt_prefix, positive_int
+from scheduler.cli.settings import ServiceSettings, default
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -43,7 +44,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 def cmd_config_check(args: argparse.Namespace) -> int:
     """``evsched config check F.yaml``."""
-    from scheduler.config import check_config_file
+    from scheduler.cli.config_arg import check_config_file
 
     code, lines = check_config_file(args.file)
     stream = sys.stdout if code == 0 else sys.stderr
@@ -73,8 +74,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--mqtt", metavar="URL", help="publish outputs to MQTT: mqtt://[user@]host:port "
                    "(the password: EVSCHED_MQTT_PASSWORD or --mqtt-password-file, never in the URL)")
     p.add_argument("--mqtt-ingest", action="store_true", help="accept node events from MQTT into the input log")
-    p.add_argument("--mqtt-prefix", type=mqtt_prefix, default="evsched", metavar="P",
-                   help="first topic level(s) of every MQTT topic (default evsched): one per deployment sharing "
+    p.add_argument("--mqtt-prefix", type=mqtt_prefix, default=default(ServiceSettings, "mqtt_prefix"), metavar="P",
+                   help="first topic level(s) of every MQTT topic (default %(default)s): one per deployment sharing "
                    "a broker, e.g. site-a/evsched")
     p.add_argument("--mqtt-ca", metavar="FILE", help="mqtts://: the CA certificate(s) to trust (default: the system's)")
     p.add_argument("--mqtt-cert", metavar="FILE", help="mqtts://: evsched's client certificate (PEM; docs/security.md)")
@@ -84,17 +85,18 @@ def add_commands(sub: Any) -> None:
                    help="accept config.updated and priorityclass events from every input channel, as before the "
                    "admin channel (the default: only from the admin channel — config apply, priorityclass apply, "
                    "submit --config — else input.rejected 'not-authorized'); said at start-up (docs/security.md)")
-    p.add_argument("--batch", type=positive_int, default=5_000, metavar="N",
-                   help="inputs per cycle (default 5000); under a backlog batches double up to --max-batch")
+    p.add_argument("--batch", type=positive_int, default=default(ServiceSettings, "batch"), metavar="N",
+                   help="inputs per cycle (default %(default)s); under a backlog batches double up to --max-batch")
     p.add_argument("--max-batch", type=positive_int, metavar="N",
                    help="largest batch while catching up on a backlog (default 4 x --batch; --batch's value "
                    "gives fixed batches)")
     p.add_argument("--snapshot-dir", metavar="DIR",
                    help="where snapshots go (default: DIR/snapshots for the embedded log; "
                    "./evsched-data/snapshots/GROUP for Kafka, one subdirectory per shard)")
-    p.add_argument("--snapshot-every", type=int, default=100, metavar="N", help="cycles between snapshots")
-    p.add_argument("--snapshot-keep", type=_count, default=2, metavar="N",
-                   help="snapshots kept, newest first (default 2; 0 keeps all: `replay state`, `explain` and "
+    p.add_argument("--snapshot-every", type=int, default=default(ServiceSettings, "snapshot_every"), metavar="N",
+                   help="cycles between snapshots")
+    p.add_argument("--snapshot-keep", type=_count, default=default(ServiceSettings, "snapshot_keep"), metavar="N",
+                   help="snapshots kept, newest first (default %(default)s; 0 keeps all: `replay state`, `explain` and "
                    "parallel `verify` start from the nearest one)")
     add_http_arguments(p)
     add_logging_arguments(p)

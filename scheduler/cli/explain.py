@@ -1,4 +1,4 @@
-"""``evsched replay explain``: why a decision was made, or why an ask is still pending (CONTRACT §6).
+"""``evsched replay explain``: why a decision was made, or why an ask is still pending (docs/contract.md §6).
 
 ``explain DECISION_ID [--log DIR | --kafka …] [--json]``, ``explain --ask APP/ASK …`` and
 ``explain --revoked APP/ASK …`` (why that allocation was preempted).
@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from events.codec import dumps
+from events.display import printable_lines
 from events.log.port import LogError
 from replay.explain.decision import ExplainError
 from replay.explain.from_log import explain_ask_from_log, explain_from_log
@@ -50,7 +51,7 @@ def add_explain(replay_subparsers: Any) -> None:
 
 
 def _fail(message: str) -> int:
-    print(f"{PROG}: {message}", file=sys.stderr)
+    print("\n".join(printable_lines(f"{PROG}: {message}".split("\n"))), file=sys.stderr)  # may quote log content
     return 1
 
 

@@ -6,9 +6,22 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import NoReturn
 
-from events.log.open import DEFAULT_LOG_DIR
+from events.log.names import DEFAULT_INPUT_TOPIC, DEFAULT_LOG_DIR
+from events.log.open import KafkaSettings
 from scheduler.cli.credentials import add_credential_arguments
+from scheduler.cli.settings import default
+
+
+class ExitOneParser(argparse.ArgumentParser):
+    """argparse exits 2 on bad usage; ours exits 1 (docs/contract.md §6: 2 means a replay divergence).
+    Every parser of the command line is one: subparsers take their parent's class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(1, f"{self.prog}: error: {message}\n")
 
 
 def positive_int(text: str) -> int:
@@ -38,15 +51,17 @@ def add_log_arguments(p: argparse.ArgumentParser, *, mqtt: bool = False) -> None
     where.add_argument("--log", metavar="DIR", help=f"embedded log directory (default {DEFAULT_LOG_DIR})")
     where.add_argument("--kafka", metavar="HOST:PORT", help="Kafka bootstrap servers")
     p.add_argument("--input-topic", action="append", dest="input_topics", metavar="TOPIC",
-                   help="Kafka input topic (repeatable; default evsched.inputs)")
-    p.add_argument("--decisions-topic", default="evsched.decisions", help="Kafka topic for outputs")
-    p.add_argument("--deadletter-topic", default="evsched.deadletter",
+                   help=f"Kafka input topic (repeatable; default {DEFAULT_INPUT_TOPIC})")
+    p.add_argument("--decisions-topic", default=default(KafkaSettings, "decisions_topic"),
+                   help="Kafka topic for outputs")
+    p.add_argument("--deadletter-topic", default=default(KafkaSettings, "deadletter_topic"),
                    help="Kafka topic for unreadable input records (raw bytes, origin in headers)")
-    p.add_argument("--admin-topic", default="evsched.admin", metavar="TOPIC",
+    p.add_argument("--admin-topic", default=default(KafkaSettings, "admin_topic"), metavar="TOPIC",
                    help="Kafka topic of the admin channel: the only one config.updated and priorityclass events "
                    "are accepted from; grant write on it to operators only (docs/security.md)")
-    p.add_argument("--group", default="evsched", metavar="ID", help="Kafka consumer group id")
-    p.add_argument("--security-protocol", default="PLAINTEXT", help="Kafka security protocol (SASL_SSL, SSL, …)")
+    p.add_argument("--group", default=default(KafkaSettings, "group"), metavar="ID", help="Kafka consumer group id")
+    p.add_argument("--security-protocol", default=default(KafkaSettings, "security_protocol"),
+                   help="Kafka security protocol (SASL_SSL, SSL, …)")
     p.add_argument("--sasl-mechanism", default=None, help="Kafka SASL mechanism (PLAIN, SCRAM-SHA-256, …); "
                    "credentials come from EVSCHED_KAFKA_USERNAME / EVSCHED_KAFKA_PASSWORD")
     p.add_argument("--replication-factor", type=int, default=None, metavar="N",

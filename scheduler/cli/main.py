@@ -8,15 +8,8 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from scheduler.cli.commands import add_commands
+from scheduler.cli.flags import ExitOneParser
 from scheduler.service.gc_thresholds import tuned_gc
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse exits 2 on bad usage; our contract says 1 (2 means a replay divergence)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(1, f"{self.prog}: error: {message}\n")
 
 
 class _Version(argparse.Action):
@@ -40,7 +33,7 @@ class _Version(argparse.Action):
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (subcommands register themselves in cli_commands)."""
-    parser = _Parser(
+    parser = ExitOneParser(
         prog="evsched",
         description="An event-sourced cluster scheduler with YuniKorn semantics.",
     )

@@ -18,9 +18,10 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import IO, Any, NoReturn
+from typing import IO, Any
 
 from events.codec import dumps
+from events.display import printable_lines
 from events.log.port import LogError
 from replay.export import ExportError, ExportStats, export_lines
 from replay.find_cycle import latest_cycle
@@ -31,6 +32,7 @@ from replay.state_at import StateError, diff_states, format_diff, state_at, stat
 from replay.verify import VerifyReport
 from replay.verify_parallel import ParallelRun, verify_parallel
 from replay.whatif import WhatIfError, whatif
+from scheduler.cli.flags import ExitOneParser
 from scheduler.cli.settings import log_settings, snapshot_settings
 from scheduler.cli.sources import add_snapshot_arguments, add_source_arguments, pick_start, snapshot_store
 
@@ -39,16 +41,8 @@ PROGRESS_EVERY_S = 0.25
 BAR_WIDTH = 24
 
 
-class _ReplayParser(argparse.ArgumentParser):
-    """Usage errors exit 1 (CONTRACT §6), not argparse's 2, which means a divergence here."""
-
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(1, f"{self.prog}: error: {message}\n")
-
-
 def _fail(message: str, code: int = 1) -> int:
-    print(f"{PROG}: {message}", file=sys.stderr)
+    print("\n".join(printable_lines(f"{PROG}: {message}".split("\n"))), file=sys.stderr)  # may quote log content
     return code
 
 
@@ -251,7 +245,7 @@ def add_replay_commands(sub: Any) -> None:
     """Register ``replay`` and its subcommands on the ``evsched`` subparsers object."""
     replay = sub.add_parser("replay", help="re-derive, verify, inspect and export the decision log")
     replay.set_defaults(handler=_no_subcommand)
-    rsub = replay.add_subparsers(dest="replay_command", metavar="SUBCOMMAND", parser_class=_ReplayParser)
+    rsub = replay.add_subparsers(dest="replay_command", metavar="SUBCOMMAND", parser_class=ExitOneParser)
 
     p = rsub.add_parser("verify", help="re-derive every cycle and compare every output and state digest")
     add_source_arguments(p)
@@ -303,7 +297,7 @@ def add_replay_commands(sub: Any) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``evsched replay …`` on its own (tests, and tools that want only replay)."""
-    parser = argparse.ArgumentParser(prog="evsched")
+    parser = ExitOneParser(prog="evsched")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     add_replay_commands(sub)
     args = parser.parse_args(argv)

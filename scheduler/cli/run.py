@@ -9,15 +9,16 @@ import logging
 import os
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from events.codec import decode_input_object
 from events.log.clock import wall_clock_us
 from events.log.credentials import CredentialError, redact_logs
+from events.log.file import is_log
 from events.log.open import open_log
-from events.log.port import LogError, LogFenced, LogMismatch, LogRefused
+from events.log.port import Leased, LogError, LogFenced, LogMismatch, LogRefused
 from events.models import InputRejected
 from events.native import loaded_build
 from events.producer import key_of
@@ -37,12 +38,16 @@ from scheduler.cli.settings import ServiceSettings, log_settings, service_settin
 from scheduler.config import SchedulerConfig
 from scheduler.service.cycle_gc import CycleCollector
 
+if TYPE_CHECKING:
+    from events.log.file_submit import SubmissionServer
+
 SUBMIT_SOURCE = "evsched-submit"
+MAX_WARNINGS = 20  # submit's warnings about unknown apps and queues shown, then a count
 LOG = logging.getLogger("evsched")
 
 
 def prepare_submission(
-    lines: list[bytes], schedule_lines: list[int] | None = None
+    lines: list[bytes], schedule_lines: list[int] | None = None, numbers: list[int] | None = None
 ) -> tuple[list[tuple[bytes, bytes]], list[str]]:
     """Validate JSONL lines for ``submit``: ((key, record) pairs to append, one error per bad line).
 
@@ -52,7 +57,7 @@ def prepare_submission(
     its release), while submitting the same file twice is harmless (the copies are
     duplicates).
     A simulate file's ``{"type": "schedule"}`` lines are skipped (the service decides when
-    cycles run); their line numbers go to ``schedule_lines``.
+    cycles run); their line numbers go to ``schedule_lines``, and the good records' to ``numbers``.
     """
     good: list[tuple[bytes, bytes]] = []
     errors: list[str] = []
@@ -80,6 +85,8 @@ def prepare_submission(
             errors.append(f"line {number}: {result.reason}: {result.message}")
             continue
         good.append((key_of(result.type, result.data).encode(), orjson.dumps(obj)))
+        if numbers is not None:
+            numbers.append(number)
     return good, errors
 
 
@@ -117,14 +124,40 @@ def cmd_submit(args: argparse.Namespace) -> int:
         print(f"evsched: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
         return 1
     schedule_lines: list[int] = []
-    good, errors = prepare_submission(raw.splitlines(), schedule_lines)
+    numbers: list[int] = []
+    good, errors = prepare_submission(raw.splitlines(), schedule_lines, numbers)
+    if errors:  # all or nothing: half a submission is worse than none
+        for err in errors:
+            print(f"evsched submit: {err}", file=sys.stderr)
+        print(f"evsched submit: nothing appended: {len(errors)} of {len(good) + len(errors)} events are invalid "
+              "(fix them and submit the whole file again)", file=sys.stderr)
+        return 1
     rules = []
     if config is not None:  # first, on the admin channel and earlier than the file's events: all are read under it
         rules.append((b"default", config_line(config, SUBMIT_SOURCE, time_before(good))))
     if schedule_lines:
         print(f"evsched submit: skipped {len(schedule_lines)} 'schedule' lines (first: line {schedule_lines[0]}): "
               "a simulate file's cycle marks; the service decides when cycles run", file=sys.stderr)
+    _warn_unknown(args, good, numbers, rules)
     return _append(args, good, errors, rules)
+
+
+def _warn_unknown(args: argparse.Namespace, good: list[tuple[bytes, bytes]], numbers: list[int],
+                  rules: list[tuple[bytes, bytes]]) -> None:
+    """Warn about events naming apps or queues that the embedded log does not know (scheduler.cli.submit_check)."""
+    settings = log_settings(args)
+    if settings.kafka is not None:
+        return  # reading every input topic to warn would cost more than it tells
+    from scheduler.cli.submit_check import known_in_log, submission_warnings
+
+    known = known_in_log(settings.directory)
+    for _, value in rules:
+        known.see(orjson.loads(value))
+    warnings = submission_warnings(known, zip(numbers, (value for _, value in good), strict=True))
+    for warning in warnings[:MAX_WARNINGS]:
+        print(f"evsched submit: warning: {warning}", file=sys.stderr)
+    if len(warnings) > MAX_WARNINGS:
+        print(f"evsched submit: warning: … and {len(warnings) - MAX_WARNINGS} more like these", file=sys.stderr)
 
 
 def cmd_config_apply(args: argparse.Namespace) -> int:
@@ -198,6 +231,24 @@ def cmd_run(args: argparse.Namespace) -> int:
             time.sleep(delay)
 
 
+async def accept_submissions(log: object) -> SubmissionServer | None:
+    """The embedded log's submission socket, listening (None for Kafka, which producers write to directly)."""
+    from events.log.file import FileLog
+    from events.log.file_submit import SubmissionServer
+
+    if not isinstance(log, FileLog):
+        return None
+    server = SubmissionServer(log)
+    try:
+        await server.start()
+    except OSError as exc:  # e.g. a path over the 107 bytes a Unix socket's name may have
+        LOG.warning("cannot accept submissions on %s (%s): `evsched submit` must wait until the service stops",
+                    server.path, exc)
+        return None
+    LOG.info("accepting submissions on %s (evsched submit --log %s)", server.path, log.directory)
+    return server
+
+
 class KafkaOutage:
     """Backoff for in-process restarts after Kafka failures; a streak ends S seconds after its last failure.
 
@@ -238,6 +289,8 @@ async def _run(settings: ServiceSettings, config: SchedulerConfig | None, collec
     transactional = await use_transactions(settings)
     if transactional is None:
         return 1
+    if kafka is None and not is_log(settings.log.directory):
+        LOG.warning("no log at %s: creating a new, empty one", os.path.abspath(settings.log.directory))
     log = await open_log(settings.log, transactional=transactional, fence_at_start=not settings.standby)
     # A Kafka read waits for records itself (KafkaLog's poll), so the loop needs no nap between reads.
     service, bridge = await open_service(settings, log, settings.snapshots(), poll_interval_s=0.0 if kafka else 0.2,
@@ -245,6 +298,7 @@ async def _run(settings: ServiceSettings, config: SchedulerConfig | None, collec
     stop_on_signals(service.stop)
     lease: Any = None
     http = None
+    submissions = await accept_submissions(log)
     try:
         from scheduler.cli.http_wiring import MissingExtra, start_for_service
 
@@ -254,7 +308,7 @@ async def _run(settings: ServiceSettings, config: SchedulerConfig | None, collec
             LOG.error("--http %s: %s", settings.http, exc)
             return 1
         if settings.standby:
-            if not hasattr(log, "lease"):
+            if not isinstance(log, Leased):
                 LOG.error("--standby needs --kafka (the lease is a Kafka consumer group)")
                 return 1
             lease = log.lease()
@@ -263,15 +317,15 @@ async def _run(settings: ServiceSettings, config: SchedulerConfig | None, collec
             LOG.info("standby: waiting for the active lease (group %s.active)", kafka.group if kafka else "evsched")
             if not await lease.wait(service.stopping):
                 return 0
-            take_over = getattr(log, "take_over", None)
-            if take_over is not None:
-                await take_over()  # fences the previous active instance before the log is read
+            await log.take_over()  # fences the previous active instance before the log is read
         await service.start()
         await append_config(service, config, settings.config, settings)
         await service.run(once=settings.once)
         if lease is not None and not lease.held.is_set():
             return 1
     finally:
+        if submissions is not None:
+            await submissions.close()
         if http is not None:
             await http.stop()
         if lease is not None:

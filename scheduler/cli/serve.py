@@ -9,9 +9,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import sys
 
+from replay.reader import LogUnavailable, open_file_log
 from scheduler.cli.http_wiring import MissingExtra, add_http_arguments, source_opener, start_server
 from scheduler.cli.logging_setup import add_logging_arguments, setup_logging
+from scheduler.cli.settings import log_settings
 from scheduler.cli.sources import add_source_arguments
 
 LOG = logging.getLogger("evsched.serve")
@@ -29,8 +32,16 @@ def add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """Handler of ``serve``: exit 0 after SIGINT/SIGTERM, 1 when the server cannot start."""
+    """Handler of ``serve``: exit 0 after SIGINT/SIGTERM, 1 when there is no log or the server cannot start."""
     setup_logging(args.log_format, args.log_level, verbose=args.verbose)
+    settings = log_settings(args)
+    if settings.kafka is None:  # a log that is not there is said now, not as a 500 on every request
+        try:
+            with open_file_log(settings.directory):
+                pass
+        except LogUnavailable as exc:
+            print(f"evsched serve: {exc}", file=sys.stderr)
+            return 1
     try:
         return asyncio.run(_serve(args))
     except MissingExtra as exc:
@@ -43,7 +54,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 async def _serve(args: argparse.Namespace) -> int:
     from scheduler.cli.service_wiring import stop_on_signals
-    from scheduler.cli.settings import log_settings
     from scheduler.http.sources import LogState
 
     stop = asyncio.Event()

@@ -45,9 +45,7 @@ async def open_service(
         bridge = await start_bridge(settings.mqtt, log, ingest=settings.mqtt_ingest, partition=partition,
                                     prefix=settings.mqtt_prefix, tls=tls)
         listeners.append(bridge)
-    service = Service(log, batch_records=settings.batch, max_batch_records=settings.max_batch or 4 * settings.batch,
-                      listeners=listeners, snapshots=store, snapshot_every=settings.snapshot_every,
-                      accept_admin_on_inputs=settings.accept_admin_on_inputs, **service_args)
+    service = Service.from_settings(log, settings, listeners=listeners, snapshots=store, **service_args)
     return service, bridge
 
 

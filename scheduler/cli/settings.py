@@ -2,19 +2,38 @@
 
 ``log_settings`` turns ``--log DIR | --kafka HOST:PORT`` and the Kafka flags into an
 ``events.log.open.LogSettings``; ``service_settings`` turns ``evsched run``'s flags into a
-``ServiceSettings``; ``snapshot_settings`` turns replay's ``--snapshot-dir``/``--no-snapshots``
-into a ``SnapshotSettings``. Every field is read with its parser default, so a subcommand
-without a flag gets the same value the old code got from ``getattr(args, …, default)``.
+``ServiceSettings`` (``scheduler/service/settings.py``, beside the service it configures);
+``snapshot_settings`` turns replay's ``--snapshot-dir``/``--no-snapshots`` into a
+``SnapshotSettings``. Every field is read with its parser default, so a subcommand without a
+flag gets the same value the old code got from ``getattr(args, …, default)``; the flags'
+defaults are the dataclasses' own (``default``).
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
+from typing import Any
 
-from events.log.open import DEFAULT_INPUT_TOPIC, DEFAULT_LOG_DIR, KafkaSettings, LogSettings
+from events.log.names import DEFAULT_ADMIN_TOPIC, DEFAULT_INPUT_TOPIC, DEFAULT_LOG_DIR
+from events.log.open import KafkaSettings, LogSettings
+from scheduler.service.settings import ServiceSettings
+
+__all__ = ["ServiceSettings", "SnapshotSettings", "default", "log_settings", "partition_names", "service_settings",
+           "snapshot_settings"]
+
+
+def default(settings: type[Any], name: str) -> Any:
+    """The default of the settings dataclass's field ``name``: a flag's default is read from here, so
+    the command line and code that builds the settings itself (tests, the service) never disagree."""
+    for field in fields(settings):
+        if field.name == name:
+            if field.default is MISSING:
+                raise LookupError(f"{settings.__name__}.{name} has no plain default")
+            return field.default
+    raise LookupError(f"{settings.__name__} has no field {name!r}")
 
 
 def partition_names(values: Iterable[str] | None) -> tuple[str, ...]:
@@ -37,7 +56,7 @@ def log_settings(args: argparse.Namespace) -> LogSettings:
             input_topics=tuple(args.input_topics or [DEFAULT_INPUT_TOPIC]),
             decisions_topic=args.decisions_topic,
             deadletter_topic=args.deadletter_topic,
-            admin_topic=getattr(args, "admin_topic", "evsched.admin"),
+            admin_topic=getattr(args, "admin_topic", DEFAULT_ADMIN_TOPIC),
             security_protocol=args.security_protocol,
             sasl_mechanism=args.sasl_mechanism,
             password_file=getattr(args, "kafka_password_file", None),
@@ -51,45 +70,6 @@ def log_settings(args: argparse.Namespace) -> LogSettings:
         )
     return LogSettings(directory=getattr(args, "log", None) or DEFAULT_LOG_DIR, kafka=kafka,
                        partitions=partition_names(getattr(args, "partitions", None)))
-
-
-@dataclass(frozen=True)
-class ServiceSettings:
-    """``evsched run``: the log, the service's batching and snapshots, MQTT, standby and Kafka outages."""
-
-    log: LogSettings
-    config: str | None = None
-    mqtt: str | None = None
-    mqtt_ingest: bool = False
-    mqtt_prefix: str = "evsched"
-    once: bool = False
-    batch: int = 5_000
-    max_batch: int | None = None  # None: 4 x batch
-    snapshot_dir: str | None = None  # as given; ``snapshots()`` resolves the default
-    snapshot_every: int = 100
-    snapshot_keep: int = 2
-    standby: bool = False
-    transactions: bool = False  # required (exit 1 without); by default used where the broker has them
-    no_transactions: bool = False  # at-least-once even where the broker has transactions
-    kafka_outage_s: float = 0.0  # seconds of Kafka failures to ride out (0: exit at the first)
-    verbose: bool = False
-    log_format: str = "text"  # stderr lines: text or json
-    log_level: str = "info"
-    http: str | None = None  # HOST:PORT of the HTTP surface (None: off)
-    ready_max_lag: int = 10_000  # /readyz: most inputs waiting while still ready
-    mqtt_ca: str | None = None  # mqtts://: the CA file to trust (default: the system's)
-    mqtt_cert: str | None = None  # mqtts://: this client's certificate (PEM) …
-    mqtt_key: str | None = None  # … and its key (default: in the certificate file)
-    accept_admin_on_inputs: bool = False  # rules changes from any input channel (the old behaviour)
-
-    def snapshots(self) -> str:
-        """The snapshot directory: ``--snapshot-dir``, else DIR/snapshots of the embedded log; with
-        Kafka ./evsched-data/snapshots/GROUP, so recovery and replay never need a topic's first record."""
-        if self.snapshot_dir:
-            return self.snapshot_dir
-        if self.log.kafka:
-            return str(Path(DEFAULT_LOG_DIR) / "snapshots" / self.log.kafka.group)
-        return str(Path(self.log.directory) / "snapshots")
 
 
 def service_settings(args: argparse.Namespace) -> ServiceSettings:
@@ -117,11 +97,18 @@ class SnapshotSettings:
 
 
 def snapshot_settings(args: argparse.Namespace, log: LogSettings) -> SnapshotSettings:
-    """As ``evsched run`` lays snapshots out: DIR/snapshots of the embedded log, ``--snapshot-dir`` for
-    Kafka, and ``--snapshot-dir``/``P`` for the shard of ``--partition P``."""
+    """As ``evsched run`` lays snapshots out: DIR/snapshots of the embedded log; for Kafka
+    ``--snapshot-dir``, else ./evsched-data/snapshots/GROUP (GROUP: ``--group`` when given, else the
+    service's default); and under either ``P`` for the shard of ``--partition P``."""
     directory = getattr(args, "snapshot_dir", None)
     if directory is None and not log.kafka:
         directory = str(Path(log.directory) / "snapshots")
-    elif directory is not None and log.partitions:
+        return SnapshotSettings(directory=directory, disabled=bool(getattr(args, "no_snapshots", False)))
+    if directory is None and log.kafka:
+        from replay.kafka_source import REPLAY_GROUP  # replay's own consumer group: not the service's
+
+        group = log.kafka.group if log.kafka.group != REPLAY_GROUP else KafkaSettings.group
+        directory = str(Path(DEFAULT_LOG_DIR) / "snapshots" / group)
+    if directory is not None and log.partitions:
         directory = str(Path(directory) / log.partitions[0]) if len(log.partitions) == 1 else directory
     return SnapshotSettings(directory=directory, disabled=bool(getattr(args, "no_snapshots", False)))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from events.log.open import DEFAULT_SHARD
+from events.log.names import DEFAULT_SHARD
 from scheduler.config import SchedulerConfig
 from scheduler.core.engine import DEFAULT_SOURCE
 
@@ -70,18 +70,13 @@ async def submit_to_shards(settings: LogSettings, records: list[Record], errors:
                            admin: bool = False) -> list[Record]:
     """Append ``records`` to their shards' input (``admin``: admin) topics; returns those appended
     (errors: appended to)."""
-    from events.log.kafka import KafkaLog
+    from events.log.open import open_log
 
-    kafka = settings.kafka
-    assert kafka is not None
+    assert settings.kafka is not None
     routed, unroutable = route(records, list(settings.partitions))
     errors.extend(unroutable)
     for shard, batch in routed.items():
-        topics = kafka.topics_of(shard)
-        log = KafkaLog(kafka.bootstrap, input_topics=topics.inputs, decisions_topic=topics.decisions,
-                       deadletter_topic=topics.deadletter, admin_topic=topics.admin, group_id=kafka.group,
-                       replication_factor=kafka.replication_factor, **kafka.security())
-        await log.start()
+        log = await open_log(settings, shard=shard)
         try:
             await (log.append_admin(batch) if admin else log.append_inputs(batch))
         finally:
@@ -123,7 +118,7 @@ async def run_shards(
     surfaces: dict[str, Any] = {}  # shard -> its HTTP view (LiveState), with --http
 
     async def open_shard(shard: str) -> RunningShard:
-        running = await _open_shard(settings, kafka, config, topics[shard], membership, collector, transactional)
+        running = await _open_shard(settings, config, topics[shard], membership, collector, transactional)
         if settings.http:
             surfaces[shard] = live_state(settings, running.service, with_log=False)
         return running
@@ -147,27 +142,19 @@ async def run_shards(
 
 
 async def _open_shard(
-    settings: ServiceSettings, kafka: KafkaSettings, config: SchedulerConfig | None, topics: ShardTopics,
+    settings: ServiceSettings, config: SchedulerConfig | None, topics: ShardTopics,
     membership: Any, collector: CycleCollector, transactional: bool = False,
 ) -> RunningShard:
     """Open one shard's log, restore its scheduler (snapshot + log tail) and append ``--config``.
 
     With ``transactional`` the log's producer has the shard's transactional id, started before
     the log is read: a previous owner is fenced and its open transaction aborted first."""
-    from events.log.kafka import KafkaLog
-    from events.log.open import transactional_id
+    from events.log.open import open_log
     from scheduler.cli.service_wiring import append_config, open_service
     from scheduler.service.shards import RunningShard
 
     shard = topics.shard
-    log = KafkaLog(
-        kafka.bootstrap, input_topics=topics.inputs, decisions_topic=topics.decisions,
-        deadletter_topic=topics.deadletter, admin_topic=topics.admin, group_id=kafka.group,
-        commit_offsets=membership.commit,
-        replication_factor=kafka.replication_factor, **kafka.security(), **kafka.fetch_tuning(),
-        transactional_id=transactional_id(kafka, shard) if transactional else None,
-    )
-    await log.start()
+    log = await open_log(settings.log, shard=shard, transactional=transactional, commit_offsets=membership.commit)
     bridge = None
 
     async def close() -> None:

@@ -39,7 +39,8 @@ def add_snapshot_arguments(p: argparse.ArgumentParser) -> None:
     """``--snapshot-dir DIR`` and ``--no-snapshots``."""
     p.add_argument("--snapshot-dir", metavar="DIR",
                    help="the service's snapshots, to start from instead of cycle 1 "
-                   "(default: DIR/snapshots for the embedded log; none for Kafka)")
+                   "(default: where `evsched run` writes them: DIR/snapshots for the embedded log, "
+                   "./evsched-data/snapshots/GROUP[/PARTITION] for Kafka)")
     p.add_argument("--no-snapshots", action="store_true", help="re-derive from the first cycle, ignoring snapshots")
 
 

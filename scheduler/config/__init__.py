@@ -1,9 +1,9 @@
 """YuniKorn queue configuration: YAML → strict model → per-rule validation → checksum."""
 
-from scheduler.config.check import check_config_file
+from events.quantities import parse_quantity
+from scheduler.config.check import check_config
 from scheduler.config.errors import ConfigError
 from scheduler.config.load import DEFAULT_CONFIG_YAML, default_config, load_config
-from scheduler.config.quantities import parse_quantity
 from scheduler.config.specs import PartitionSpec, QueueSpec, SchedulerConfig, find_queue
 
 __all__ = [
@@ -12,7 +12,7 @@ __all__ = [
     "PartitionSpec",
     "QueueSpec",
     "SchedulerConfig",
-    "check_config_file",
+    "check_config",
     "default_config",
     "find_queue",
     "load_config",

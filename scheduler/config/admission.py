@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from events.quantities import parse_resources
 from scheduler.config.frozenmap import FrozenMap
 from scheduler.config.model import RawChildTemplate, RawLimit, RawPlacementRule
-from scheduler.config.quantities import parse_resources
 from scheduler.config.specs import FilterSpec, LimitSpec, RuleSpec, TemplateSpec
 
 

@@ -23,14 +23,6 @@ def fits_max_undef(larger: Resource, smaller: Resource) -> bool:
     return all(value <= max(0, larger[name]) for name, value in smaller.items() if name in larger)
 
 
-def min_permissive(left: Resource | None, right: Resource | None) -> dict[str, int]:
-    """``ComponentWiseMinPermissive``: per type the smaller value; one-sided types are kept."""
-    out = dict(left or {})
-    for name, value in (right or {}).items():
-        out[name] = min(out[name], value) if name in out else value
-    return out
-
-
 def add_all(resources: Iterable[Resource]) -> dict[str, int]:
     """Sum of resources, saturating at int64 max like YuniKorn's ``AddTo``."""
     out: dict[str, int] = {}

@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from events.quantities import parse_resources
 from scheduler.config.admission import resolve_limits, resolve_rules, resolve_template
 from scheduler.config.frozenmap import FrozenMap
 from scheduler.config.godurations import DEFAULT_PREEMPTION_DELAY_US, preemption_delay_us, preemption_policy
 from scheduler.config.model import RawQueue
-from scheduler.config.quantities import parse_resources
 from scheduler.config.specs import PartitionSpec, QueueSpec, TemplateSpec
 from scheduler.config.structure import ROOT, NormalPartition, child_path, children, is_leaf
 
@@ -33,7 +33,11 @@ DEFAULT_NODE_SORT_POLICY = "fair"
 DEFAULT_RESOURCE_WEIGHTS: Mapping[str, float] = FrozenMap({"memory": 1.0, "vcore": 1.0})
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
-_DECIMAL = re.compile(r"[+-]?[0-9]+")  # Go strconv.ParseInt(s, 10, 32): no spaces, no "_"
+# evsched's own: the root queue's property bounding the distinct resource types in use in a
+# partition (docs/reliability.md). A property, so that the config stays one YuniKorn reads.
+RESOURCE_TYPES_MAX = "evsched.resource.types.max"
+DEFAULT_RESOURCE_TYPES_MAX = 1024
+DECIMAL = re.compile(r"[+-]?[0-9]+")  # Go strconv.ParseInt(s, 10, 32): no spaces, no "_"
 
 
 def inherited_properties(parent: Mapping[str, str]) -> dict[str, str]:
@@ -50,10 +54,21 @@ def inherited_properties(parent: Mapping[str, str]) -> dict[str, str]:
 
 def priority_offset(value: str | None) -> int:
     """``priority.offset`` as int32 decimal; empty, unparsable or out of range → 0."""
-    if value is None or not _DECIMAL.fullmatch(value):
+    if value is None or not DECIMAL.fullmatch(value):
         return 0
     number = int(value)
     return number if INT32_MIN <= number <= INT32_MAX else 0
+
+
+def resource_types_max(value: str | None) -> int:
+    """``evsched.resource.types.max``: a positive decimal (ASCII digits); absent or invalid → 1,024.
+
+    >>> resource_types_max("64"), resource_types_max(None), resource_types_max("-3"), resource_types_max("1_0")
+    (64, 1024, 1024, 1024)
+    """
+    if value is None or not value.isascii() or not value.isdigit() or len(value) > 9 or int(value) < 1:
+        return DEFAULT_RESOURCE_TYPES_MAX
+    return int(value)
 
 
 def priority_fence(value: str | None) -> bool:

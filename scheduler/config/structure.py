@@ -35,7 +35,7 @@ class NormalPartition:
 
 
 @dataclass(frozen=True)
-class QueueNode:
+class QueueVisit:
     """One queue met on a walk: its lower-case path, config and parent path (None at root)."""
 
     path: str
@@ -69,15 +69,15 @@ def child_path(parent_path: str, child: RawQueue) -> str:
     return f"{parent_path}.{child.name.lower()}"
 
 
-def walk(root: RawQueue) -> Iterator[QueueNode]:
+def walk(root: RawQueue) -> Iterator[QueueVisit]:
     """Depth-first, pre-order, config order: root first."""
-    stack: list[QueueNode] = [QueueNode(ROOT, root, None)]
+    stack: list[QueueVisit] = [QueueVisit(ROOT, root, None)]
     while stack:
         node = stack.pop()
         yield node
         kids = children(node.queue)
         for kid in reversed(kids):
-            stack.append(QueueNode(child_path(node.path, kid), kid, node.path))
+            stack.append(QueueVisit(child_path(node.path, kid), kid, node.path))
 
 
 def is_leaf(queue: RawQueue, is_root: bool) -> bool:

@@ -11,11 +11,12 @@ import math
 import re
 from collections.abc import Callable, Mapping
 
+from events.gostrings import fields, trim_space
+from events.quantities import parse_resources
+from events.resources import min_permissive
 from scheduler.config import resmath
 from scheduler.config.error_paths import where
-from scheduler.config.gostrings import fields, trim_space
 from scheduler.config.model import RawConfig, RawQueue, RawResources
-from scheduler.config.quantities import parse_resources
 from scheduler.config.structure import NormalPartition, child_path, children, walk
 from scheduler.config.validate_limits import LIMIT_RULES
 from scheduler.config.validate_placement import rule_placement_rules
@@ -233,7 +234,7 @@ def rule_child_max_within_parent(part: NormalPartition) -> list[str]:
                 f"{where(part.name, path)}: max resources {resmath.fmt(own)} are larger than the "
                 f"max {resmath.fmt(inherited)} set on its parent queues"
             )
-        effective = resmath.min_permissive(own, inherited)
+        effective = min_permissive(own, inherited) or {}
         for kid in children(queue):
             visit(kid, child_path(path, kid), effective)
 
@@ -251,7 +252,7 @@ def rule_children_guaranteed(part: NormalPartition) -> list[str]:
 
     def visit(queue: RawQueue, path: str, inherited: dict[str, int]) -> dict[str, int]:
         own_g = _guaranteed(queue) or {}
-        effective_max = resmath.min_permissive(_max(queue) or {}, inherited)
+        effective_max = min_permissive(_max(queue) or {}, inherited) or {}
         kids = children(queue)
         total = resmath.add_all([visit(kid, child_path(path, kid), effective_max) for kid in kids])
         if kids and not resmath.fits_max_undef(own_g, total):

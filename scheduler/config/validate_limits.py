@@ -10,10 +10,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from events.quantities import parse_resources
+from events.resources import min_permissive
 from scheduler.config import resmath
 from scheduler.config.error_paths import where
 from scheduler.config.model import RawLimit, RawQueue
-from scheduler.config.quantities import parse_resources
 from scheduler.config.structure import NormalPartition, child_path, children, walk
 
 USER_NAME = re.compile(r"[_a-zA-Z][a-zA-Z0-9:_.@-]*[$]?")
@@ -115,7 +116,7 @@ Limits = dict[str, dict[str, int]]
 
 def _merge_resource_limit(kind: str, name: str, res: dict[str, int], parent: Limits, current: Limits) -> str | None:
     if name in parent:
-        current[name] = resmath.min_permissive(res, parent[name])
+        current[name] = min_permissive(res, parent[name]) or {}
         if not resmath.fits_max_undef(parent[name], res):
             return (
                 f"{kind} {name!r} maxresources {resmath.fmt(res)} exceed "

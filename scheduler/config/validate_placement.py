@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 
+from scheduler.config import go_regexp
 from scheduler.config.error_paths import where
 from scheduler.config.model import RawFilter, RawPlacementRule, RawQueue
 from scheduler.config.structure import ROOT, NormalPartition, children
@@ -34,10 +35,10 @@ def _filter_problem(flt: RawFilter) -> str | None:
     for kind, names, pattern in (("user", flt.users, USER_NAME), ("group", flt.groups, GROUP_NAME)):
         if names and len(names) == 1 and not pattern.fullmatch(names[0]):
             try:
-                re.compile(names[0])
+                go_regexp.check(names[0])
                 regexp_ok = SPECIAL.search(names[0]) is not None
-            except re.error:
-                regexp_ok = False
+            except go_regexp.PatternError as exc:
+                return f"invalid rule filter {kind} list, not a name list or a regexp: {names!r} ({exc})"
             if not regexp_ok:
                 return f"invalid rule filter {kind} list, not a name list or a regexp: {names!r}"
     return None

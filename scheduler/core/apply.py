@@ -31,10 +31,15 @@ from events.models import (
 from events.resources import is_positive, normalized
 from scheduler.config import ConfigError, PartitionSpec, find_queue, load_config
 from scheduler.core.acl import may_submit
-from scheduler.core.bounds import decision_size_problem, node_change_problem, pending_growth_problem
+from scheduler.core.bounds import (
+    decision_size_problem,
+    node_change_problem,
+    pending_growth_problem,
+    resource_types_problem,
+)
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import STATEAWARE_DISABLE_TAG, PartitionState
-from scheduler.core.placement import PlacementError, Submission, place
+from scheduler.core.placement import PlacementError, Submission, place_app
 from scheduler.core.priorityclass import PriorityClass, PriorityError
 from scheduler.core.state import SchedulerState
 
@@ -104,7 +109,7 @@ def _app_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) 
     if spec.placement_rules or not data.queue:
         try:
             submission = Submission(data.queue, data.user, tuple(groups), dict(data.tags))
-            placement = place(spec.placement_rules, submission, part.queues)
+            placement = place_app(spec.placement_rules, submission, part.queues)
         except PlacementError as exc:
             problem = Rejected("no-placement", str(exc))
         else:
@@ -179,6 +184,9 @@ def _ask_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) 
     problem = pending_growth_problem(part, resources, existing.resources if existing is not None else {})
     if problem is not None:
         raise Rejected("overflow", f"ask {ask_id!r}: {problem}")
+    problem = resource_types_problem(part, resources)
+    if problem is not None:
+        raise Rejected("too-many-resource-types", f"ask {ask_id!r}: {problem}")
     if existing is not None:
         part.update_ask(app, existing, resources)
         return
@@ -242,6 +250,9 @@ def _node_added(state: SchedulerState, event: InputEvent, out: list[OutputData])
     problem = node_change_problem(part, None, data.node_id, capacity, occupied)
     if problem is not None:
         raise Rejected("overflow", problem)
+    problem = resource_types_problem(part, capacity | occupied)
+    if problem is not None:
+        raise Rejected("too-many-resource-types", f"node {data.node_id!r}: {problem}")
     part.add_node(
         Node(
             node_id=data.node_id,
@@ -268,6 +279,12 @@ def _node_updated(state: SchedulerState, event: InputEvent, out: list[OutputData
     )
     if problem is not None:
         raise Rejected("overflow", problem)
+    problem = resource_types_problem(
+        part, (node.capacity if capacity is None else capacity) | (node.occupied if occupied is None else occupied),
+        node,
+    )
+    if problem is not None:
+        raise Rejected("too-many-resource-types", f"node {data.node_id!r}: {problem}")
     part.update_node(node, capacity, occupied, data.schedulable)
 
 

@@ -22,6 +22,7 @@ from typing import Final
 import orjson
 
 from events.resources import MAX_QUANTITY, Resources
+from scheduler.config.resolve import RESOURCE_TYPES_MAX, resource_types_max
 from scheduler.core.objects import Node
 from scheduler.core.partition import PartitionState
 
@@ -43,6 +44,33 @@ def pending_growth_problem(part: PartitionState, grow: Resources, shrink: Resour
                 f"past the 64-bit limit {MAX_QUANTITY}"
             )
     return None
+
+
+def resource_types_problem(part: PartitionState, adding: dict[str, int], node: Node | None = None) -> str | None:
+    """Why the resource types of ``adding`` (an ask's resources, or a node's capacity and
+    occupied replacing ``node``'s) would take the partition past its bound (None: they fit).
+
+    The types in use are those in any node's capacity or occupied, or in any pending or
+    allocated ask (the root's roll-ups): each one becomes a column of the node index, for
+    every schedulable node. The common input names only types in use: three dict look-ups
+    each; the count is made only when a new name appears.
+    """
+    root = part.root
+    types = part.node_types
+    new = [name for name in adding if name not in types and name not in root.pending and name not in root.allocated]
+    if not new:
+        return None
+    in_use = set(types) | set(root.pending) | set(root.allocated)
+    if node is not None:  # the node's own types that only it names go with its old values
+        for name in node.capacity.keys() | node.occupied.keys():
+            if types.get(name) == 1 and name not in adding and name not in root.pending and name not in root.allocated:
+                in_use.discard(name)
+    limit = resource_types_max(part.config_root.properties.get(RESOURCE_TYPES_MAX))
+    total = len(in_use) + len(new)
+    if total <= limit:
+        return None
+    return (f"{len(new)} resource types new to partition {part.name!r} (first {sorted(new)[0]!r}) would make "
+            f"{total} in use, past its bound of {limit} (root queue property {RESOURCE_TYPES_MAX})")
 
 
 def node_change_problem(

@@ -25,7 +25,7 @@ is found.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Final
@@ -349,13 +349,29 @@ def commit_step(state: SchedulerState, part: PartitionState, found: Step, step: 
     return memo
 
 
-def run_cycle(state: SchedulerState, now_us: int, max_allocations: int | None = None) -> tuple[list[OutputData], int]:
-    """Run the next cycle at time ``now_us``; returns its outputs and decision count."""
+def begin_cycle(state: SchedulerState, now_us: int, out: list[OutputData]) -> int | None:
+    """Open the next cycle: its number, the app timers due, its time. Returns the previous cycle's
+    time, which the steps' memo needs (preemption attempt ticks)."""
     state.cycle += 1
-    out: list[OutputData] = []
     state.fire_timers(now_us, out)
-    decisions = 0
     prev_cycle_us, state.cycle_time_us = state.cycle_time_us, now_us
+    return prev_cycle_us
+
+
+CycleStep = tuple[PartitionState, CycleMemo, Step, int]  # partition, its memo, the step found, decisions before it
+
+
+def cycle_steps(state: SchedulerState, now_us: int, prev_cycle_us: int | None, out: list[OutputData],
+                max_allocations: int | None = None) -> Iterator[CycleStep]:
+    """The opened cycle's allocation steps, partition by partition, each yielded *before* it is
+    committed (committed when the consumer asks for the next one).
+
+    The one loop of a cycle: ``run_cycle`` consumes it whole; ``replay explain`` stops at the step
+    it explains and reads the state and memo that step was found in. A decision's id counts the
+    cycle's decisions (reservations and preemptions are not decisions), so the yielded count is
+    the number of decisions made before this step.
+    """
+    decisions = 0
     for name in sorted(state.partitions):
         part = state.partitions[name]
         memo = cycle_memo(state, name, prev_cycle_us)
@@ -363,7 +379,18 @@ def run_cycle(state: SchedulerState, now_us: int, max_allocations: int | None = 
             found = next_step(part, memo, now_us)
             if found is None:
                 break
+            yield part, memo, found, decisions
             if found.reserve is None:
                 decisions += 1
             memo = commit_step(state, part, found, decisions, now_us, out, memo)
+
+
+def run_cycle(state: SchedulerState, now_us: int, max_allocations: int | None = None) -> tuple[list[OutputData], int]:
+    """Run the next cycle at time ``now_us``; returns its outputs and decision count."""
+    out: list[OutputData] = []
+    prev_cycle_us = begin_cycle(state, now_us, out)
+    decisions = 0
+    for step in cycle_steps(state, now_us, prev_cycle_us, out, max_allocations):
+        if step[2].reserve is None:
+            decisions += 1
     return out, decisions

@@ -3,7 +3,7 @@
 The live service, crash recovery and ``replay`` all call ``run_logged_cycle``, so a cycle
 re-run from the log is the same code over the same inputs as the original.
 
-Merge order (CONTRACT §4): records of several channels are interleaved by event time,
+Merge order (docs/contract.md §4): records of several channels are interleaved by event time,
 then channel order, then offset, while each channel keeps its own order — a k-way merge
 that always takes the channel head with the smallest ``(time, channel index)``.
 

@@ -75,6 +75,9 @@ class PartitionState:
         self.reserve_candidates = ReserveCandidates()
         self.node_changes = 0  # node re-indexes so far: the source of ``Node.version``
         self.cluster_capacity: Resources = {}
+        # Resource type → nodes whose capacity or occupied names it (with the roll-ups' pending
+        # and allocated: the types in use, which ``bounds.resource_types_problem`` bounds)
+        self.node_types: dict[str, int] = {}
         # leaf → its listed apps as (sort key, app id), ascending: a plain list, bisect/insort are C calls
         self.candidates: dict[str, list[tuple[AppKey, str]]] = {p: [] for p, q in self.queues.items() if q.is_leaf}
         self.starting: dict[str, dict[str, App]] = {p: {} for p, q in self.queues.items() if q.is_leaf}
@@ -359,12 +362,23 @@ class PartitionState:
         """Add a node to the partition and, when schedulable, to the index."""
         self.nodes[node.node_id] = node
         add_into(self.cluster_capacity, node.capacity)
+        self._count_types(node, 1)
         self._reindex(node)
+
+    def _count_types(self, node: Node, sign: int) -> None:
+        types = self.node_types
+        for name in node.capacity.keys() | node.occupied.keys():
+            count = types.get(name, 0) + sign
+            if count:
+                types[name] = count
+            else:
+                del types[name]
 
     def update_node(
         self, node: Node, capacity: Resources | None, occupied: Resources | None, schedulable: bool | None
     ) -> None:
         """Change a node's capacity, occupied resources or schedulability."""
+        self._count_types(node, -1)
         if capacity is not None:
             sub_into(self.cluster_capacity, node.capacity)
             node.capacity = capacity
@@ -373,6 +387,7 @@ class PartitionState:
             node.occupied = occupied
         if schedulable is not None:
             node.schedulable = schedulable
+        self._count_types(node, 1)
         self._reindex(node)
 
     def remove_node(self, node: Node, now_us: int, timers: Timers, out: list[OutputData]) -> None:
@@ -393,6 +408,7 @@ class PartitionState:
         self.index.remove(node.node_id)
         self.reserve_candidates.node_removed(node.node_id)
         sub_into(self.cluster_capacity, node.capacity)
+        self._count_types(node, -1)
         del self.nodes[node.node_id]
         self.form.node_changed(node.node_id)
 

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from projections.queues import QueueNode
+from scheduler.config import go_regexp
 from scheduler.config.specs import FilterSpec, RuleSpec
 from scheduler.core.acl import may_submit
 from scheduler.core.dynamic_queues import QUEUE_NAME
@@ -51,10 +52,7 @@ class Submission:
 
 def _matches(entries: tuple[str, ...], name: str) -> bool:
     if len(entries) == 1 and _SPECIAL.search(entries[0]):
-        try:
-            return re.search(entries[0], name) is not None
-        except re.error:
-            return False
+        return go_regexp.search(entries[0], name)  # linear time, Go's semantics
     return name in entries
 
 
@@ -130,7 +128,7 @@ def _acceptable(name: str, sub: Submission, queues: dict[str, QueueNode]) -> boo
     return queue is not None and may_submit(queue, sub.user, sub.groups)
 
 
-def place(rules: tuple[RuleSpec, ...], sub: Submission, queues: dict[str, QueueNode]) -> Placement:
+def place_app(rules: tuple[RuleSpec, ...], sub: Submission, queues: dict[str, QueueNode]) -> Placement:
     """The leaf for a new app under the partition's rules; raises ``PlacementError``."""
     chosen = ""
     for rule in rules or IMPLICIT_RULES:

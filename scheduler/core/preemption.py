@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from events.models import AllocationRevoked, OutputData, Preemptor
-from events.resources import Resources, add_into
+from events.resources import Resources, add_into, min_permissive
 from projections.queues import QueueNode
 from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.partition import PartitionState
@@ -36,7 +36,6 @@ from scheduler.core.preemption_queues import (
     fit_in,
     live_guaranteed,
     live_max,
-    min_permissive,
     preempting_of,
     queue_max,
     sub,

@@ -11,25 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from events.resources import Resources
+from events.resources import Resources, min_permissive
 from projections.queues import QueueNode
 from scheduler.core.objects import Allocation
 
 Res = Mapping[str, int]
-
-
-def min_permissive(left: Res | None, right: Res | None) -> dict[str, int] | None:
-    """``ComponentWiseMinPermissive``: per type the smaller value; a type on one side only keeps it."""
-    if left is None and right is None:
-        return None
-    if left is None:
-        return dict(right or {})
-    if right is None:
-        return dict(left)
-    out = dict(left)
-    for name, value in right.items():
-        out[name] = min(value, left[name]) if name in left else value
-    return out
 
 
 def cw_min(left: Res | None, right: Res | None) -> dict[str, int]:

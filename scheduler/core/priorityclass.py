@@ -83,7 +83,7 @@ class PriorityClasses:
         return found is not None and found.preemption_policy == "PreemptLowerPriority"
 
     def resolve(self, priority: int | None, class_name: str | None) -> int:
-        """An ask's priority from its fields (CONTRACT §2 "Ask priority")."""
+        """An ask's priority from its fields (docs/contract.md §2 "Ask priority")."""
         if priority is not None and not in_int32(priority):
             raise PriorityError("priority-range", f"priority {priority} is outside int32")
         if class_name is not None:

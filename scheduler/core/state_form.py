@@ -1,4 +1,4 @@
-"""The state form (CONTRACT §6): queues, apps and nodes as one JSON-ready object, and its digest.
+"""The state form (docs/contract.md §6): queues, apps and nodes as one JSON-ready object, and its digest.
 
 Queues and nodes of partitions other than ``default`` are keyed ``partition/name`` so
 that names never collide; apps are keyed by id (unique per partition, likewise).

@@ -34,6 +34,7 @@ class ScrapeInputs:
     lag: Mapping[str, int] = field(default_factory=dict)
     recovery_s: float | None = None
     snapshot_writes: int = 0
+    snapshots_failed_integrity: int = 0  # snapshot files discarded: their bytes failed their content hash
 
 
 class SchedulerCollector(Collector):
@@ -109,7 +110,10 @@ def _service_metrics(inputs: ScrapeInputs) -> Iterator[Metric]:
     last.add_metric([], obs.last_cycle_unix or 0.0)
     snapshots = CounterMetricFamily("evsched_snapshot_writes", "Snapshots written by this process")
     snapshots.add_metric([], inputs.snapshot_writes)
-    yield from (cycles, outputs, rejected, duration, lag, last, snapshots)
+    discarded = CounterMetricFamily("evsched_snapshots_discarded", "Snapshot files discarded at recovery, by reason",
+                                    labels=["reason"])
+    discarded.add_metric(["integrity"], inputs.snapshots_failed_integrity)
+    yield from (cycles, outputs, rejected, duration, lag, last, snapshots, discarded)
     if inputs.recovery_s is not None:
         recovery = GaugeMetricFamily("evsched_recovery_duration_seconds", "Time the last start took to recover")
         recovery.add_metric([], inputs.recovery_s)

@@ -16,11 +16,21 @@ cycles, reads, and returns. Routes (documented with examples in docs/http.md):
     /ws/v1/partition/{p}/series         each recent cycle's pending, allocated, decisions and time (?last=240)
     /ws/v1/decisions/{id}/explain       why a decision landed where it did
     /ws/v1/asks/{app}/{ask}/explain     why an ask is still pending
+
+Anyone who can reach the port can send requests (any web page can make a browser send a
+GET), so every resource a request can hold is bounded (docs/reliability.md): numbers in
+queries are ASCII digits only, at most 18; no error message echoes more than a short
+excerpt of what was sent; at most ``MAX_CONNECTIONS`` connections are open at once (more
+are closed as they arrive); a connection must send a request's headers within
+``HEADER_TIMEOUT_S`` of opening or of its last response, and an idle one is closed after
+``IDLE_TIMEOUT_S``; time travel is bounded in ``scheduler.http.sources``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import Any
@@ -34,7 +44,7 @@ from replay.history import RECENT_DECISIONS, SERIES_CYCLES
 from scheduler.core.engine import Engine
 from scheduler.http import views
 from scheduler.http.metrics import CONTENT_TYPE, Metrics
-from scheduler.http.sources import NotAvailable, StateSource, UnknownTarget
+from scheduler.http.sources import Busy, NotAvailable, StateSource, UnknownTarget
 
 LOG = logging.getLogger("evsched.http")
 PAGE_FILES = {"index.html": "text/html", "app.js": "text/javascript", "style.css": "text/css"}
@@ -46,6 +56,37 @@ MAX_PAGE = 1000  # rows of apps or nodes per request when paged (?limit=)
 MAX_SEARCH = 200  # characters of ?search=
 MAX_DECISIONS_LIMIT = 1000  # a larger ?limit= is a 400; the server keeps RECENT_DECISIONS anyway
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+MAX_CONNECTIONS = 256  # well under a process's usual 1,024 open files, which the log and brokers share
+HEADER_TIMEOUT_S = 10.0
+IDLE_TIMEOUT_S = 30.0
+MAX_MESSAGE_CHARS = 300  # an error message is cut here: it may quote what was sent
+_WHOLE_NUMBER = re.compile("[0-9]{1,18}")  # str.isdigit and int() also take "١٠", "1_0", " 1"
+
+
+def _excerpt(text: str) -> str:
+    """``text`` quoted, or for a long one its length and start: an error never echoes it whole."""
+    return repr(text) if len(text) <= 40 else f"{len(text)} characters starting {text[:20]!r}"
+
+
+def whole_number(name: str, text: str) -> int:
+    """A query parameter of ASCII digits (at most 18: within 64 bits), else ``ValueError`` (400).
+
+    >>> whole_number("limit", "50")
+    50
+    >>> for bad in ("١٠", "1_0", "+1", " 1", "9" * 19):
+    ...     try:
+    ...         whole_number("cycle", bad)
+    ...     except ValueError as exc:
+    ...         print(exc)
+    cycle must be a whole number (ASCII digits, at most 18), got '١٠'
+    cycle must be a whole number (ASCII digits, at most 18), got '1_0'
+    cycle must be a whole number (ASCII digits, at most 18), got '+1'
+    cycle must be a whole number (ASCII digits, at most 18), got ' 1'
+    cycle must be a whole number (ASCII digits, at most 18), got '9999999999999999999'
+    """
+    if _WHOLE_NUMBER.fullmatch(text) is None:
+        raise ValueError(f"{name} must be a whole number (ASCII digits, at most 18), got {_excerpt(text)}")
+    return int(text)
 
 
 def _json(value: Any, status: int = 200) -> web.Response:
@@ -53,7 +94,98 @@ def _json(value: Any, status: int = 200) -> web.Response:
 
 
 def _error(status: int, message: str) -> web.Response:
+    if len(message) > MAX_MESSAGE_CHARS:
+        message = message[:MAX_MESSAGE_CHARS] + f"… ({len(message)} characters)"
     return _json({"status": status, "message": message}, status)
+
+
+class ConnectionGuard:
+    """A cap on open connections and a deadline for each request's headers, on aiohttp's server.
+
+    aiohttp keeps any number of connections, and one that sends half a request line is kept
+    until its keep-alive timeout: a few hundred such connections exhaust the process's open
+    files ("Too many open files") and every request fails. The guard sits on the server's
+    ``connection_made``/``connection_lost`` (which aiohttp's protocol calls for each
+    connection): past ``max_connections`` a new connection is closed at once; a connection
+    with no request started within ``header_timeout_s`` of opening, or of its last response,
+    is closed. A request being handled (a long re-derivation) is never cut.
+    """
+
+    def __init__(self, max_connections: int, header_timeout_s: float) -> None:
+        self.max_connections = max_connections
+        self.header_timeout_s = header_timeout_s
+        self.open: dict[object, asyncio.BaseTransport] = {}
+        self.refused = 0  # connections closed on arrival (over the cap)
+        self.timed_out = 0  # connections closed for sending no request in time
+        self._deadlines: dict[object, asyncio.TimerHandle] = {}
+        self._busy: set[object] = set()
+
+    def attach(self, server: web.Server) -> None:
+        """Wrap the server's per-connection hooks (instance attributes: aiohttp calls them so)."""
+        made, lost = server.connection_made, server.connection_lost
+
+        def connection_made(handler: Any, transport: asyncio.Transport) -> None:
+            made(handler, transport)
+            if len(self.open) >= self.max_connections:
+                self.refused += 1
+                # after aiohttp's protocol has finished setting the connection up (it asserts so)
+                asyncio.get_running_loop().call_soon(transport.close)
+                return
+            self.open[handler] = transport
+            self._arm(handler)
+
+        def connection_lost(handler: Any, exc: BaseException | None = None) -> None:
+            self.open.pop(handler, None)
+            self._busy.discard(handler)
+            timer = self._deadlines.pop(handler, None)
+            if timer is not None:
+                timer.cancel()
+            lost(handler, exc)
+
+        server.connection_made = connection_made  # type: ignore[method-assign]
+        server.connection_lost = connection_lost  # type: ignore[method-assign]
+
+    def _arm(self, handler: object) -> None:
+        timer = self._deadlines.pop(handler, None)
+        if timer is not None:
+            timer.cancel()
+        loop = asyncio.get_running_loop()
+        self._deadlines[handler] = loop.call_later(self.header_timeout_s, self._expire, handler)
+
+    def _expire(self, handler: object) -> None:
+        self._deadlines.pop(handler, None)
+        transport = self.open.get(handler)
+        if transport is not None and handler not in self._busy:
+            self.timed_out += 1
+            transport.close()
+
+    def started(self, handler: object) -> None:
+        """A request's headers arrived on this connection: no deadline while it is handled."""
+        self._busy.add(handler)
+        timer = self._deadlines.pop(handler, None)
+        if timer is not None:
+            timer.cancel()
+
+    def finished(self, handler: object) -> None:
+        """The response went out: the next request's headers are due within the timeout."""
+        self._busy.discard(handler)
+        if handler in self.open:
+            self._arm(handler)
+
+
+GUARD_KEY = web.AppKey("guard", ConnectionGuard)
+
+
+@web.middleware
+async def _guarded(request: web.Request, handler: Handler) -> web.StreamResponse:
+    guard = request.app.get(GUARD_KEY)
+    if guard is None:
+        return await handler(request)
+    guard.started(request.protocol)
+    try:
+        return await handler(request)
+    finally:
+        guard.finished(request.protocol)
 
 
 @web.middleware
@@ -69,6 +201,10 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return _error(404, exc.args[0])
     except NotAvailable as exc:
         return _error(501, str(exc))
+    except Busy as exc:
+        response = _error(503, str(exc))
+        response.headers["Retry-After"] = "5"
+        return response
     except ExplainError as exc:
         return _error(404, str(exc))
     except ValueError as exc:
@@ -79,10 +215,7 @@ def _cycle(request: web.Request) -> int | None:
     text = request.query.get("cycle", "")
     if text in ("", "latest"):
         return None
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"cycle must be a number or 'latest', got {text!r}") from None
+    return whole_number("cycle", text)
 
 
 def query_number(request: web.Request, name: str, default: int, most: int) -> int:
@@ -90,9 +223,7 @@ def query_number(request: web.Request, name: str, default: int, most: int) -> in
     text = request.query.get(name)
     if text is None or text == "":
         return default
-    if not (text.isascii() and text.isdigit()) or len(text) > 12:
-        raise ValueError(f"{name} must be a whole number, got {text[:40]!r}")
-    value = int(text)
+    value = whole_number(name, text)
     if value > most:
         raise ValueError(f"{name} must be at most {most}, got {value}")
     return value
@@ -201,7 +332,7 @@ async def explain_ask(request: web.Request) -> web.StreamResponse:
 
 def build_app(source: StateSource) -> web.Application:
     """The aiohttp application serving ``source``."""
-    app = web.Application(middlewares=[_errors])
+    app = web.Application(middlewares=[_guarded, _errors])
     app[SOURCE_KEY] = source
     app[METRICS_KEY] = Metrics()
     app.router.add_get("/", page)
@@ -237,14 +368,19 @@ def parse_address(text: str) -> tuple[str, int]:
 class HttpServer:
     """Starts and stops the server on the running event loop."""
 
-    def __init__(self, source: StateSource, address: str) -> None:
+    def __init__(self, source: StateSource, address: str, *, max_connections: int = MAX_CONNECTIONS,
+                 header_timeout_s: float = HEADER_TIMEOUT_S, idle_timeout_s: float = IDLE_TIMEOUT_S) -> None:
         self.host, self.port = parse_address(address)
-        self.runner = web.AppRunner(build_app(source), access_log=None)
+        app = build_app(source)
+        self.guard = app[GUARD_KEY] = ConnectionGuard(max_connections, header_timeout_s)
+        self.runner = web.AppRunner(app, access_log=None, keepalive_timeout=idle_timeout_s)
         self.url = ""
 
     async def start(self) -> str:
         """Bind and serve; returns the base URL (with the port actually bound)."""
         await self.runner.setup()
+        assert self.runner.server is not None
+        self.guard.attach(self.runner.server)
         site = web.TCPSite(self.runner, self.host, self.port)
         await site.start()
         bound = self.runner.addresses

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -26,6 +27,7 @@ from replay.history import History, completed_cycles, read_history, recent_decis
 from replay.reader import LogSource
 from replay.rederive import StartPoint
 from scheduler.core.engine import Engine
+from scheduler.core.recorded_cycles import COMPLETED, record_type
 from scheduler.http import views
 from scheduler.http.metrics import ScrapeInputs
 from scheduler.http.observer import ServiceObserver
@@ -35,7 +37,11 @@ OpenSource = Callable[[], AbstractContextManager[LogSource]]
 # Where a live service re-derives its history from: given the log and its last complete cycle,
 # a start point (a snapshot a little before the cycles to show) or None (the beginning).
 HistoryStart = Callable[[LogSource, int], StartPoint | None]
-ENGINE_CACHE = 4
+# Time travel (?cycle=N) re-derives a whole state: bounded so that no page of requests can
+# take the service's memory (docs/reliability.md). One re-derivation at a time, the last
+# ENGINE_CACHE results kept by cycle, at most MAX_WAITING requests queued behind it (503 beyond).
+ENGINE_CACHE = 2
+MAX_WAITING = 8
 
 
 class NotAvailable(Exception):
@@ -44,6 +50,10 @@ class NotAvailable(Exception):
 
 class UnknownTarget(Exception):
     """The decision, ask or cycle asked about does not exist (HTTP 404)."""
+
+
+class Busy(Exception):
+    """Too many time-travel requests already waiting for a re-derivation (HTTP 503)."""
 
 
 class LiveService(Protocol):
@@ -133,25 +143,70 @@ class _Explainer:
         return await asyncio.to_thread(work)
 
 
+class _CompletedCount:
+    """``completed_cycles``, counted once: each later call reads only the outputs appended since."""
+
+    def __init__(self) -> None:
+        self.offset = 0
+        self.count = 0
+        self._lock = threading.Lock()  # called from worker threads
+
+    def __call__(self, source: LogSource) -> int:
+        with self._lock:
+            for record in source.iter_outputs(self.offset):
+                if record_type(record) == COMPLETED:
+                    self.count += 1
+                self.offset = record.offset + 1
+            return self.count
+
+
 class _EngineCache:
-    """A few re-derived engines by cycle number, least recently used evicted."""
+    """Re-derived engines by cycle number: ``ENGINE_CACHE`` kept (least recently used evicted),
+    one re-derivation at a time, ``MAX_WAITING`` requests queued for one (``Busy`` beyond).
+
+    Requests for the same cycle share one re-derivation: the ones queued behind it find its
+    result in the cache. So memory is bounded by ``ENGINE_CACHE + 1`` states whatever the
+    requests, and CPU by one worker thread.
+    """
 
     def __init__(self, open_source: OpenSource) -> None:
         self.open_source = open_source
         self.engines: OrderedDict[int, Engine] = OrderedDict()
+        self.derivations = 0  # re-derivations run (for tests and the curious)
+        self._one_at_a_time = asyncio.Lock()
+        self._waiting = 0
+
+    def _cached(self, cycle: int) -> Engine | None:
+        engine = self.engines.get(cycle)
+        if engine is not None:
+            self.engines.move_to_end(cycle)
+        return engine
 
     async def get(self, cycle: int) -> Engine:
-        if cycle in self.engines:
-            self.engines.move_to_end(cycle)
-            return self.engines[cycle]
+        cached = self._cached(cycle)
+        if cached is not None:
+            return cached
+        if self._waiting >= MAX_WAITING:
+            raise Busy(f"{MAX_WAITING} requests for earlier cycles are already waiting; try again shortly")
+        self._waiting += 1
+        try:
+            async with self._one_at_a_time:
+                cached = self._cached(cycle)  # re-derived while this request waited
+                if cached is not None:
+                    return cached
+                while len(self.engines) >= ENGINE_CACHE:  # make room first: the peak stays bounded
+                    self.engines.popitem(last=False)
 
-        def work() -> Engine:
-            with self.open_source() as source:
-                return engine_at(source, cycle)
+                def work() -> Engine:
+                    with self.open_source() as source:
+                        return engine_at(source, cycle)
 
-        engine = await asyncio.to_thread(work)
-        self.put(cycle, engine)
-        return engine
+                self.derivations += 1
+                engine = await asyncio.to_thread(work)
+                self.put(cycle, engine)
+                return engine
+        finally:
+            self._waiting -= 1
 
     def put(self, cycle: int, engine: Engine) -> None:
         """Keep ``engine`` as the state after ``cycle``."""
@@ -186,8 +241,9 @@ class LiveState:
 
         def work() -> History:
             with opener() as source:
-                start = pick(source, completed_cycles(source)) if pick is not None else None
-                return read_history(source, start)
+                latest = completed_cycles(source)  # the cycles before this start; later ones are observed
+                start = pick(source, latest) if pick is not None and latest > 0 else None
+                return read_history(source, start, through_cycle=latest)
 
         async def seed() -> None:
             try:
@@ -227,8 +283,10 @@ class LiveState:
         lag = await self._lag_by_channel()
         await self._history_loaded()
         await all_between_cycles([self.service])
+        store = getattr(self.service, "snapshots", None)
         return ScrapeInputs(engines=[(self.service.engine, None)], observer=self.observer, lag=lag,
-                            recovery_s=self.service.recovery_s, snapshot_writes=self.service.snapshot_writes)
+                            recovery_s=self.service.recovery_s, snapshot_writes=self.service.snapshot_writes,
+                            snapshots_failed_integrity=getattr(store, "integrity_failures", 0))
 
     async def _lag_by_channel(self) -> dict[str, int]:
         log = getattr(self.service, "log", None)
@@ -272,11 +330,12 @@ class LogState:
         self.history = _EngineCache(open_source)
         self._read: History | None = None  # the log's history, re-read when the log has more cycles
         self._reading = asyncio.Lock()  # one history read at a time: the others wait for its result
+        self._completed = _CompletedCount()
 
     async def latest_cycle(self) -> int:
         def work() -> int:
             with self.open_source() as source:
-                return completed_cycles(source)
+                return self._completed(source)
 
         return await asyncio.to_thread(work)
 
@@ -287,8 +346,26 @@ class LogState:
         return views.partitions_view(await self._engine(cycle))
 
     async def _engine(self, cycle: int | None) -> Engine:
-        target = await self.latest_cycle() if cycle is None else cycle
-        return await self.history.get(target)
+        if cycle is None:  # the latest state comes with the history: one re-derivation gives both
+            return (await self._latest()).engine or Engine()
+        latest = await self.latest_cycle()
+        if cycle > latest:  # answered from the count, before any re-derivation
+            raise UnknownTarget(f"cycle {cycle} is not in the log (it holds {latest} complete cycles)")
+        return await self.history.get(cycle)
+
+    async def _latest(self) -> History:
+        """The log's history through its last complete cycle, read again when the log has more."""
+        async with self._reading:
+            latest = await self.latest_cycle()
+            if self._read is None or self._read.last_cycle != latest:
+                def work() -> History:
+                    with self.open_source() as source:
+                        return read_history(source, through_cycle=latest)
+
+                self._read = await asyncio.to_thread(work)
+                if self._read.engine is not None:
+                    self.history.put(self._read.last_cycle, self._read.engine)
+            return self._read
 
     async def scrape(self) -> ScrapeInputs:
         return ScrapeInputs(engines=[(await self._engine(None), None)])
@@ -304,17 +381,7 @@ class LogState:
         return await asyncio.to_thread(work)
 
     async def series(self, partition: str, last: int) -> list[dict[str, Any]]:
-        async with self._reading:
-            latest = await self.latest_cycle()
-            if self._read is None or self._read.last_cycle != latest:
-                def work() -> History:
-                    with self.open_source() as source:
-                        return read_history(source)
-
-                self._read = await asyncio.to_thread(work)
-                if self._read.engine is not None:
-                    self.history.put(self._read.last_cycle, self._read.engine)
-            read = self._read
+        read = await self._latest()
         engine = read.engine or Engine()
         views.partition_of(engine, partition)
         return [s.to_dict() for s in read.samples.get(partition, [])[-last:]] if last > 0 else []

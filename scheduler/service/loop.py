@@ -1,6 +1,6 @@
 """The live scheduler service: the asyncio loop that reads inputs, runs cycles, writes outputs.
 
-Loop (DESIGN "How a cycle flows"): read a batch after the current positions → decode,
+Loop (docs/architecture.md, "One input"): read a batch after the current positions → decode,
 merge, apply → cycle → append ``cycle.started``, the outputs and ``cycle.completed`` in one
 durable batch → commit input positions (Kafka) → hand outputs to the publisher → repeat.
 Where the log is transactional (Kafka with a transactional id) the outputs and the input
@@ -21,14 +21,15 @@ from typing import Any, Protocol
 
 from events.codec import encode_output
 from events.log.clock import wall_clock_us
-from events.log.port import EventLog, LogError, LogFenced, LogRecord
+from events.log.port import CommitsOffsets, DeadLetters, EventLog, LogError, LogFenced, LogRecord, TransactionalLog
 from events.models import OutputEvent
 from scheduler.core.engine import DEFAULT_SOURCE, Engine
 from scheduler.core.logged_cycle import advance, run_logged_cycle
 from scheduler.service.cycle_gc import CycleCollector
 from scheduler.service.recovery import recover
+from scheduler.service.settings import ServiceSettings
 from scheduler.service.stall import watched
-from scheduler.storage.snapshot_files import SnapshotStore
+from scheduler.storage.snapshot_files import SnapshotStore, log_identity
 
 LOG = logging.getLogger("evsched.service")
 FENCE_FRESH_S = 1.0  # an end offset that took longer to arrive is asked for again (``_fence``)
@@ -72,18 +73,18 @@ class Service:
         log: EventLog,
         *,
         now_us: Callable[[], int] = wall_clock_us,
-        batch_records: int = 5_000,
+        batch_records: int = ServiceSettings.batch,
         max_batch_records: int | None = None,
         source: str = DEFAULT_SOURCE,
         poll_interval_s: float = 0.2,
         progress_every_s: float = 5.0,
         listeners: list[CycleListener] | None = None,
         snapshots: SnapshotStore | None = None,
-        snapshot_every: int = 100,
+        snapshot_every: int = ServiceSettings.snapshot_every,
         name: str = "",
         commit_interval_s: float = 0.2,
         collector: CycleCollector | None = None,
-        accept_admin_on_inputs: bool = False,
+        accept_admin_on_inputs: bool = ServiceSettings.accept_admin_on_inputs,
     ) -> None:
         self.log = log
         # False: rules changes (events.models.ADMIN_TYPES) only from the log's admin channels;
@@ -124,10 +125,18 @@ class Service:
         self.snapshot_writes = 0
         self.running = False  # inside run(): reading and deciding
 
+    @classmethod
+    def from_settings(cls, log: EventLog, settings: ServiceSettings, **wiring: Any) -> Service:
+        """The service ``evsched run``'s settings describe, over ``log``; ``wiring``: what the caller
+        builds (listeners, snapshots, collector, a shard's name and source, timings)."""
+        return cls(log, batch_records=settings.batch, max_batch_records=settings.max_batch or 4 * settings.batch,
+                   snapshot_every=settings.snapshot_every, accept_admin_on_inputs=settings.accept_admin_on_inputs,
+                   **wiring)
+
     @property
     def transactional(self) -> bool:
         """Whether each cycle's outputs and input offsets commit in one transaction (Kafka)."""
-        return bool(getattr(self.log, "transactional", False))
+        return isinstance(self.log, TransactionalLog) and self.log.transactional
 
     async def start(self) -> None:
         """Recover state from the log and report what was found."""
@@ -198,8 +207,8 @@ class Service:
         # `run -v`: the kill tests aim at the write by this line (tests.progress)
         self._log.debug("cycle %d writing %d outputs", self.engine.cycle_number, len(encoded))
         try:
-            if self.transactional:  # outputs and input offsets commit as one, or not at all
-                end = await watched(what, self.log.append_cycle(encoded, through), self._log)  # type: ignore[attr-defined]
+            if isinstance(self.log, TransactionalLog) and self.log.transactional:  # one commit, or none
+                end = await watched(what, self.log.append_cycle(encoded, through), self._log)
             else:
                 await watched(what, self.log.append_outputs(encoded), self._log)
                 end = None
@@ -208,6 +217,8 @@ class Service:
         except LogError as exc:  # e.g. a full disk: stop rather than run on with state the log lacks
             raise LogError(f"cycle {self.engine.cycle_number}: outputs not written ({exc}); stopping — "
                            "a restart re-runs this cycle from the log") from exc
+        if self.output_offset == 0 and encoded and self.snapshots is not None:  # the log's first output
+            self.snapshots.log_identity = log_identity(encoded[0])
         await self._dead_letter(unreadable)
         # With transactions, commit markers take offsets too: the next cycle's first output is
         # not at end + 1 but the offset after this one's last output is known from the ack.
@@ -281,7 +292,7 @@ class Service:
         most every ``commit_interval_s`` (one request per cycle cost latency); an idle or
         stopping loop commits what is left. Commits go out one at a time, in order.
         """
-        commit = getattr(self.log, "commit", None)
+        commit = self.log.commit if isinstance(self.log, CommitsOffsets) else None
         if commit is None or self.positions == self._committed_positions:
             return
         if not force and time.monotonic() < self._next_commit:
@@ -305,9 +316,9 @@ class Service:
         parked twice. A crash between the outputs and this send loses the parked copy
         only: the ``input.rejected`` output and the record's bytes at its input offset remain.
         """
-        dead_letter = getattr(self.log, "dead_letter", None)
-        if dead_letter is None:
+        if not isinstance(self.log, DeadLetters):
             return
+        dead_letter = self.log.dead_letter
         for record, error in unreadable:
             await dead_letter(record, error)
             self._log.warning("dead-lettered unreadable input %s: %s", record.position, error[:200])

@@ -16,11 +16,12 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-
-import orjson
+from pathlib import Path
+from typing import Any
 
 from events.codec import decode_input, encode_output
 from events.log.port import EventLog, LogError, LogMismatch, LogRecord
+from events.log.source import read_range_async
 from events.models import CycleStarted, InputEvent
 from events.times import parse_time
 from scheduler.core.engine import Engine
@@ -32,11 +33,10 @@ from scheduler.core.recorded_cycles import (
     parse_record,
     recorded_cycles,
 )
-from scheduler.core.rules_version import RULES_VERSION
-from scheduler.storage.snapshot_files import Restored, SnapshotStore
+from scheduler.core.rules_version import KNOWN, RULES_VERSION, rules_version_problem
+from scheduler.storage.snapshot_files import VOUCH_LOOK_BACK, Restored, SnapshotStore, log_identity, vouched_digest
 
 LOG = logging.getLogger("evsched.recovery")
-READ_BATCH = 10_000
 LOOK_BACK = 64  # input records before a position searched for one with an id (inputs_continue)
 
 
@@ -50,32 +50,24 @@ class Recovered:
     repaired_outputs: int = 0
     from_snapshot: int | None = None
     digest_mismatches: list[int] = field(default_factory=list)
-
-
-async def read_range(log: EventLog, start: Mapping[str, int], end: Mapping[str, int]) -> list[LogRecord]:
-    """Input records with ``start[ch] <= offset < end[ch]`` for every channel."""
-    positions = dict(start)
-    out: list[LogRecord] = []
-    while any(positions.get(ch, 0) < stop for ch, stop in end.items()):
-        batch = await log.read_inputs(positions, READ_BATCH)
-        progressed = False
-        for rec in batch:
-            if rec.offset < end.get(rec.channel, 0) and rec.offset >= positions.get(rec.channel, 0):
-                out.append(rec)
-                positions[rec.channel] = rec.offset + 1
-                progressed = True
-        if not progressed:
-            missing = {ch: (positions.get(ch, 0), stop) for ch, stop in end.items() if positions.get(ch, 0) < stop}
-            raise LogError(f"input log is missing records the output log says were consumed: {missing}")
-    return out
+    forged_versions: list[int] = field(default_factory=list)  # cycles whose rules_version fails rules_version_problem
 
 
 async def _from_snapshot(log: EventLog, store: SnapshotStore) -> Restored | None:
     end = await log.output_end()
+    first = await log.read_outputs(0, 1) if end > 0 else []
+    # A log whose first output is gone (a Kafka topic given a retention, against the docs)
+    # cannot say who it is: its snapshots are judged by the checks after identity.
+    known = not first or first[0].offset == 0
+    store.log_identity = log_identity(first[0].value) if first and known else None
     for path in store.candidates():
         body = await asyncio.to_thread(store.read, path)  # CPU work (decode, checks): off the event loop
         if body is None:
             continue
+        if known:
+            _check_identity(store, path, body, end)
+        elif isinstance(body.get("log_identity"), str):
+            store.log_identity = body["log_identity"]  # carried on to the snapshots written next
         offset = body["output_offset"]
         if isinstance(offset, int) and offset > end:
             # A snapshot written by this code after more outputs than the log now holds: the
@@ -89,16 +81,31 @@ async def _from_snapshot(log: EventLog, store: SnapshotStore) -> Restored | None
             )
         recorded = None
         if 0 < offset <= end:
-            # The snapshot's cycle.completed is the last record before ``offset`` (a Kafka commit
-            # marker may sit between them, taking an offset but holding no record).
-            last = [r for r in await log.read_outputs(max(0, offset - 2), 2) if r.offset < offset][-1:]
-            obj = orjson.loads(last[0].value) if last else {}
-            if obj.get("type") == "cycle.completed" and obj["data"]["cycle"] == body["cycle"]:
-                recorded = obj["data"]["state_digest"]
+            before = await log.read_outputs(max(0, offset - VOUCH_LOOK_BACK), VOUCH_LOOK_BACK)
+            recorded = vouched_digest(body, before)
         restored = await asyncio.to_thread(store.restore, path, body, recorded)
         if restored is not None:
             return restored
     return None
+
+
+def _check_identity(store: SnapshotStore, path: Path, body: dict[str, Any], end: int) -> None:
+    """Stop at once when a snapshot names another log than this one (``log_identity``).
+
+    Not a snapshot to skip: the snapshot directory and the log were paired by mistake (a
+    directory left from another cluster, the wrong ``--log``), and whichever is wrong, writing
+    this log's snapshots beside the other's would mix them. A snapshot without an identity
+    (written before it existed) is judged by the checks after this one, as before.
+    """
+    theirs = body.get("log_identity")
+    if not isinstance(theirs, str) or theirs == store.log_identity:
+        return
+    mine = "is empty" if end == 0 else f"starts with a record of sha256 {str(store.log_identity)[:16]}…"
+    raise LogMismatch(
+        f"snapshot {path} (cycle {body.get('cycle')}) belongs to another log: it was written for a log whose "
+        f"first output record has sha256 {theirs[:16]}…, and this output log {mine}. Point --snapshot-dir at "
+        f"this log's snapshots, or move {store.directory} aside to recover from the log alone"
+    )
 
 
 def fold_cycle(engine: Engine, rec: RecordedCycle, records: list[LogRecord], channels: list[str], now_us: int) -> str:
@@ -152,11 +159,18 @@ async def recover(
     except LogStructureError as exc:
         raise LogError(f"the output log is not a sequence of cycles: {exc.message}") from None
     result = Recovered(engine, positions, 0, from_snapshot=restored.cycle if restored else None)
+    previous_version: int | None = None
     for rec in cycles:
         started = rec.started
+        problem = rules_version_problem(started.rules_version, previous_version)
+        if problem is not None:  # folded as recorded (the log is the truth), but said loudly
+            result.forged_versions.append(rec.number)
+            LOG.error("cycle %d: %s — `evsched replay verify` and `evsched audit` report it", rec.number, problem)
+        if started.rules_version in KNOWN:  # an unknown one says nothing of the versions after it
+            previous_version = max(previous_version or 0, started.rules_version)
         if rec.number <= engine.cycle_number:
             continue  # already in the engine (restored from a snapshot)
-        records = await read_range(log, started.inputs_from, started.inputs_through)
+        records = await read_range_async(log, started.inputs_from, started.inputs_through)
         now_us = parse_time(started.time)
         completed = rec.completed_data
         if completed is None:
@@ -189,6 +203,9 @@ async def recover(
 async def inputs_continue(log: EventLog, engine: Engine, positions: Mapping[str, int]) -> None:
     """The input log still holds what the engine consumed: else stop with a clear error.
 
+    A channel that now ends before the position consumed lost records (an ``inputs/``
+    directory deleted beside a snapshot that remembers the position).
+
     A topic deleted and re-created while the service was away, that already holds more
     records than the old position, would be read on from that position: its first records
     silently skipped. So, per channel, the last event before the position that has an id
@@ -200,6 +217,12 @@ async def inputs_continue(log: EventLog, engine: Engine, positions: Mapping[str,
     for channel, position in positions.items():
         if position <= 0:
             continue
+        if ends.get(channel, 0) < position:
+            raise LogMismatch(
+                f"input {channel} holds {ends.get(channel, 0)} records, but this state consumed {position} of it: "
+                "the input log lost records (its directory or topic deleted, or restored from an older backup); "
+                "restore the input log, or reset the output log and snapshots to start over from what is there"
+            )
         tail = await _records_before(log, channel, position, ends)
         for rec in reversed(tail):
             event = decode_input(rec.value, append_time_us=rec.append_time_us, position=rec.position)

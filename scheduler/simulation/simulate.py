@@ -1,4 +1,4 @@
-"""``evsched simulate``: run the core alone over a JSONL file, deterministically (CONTRACT §6).
+"""``evsched simulate``: run the core alone over a JSONL file, deterministically (docs/contract.md §6).
 
 Lines are applied in order; ``{"type": "schedule"}`` (optional ``time``, optional
 ``data.max_allocations``) runs one cycle, and the end of the file runs a last one. ``id``

@@ -12,7 +12,7 @@ logged before they were ready (none: before the interpreter is up). So the kills
 over the whole workload on a fast machine as on a slow or busy one, and the campaign reaches
 its kill count before the work runs out, whatever the speed.
 
-``judge`` checks what CONTRACT §3 promises of the outputs however often the writer died:
+``judge`` checks what docs/contract.md §3 promises of the outputs however often the writer died:
 cycles completed as 1, 2, 3 … (a copy only if identical), every input consumed, and a
 decision id written twice only with identical content; it returns the decisions with the
 copies dropped.
@@ -200,7 +200,7 @@ class Judged:
 
 
 def judge(outs: list[dict[str, Any]], input_end: Mapping[str, int]) -> Judged:
-    """Check the outputs against CONTRACT §3 (see the module doc); ``input_end``: the log's input end."""
+    """Check the outputs against docs/contract.md §3 (see the module doc); ``input_end``: the log's input end."""
     completed = unique([o["data"] for o in outs if o["type"] == "cycle.completed"], "cycle")
     assert [c["cycle"] for c in completed] == list(range(1, len(completed) + 1)), "cycles not 1, 2, 3, …"
     assert completed, "no cycle completed"

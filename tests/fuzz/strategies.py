@@ -188,3 +188,15 @@ HOSTILE_YAML = [
     "%YAML 1.1\n---\npartitions: []\n",
     "%TAG ! tag:yaml.org,2002:python/\n---\n!object:os.system []\n",
 ]
+
+# Regexp pieces for user-supplied patterns (placement filters): nested quantifiers that make a
+# backtracking engine exponential, constructs Go's regexp refuses (look-arounds,
+# backreferences, possessive quantifiers, repeats over 1,000), broken syntax and Unicode.
+REGEXP_PIECES = [
+    r"(\w+\.?)+", r"(a|aa)+", r"(a*)*", r"(.*a){12}", r"(?=x)", r"(?<!x)", r"(a)\1", r"a{1001}", r"a++",
+    r"[^@]+", "@", r"\.", "^", "$", r"\pL", "(?i)", "a{2,5}", "x|y", "[", ")", "é", r"\Q.*\E", "(?P<n>a)",
+]  # fmt: skip
+regexps = st.lists(st.sampled_from(REGEXP_PIECES), min_size=1, max_size=6).map("".join)
+# Texts a hostile resource manager sends as a user or group name: long runs that drive
+# backtracking, newlines (Go's ``$`` ends only at the end of the text), non-ASCII word characters.
+REGEXP_TEXTS = ["a" * 60, "a" * 253, "a." * 126, "bob\n", "élan", "", "x@corp.example", "\x00"]

@@ -49,9 +49,9 @@ def test_the_readme_first_hour_on_a_fresh_clone(clone: Path, capsys: pytest.Capt
     steps = readme_commands((clone / "README.md").read_text())
     assert [s[1:3] for s in steps] == [["config", "check"], ["submit", "--config"], ["run", "--log"],
                                        ["log", "cat"], ["replay", "explain"], ["replay", "explain"],
-                                       ["replay", "whatif"]]
+                                       ["pending", "--ask"], ["replay", "whatif"]]
     out = [run_in(clone, step) for step in steps]
-    check, submit, _run, cat, explain, pending, whatif = out
+    check, submit, _run, cat, explain, pending, in_line, whatif = out
 
     assert check.stdout.startswith("config OK: 1 partitions, 4 queues")
     assert "skipped 3 'schedule' lines" in submit.stderr and "appended 37 events" in submit.stderr
@@ -69,6 +69,11 @@ def test_the_readme_first_hour_on_a_fresh_clone(clone: Path, capsys: pytest.Capt
 
     assert "root: memory 256 GiB allocated + 8 GiB asked exceeds the cluster's capacity 256 GiB" in pending.stdout
     assert "asking memory 8 GiB, vcore 2 cores" in pending.stdout
+
+    assert "Pending in root (partition default) after cycle 1: 12 asks" in in_line.stdout
+    assert "12. srch-2/srch-2-t2  queue root.search" in in_line.stdout
+    assert "(#5 in its leaf, #12 in the partition)" in in_line.stdout
+    assert "to run: add nodes with memory 8 GiB, vcore 2 cores more capacity" in in_line.stdout
 
     assert "decisions: 12 before, 17 after" in whatif.stdout
     assert re.search(r"root\.ml\s+6\s+3\s+-3", whatif.stdout)

@@ -103,6 +103,14 @@ def test_a_restarted_service_shows_the_decisions_and_times_from_before(tmp_path:
         assert status == 400, body
         status, body = _get(f"{base}/ws/v1/partition/nope/series")
         assert status == 404, body
+        with chromium_page() as page:  # the page after the restart: the latest decisions and the charts are there
+            page.goto(f"{base}/")
+            page.wait_for_function(f"document.querySelector('#status').textContent.startsWith('cycle {cycles} of')")
+            rows = page.locator("#decisions tbody tr")
+            assert rows.count() == 15 and rows.first.locator("td").first.inner_text() == ids[-1]
+            assert page.locator("#chart-decisions rect").count() == cycles
+            out_dir = Path(os.environ.get("EVSCHED_TEST_OUTPUT", tmp_path))
+            page.screenshot(path=str(out_dir / "evsched-page-after-restart.png"), full_page=False)
     finally:
         _stop(proc)
 
@@ -154,6 +162,13 @@ def test_pending_api_and_cli_agree_on_positions_reasons_and_remedies(served: tup
         assert status == 400, (bad, body)
     status, body = _get(f"{base}/ws/v1/partition/default/queue/root.nope/pending")
     assert status == 404 and b"no queue" in body
+    for args, says in ((["--queue", "root.nope"], "has no queue 'root.nope'"),
+                       (["--cycle", str(latest + 1)], f"cycle {latest + 1} is not in the log"),
+                       (["--ask", "nosslash"], "--ask takes APP/ASK"),
+                       (["--ask", "app-0000/no-such-ask"], "is not pending under root"),
+                       (["--limit", "501"], "a whole number 0..500")):
+        done = evsched("pending", "--log", str(log_dir), *args, check=False, text=True)
+        assert done.returncode != 0 and says in done.stderr, (args, done.returncode, done.stderr[-500:])
 
 
 def test_apps_and_nodes_search_and_paging(served: tuple[str, Path, Path]) -> None:

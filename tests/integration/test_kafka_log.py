@@ -13,7 +13,7 @@ from typing import ClassVar
 import pytest
 
 from events.log.kafka import KafkaLog, parse_channel
-from events.log.port import EventLog, LogError, LogRecord
+from events.log.port import CommitsOffsets, DeadLetters, EventLog, Leased, LogError, LogRecord, TransactionalLog
 from tests.contracts.log_contract import LogContract, run
 from tests.kafka_broker import KafkaTopics
 from tests.progress import HANG_S
@@ -43,6 +43,7 @@ class TestKafkaLog(LogContract):
     """The contract with three input partitions: one append spreads over channels."""
 
     partitions: ClassVar[int] = 3
+    capabilities = frozenset({TransactionalLog, CommitsOffsets, DeadLetters, Leased})
 
     @pytest.fixture(autouse=True)
     def _broker(self, kafka_bootstrap: str) -> None:
@@ -55,7 +56,7 @@ class TestKafkaLog(LogContract):
         tag = "".join(c if c.isalnum() else "-" for c in tmp_path.name)[:60]
         name = f"evsched.{_RUN}.p{self.partitions}.{tag}"
         topics = KafkaTopics(f"{name}.in", f"{name}.out", f"{name}.dlq", f"g-{_RUN}-{tag}")
-        log = make_kafka_log(self.bootstrap, topics, self.partitions, now_us=now_us)
+        log = make_kafka_log(self.bootstrap, topics, self.partitions, now_us=now_us, admin_topic=f"{name}.admin")
         await log.start()
         try:
             yield log

@@ -1,4 +1,4 @@
-"""The producer API: built events are valid, keyed per CONTRACT §1, and survive a broker trip."""
+"""The producer API: built events are valid, keyed per docs/contract.md §1, and survive a broker trip."""
 
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def test_produced_events_arrive_keyed_and_decodable(
             assert (rec.key, rec.value) == (key, event.value)
             assert isinstance(result.data, model)
             assert result.time_us == rec.append_time_us  # no envelope time: the log's
-            # One key, one partition: CONTRACT §1 keys keep an app's events in order.
+            # One key, one partition: docs/contract.md §1 keys keep an app's events in order.
             assert channel_of_key.setdefault(key, rec.channel) == rec.channel
 
     run(body())

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.mqtt
 def test_node_topic_gets_exactly_its_decisions_and_status_matches_state(tmp_path: Path, mqtt_url: str) -> None:
     partition = "default"
     spec = WorkloadSpec(nodes=12, apps=6, asks=200, leaves=3, seed=3)
-    # The config goes to the admin channel; its time orders it before the workload's (CONTRACT §4 merge).
+    # The config goes to the admin channel; its time orders it before the workload's (docs/contract.md §4 merge).
     lines = [orjson.dumps({"type": "config.updated", "data": {"yaml": config_yaml(spec)}, "id": "cfg", "source": "t",
                            "time": "1970-01-01T00:00:00Z"})]
     lines += [orjson.dumps(e) for e in numbered(events(spec), source=f"t-{uuid.uuid4().hex[:6]}")]

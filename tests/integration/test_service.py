@@ -12,6 +12,7 @@ from scheduler.config import load_config
 from scheduler.core.logged_cycle import decode_records, merge
 from scheduler.simulation.simulate import Simulation
 from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
+from scheduler.storage.snapshot_files import with_content_hash
 from tests.cli import evsched, submit_as_cluster
 from tests.faults.harness import kill_campaign, run_args
 from tests.procs import fixed_batch
@@ -168,7 +169,8 @@ def test_restart_uses_a_matching_snapshot_and_discards_a_bad_one(tmp_path: Path)
     # Damage the newest snapshot: it is discarded and the older one is used instead.
     body = orjson.loads(snaps[-1].read_bytes())
     body["state_digest"] = "sha256:" + "0" * 64
-    snaps[-1].write_bytes(orjson.dumps(body))
+    del body["content_sha256"]  # re-hashed: this tests the digest check, not the integrity check
+    snaps[-1].write_bytes(with_content_hash(orjson.dumps(body)))
     restart = evsched("run", "--log", str(log_dir), "--once").stderr.decode()
     assert "discarding snapshot" in restart
     older_cycle = int(snaps[0].stem.split("-")[1])

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from events.log.file import FileLog
 from events.models import InputEvent
+from events.rules_version import RULES_VERSION
 from replay.audit.checks import Auditor
 from scheduler.cli.audit import add_audit, source_inputs
 from tests.explain_logdrive import LogDriver, copy_log
@@ -199,12 +200,14 @@ def _cycle_two(position: dict[str, int]) -> list[bytes]:
     at = "1970-01-01T00:00:01Z"
     records = [
         {"type": "cycle.started", "id": "2-start",
-         "data": {"cycle": 2, "time": at, "inputs_from": position, "inputs_through": position}},
+         "data": {"cycle": 2, "time": at, "inputs_from": position, "inputs_through": position,
+                  "rules_version": RULES_VERSION}},  # as cycle 1's: going back is a violation of its own
         {"type": "allocation.decided", "id": "2-0",
          "data": {"decision_id": "default-2-1", "cycle": 2, "ask_id": "nope", "app_id": "x", "partition": "default",
                   "queue": "root.open", "node_id": "n1", "resources": {"vcore": 1}, "priority": 0}},
         {"type": "cycle.completed", "id": "2-1",
-         "data": {"cycle": 2, "time": at, "inputs_through": position, "decisions": 1, "state_digest": "x"}},
+         "data": {"cycle": 2, "time": at, "inputs_through": position, "decisions": 1, "state_digest": "x",
+                  "rules_version": RULES_VERSION}},
     ]
     return [orjson.dumps({"specversion": "1.0", "source": "evsched", "time": at, **r}) for r in records]
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from scheduler.cli.config_arg import check_config_file
 from scheduler.config import (
     DEFAULT_CONFIG_YAML,
     ConfigError,
-    check_config_file,
     default_config,
     find_queue,
     load_config,

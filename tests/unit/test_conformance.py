@@ -19,7 +19,7 @@ import pytest
 
 from conformance.compare import Outcome, evsched_outcome, evsched_output, first_difference, parse_outcome
 from conformance.generate import FAMILIES, encode, generate
-from conformance.known import KNOWN
+from conformance.known import KNOWN, too_small_asks, too_small_asks_dropped, victim_picked_twice
 from conformance.run import agrees, harness_output, report, run
 from events.times import format_time
 
@@ -150,3 +150,32 @@ def test_harness_preempts_like_evsched_in_the_golden_preemption_scenario(harness
     assert theirs.decisions == ours.decisions
     assert [(d[2], d[3]) for d in theirs.decisions if d[1] != "be"] == [("c1", "n1")]
     assert [d[2] for d in theirs.decisions if d[3] == "(preempted)"] == ["f3"]
+
+
+def test_known_required_node_difference_drops_only_the_asks_that_can_never_fit() -> None:
+    """known.py narrows required-node-too-small to its cause: an ask whose required node never
+    has the capacity for it goes; one whose node is merely busy, or grows, stays."""
+    lines: list[dict[str, Any]] = [
+        {"type": "node.added", "data": {"node_id": "n1", "capacity": {"vcore": 2000}}},
+        {"type": "node.added", "data": {"node_id": "n2", "capacity": {"vcore": 2000}}},
+        {"type": "node.updated", "data": {"node_id": "n2", "capacity": {"vcore": 8000}}},
+        {"type": "ask.added", "data": {"app_id": "a", "ask_id": "never", "resources": {"vcore": 4000},
+                                       "required_node": "n1"}},
+        {"type": "ask.added", "data": {"app_id": "a", "ask_id": "later", "resources": {"vcore": 4000},
+                                       "required_node": "n2"}},
+        {"type": "ask.added", "data": {"app_id": "a", "ask_id": "fits", "resources": {"vcore": 1000},
+                                       "required_node": "n1"}},
+        {"type": "allocation.released", "data": {"app_id": "a", "ask_id": "never"}},
+    ]
+    assert too_small_asks(lines) == {("a", "never")}
+    kept = [line["data"].get("ask_id") for line in too_small_asks_dropped(lines)]
+    assert kept == [None, None, None, "later", "fits"]
+
+
+def test_a_victim_picked_twice_is_recognised_in_yunikorns_outcome() -> None:
+    ours = Outcome(((1, "a", "k1", "n1"), (2, "a", "k1", "(preempted)"), (3, "b", "k2", "(preempted)")), {})
+    theirs = Outcome(((1, "a", "k1", "n1"), (2, "a", "k1", "(preempted)"), (3, "a", "k1", "(preempted)")), {})
+    assert victim_picked_twice(ours, theirs)
+    assert not victim_picked_twice(ours, ours)
+    earlier = Outcome(((1, "a", "k1", "n2"), *theirs.decisions[1:]), {})  # they differ before: not this cause
+    assert not victim_picked_twice(earlier, theirs)

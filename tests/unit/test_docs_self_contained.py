@@ -82,3 +82,17 @@ def test_every_command_is_documented() -> None:
     text = (ROOT / "README.md").read_text() + "".join(p.read_text() for p in DOCS.glob("*.md"))
     missing = sorted(c for c in commands if f"evsched {c}" not in text)
     assert not missing, f"commands missing from README and docs: {missing}"
+
+
+def test_source_comments_cite_the_committed_contract() -> None:
+    """Comments cite docs/contract.md §n (a section that exists), never a document outside the repository."""
+    sections = set(re.findall(r"^## §(\d+)", (DOCS / "contract.md").read_text(encoding="utf-8"), re.M))
+    stale, missing = [], []
+    for package in ("events", "projections", "scheduler", "replay", "tests", "conformance", "benchmarks"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            where = path.relative_to(ROOT)
+            stale += [f"{where}: {m.group(0)}" for m in re.finditer(r"\bCONTRACT\b|\bDESIGN\b", text)
+                      if path.name != "test_docs_self_contained.py"]
+            missing += [f"{where}: §{n}" for n in re.findall(r"docs/contract\.md §(\d+)", text) if n not in sections]
+    assert stale == [] and missing == []

@@ -46,6 +46,7 @@ REASONS = {
     "invalid", "too-large", "unknown-type", "duplicate", "unknown-app", "unknown-ask", "unknown-node",
     "unknown-queue", "not-a-leaf", "acl-denied", "priority-class", "priority-range", "config-invalid",
     "unknown-partition", "app-exists", "app-completed", "ask-allocated", "node-exists", "overflow",
+    "too-many-resource-types",
 }  # fmt: skip
 
 VALID: dict[str, dict[str, Any]] = {

@@ -10,6 +10,7 @@ the atheris harness for long runs.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -25,10 +26,11 @@ from hypothesis import strategies as st
 
 from events.codec import decode_input
 from events.models import ConfigApplied, InputEvent, InputRejected
-from scheduler.config import ConfigError, SchedulerConfig, check_config_file, load_config
+from scheduler.cli.config_arg import check_config_file
+from scheduler.config import ConfigError, SchedulerConfig, go_regexp, load_config
 from scheduler.config.yamltree import MAX_BYTES, MAX_DEPTH, MAX_NODES
 from scheduler.core.engine import Engine
-from tests.fuzz.strategies import BILLION_LAUGHS, EDGE_INTS, EDGE_STRINGS, HOSTILE_YAML
+from tests.fuzz.strategies import BILLION_LAUGHS, EDGE_INTS, EDGE_STRINGS, HOSTILE_YAML, REGEXP_TEXTS, regexps
 
 EXAMPLES = int(os.environ.get("EVSCHED_FUZZ_EXAMPLES", "0")) or None
 FUZZ = settings(
@@ -109,7 +111,7 @@ def test_random_text_never_crashes(text: str) -> None:
 @pytest.mark.parametrize("text", HOSTILE_YAML, ids=[repr(t[:24]) for t in HOSTILE_YAML])
 def test_hostile_yaml_is_rejected_with_a_reason(text: str) -> None:
     result = verdict(text)
-    # CONTRACT §5: an invalid property *value* falls back to its default; all else is rejected.
+    # docs/contract.md §5: an invalid property *value* falls back to its default; all else is rejected.
     assert isinstance(result, SchedulerConfig if "priority.offset" in text else ConfigError)
 
 
@@ -266,3 +268,19 @@ def test_config_check_reports_a_bomb_and_exits_1(tmp_path: Path) -> None:
     path.write_text(BILLION_LAUGHS)
     code, lines = check_config_file(str(path))
     assert code == 1 and any("nodes" in line for line in lines)
+
+
+@FUZZ
+@given(regexps, st.sampled_from(REGEXP_TEXTS))
+@pytest.mark.timeout(300)  # a backtracking engine would not finish: this fails, not hangs for ever
+def test_user_supplied_regexps_compile_or_are_refused_and_match_in_bounded_time(pattern: str, text: str) -> None:
+    try:
+        go_regexp.check(pattern)
+    except go_regexp.PatternError:
+        assert not go_regexp.search(pattern, text)  # a refused pattern matches nothing
+    else:
+        assert isinstance(go_regexp.search(pattern, text), bool)
+    config = ("partitions:\n  - name: default\n    placementrules:\n      - name: user\n        create: true\n"
+              f"        filter: {{type: allow, users: [{json.dumps(pattern)}]}}\n"
+              "    queues:\n      - name: root\n        submitacl: '*'\n")
+    assert isinstance(verdict(config), SchedulerConfig | ConfigError)

@@ -2,9 +2,9 @@
 
 Every ``import`` in every module of ``events``, ``projections``, ``scheduler`` and ``replay``
 counts — at module level, inside functions (lazy imports) and under ``TYPE_CHECKING`` — read
-from the source with ``ast``, so nothing needs to be imported to check it. The layers,
-lowest first; a module may import its own package and any package of a lower layer,
-never a higher layer nor a sibling package of its own layer:
+from the source with ``ast``, so nothing needs to be imported to check it. The eight layers,
+lowest first (``LAYERS``); a module may import its own package and any package of a lower
+layer, never a higher layer nor a sibling package of its own layer:
 
 0. ``events`` — the event model, codec, and the log (file, Kafka, settings, credentials)
 1. ``projections`` — pure read models over events (queues, nodes, priorities, digests)
@@ -13,7 +13,12 @@ never a higher layer nor a sibling package of its own layer:
 4. ``scheduler.storage`` | ``scheduler.bridge`` | ``scheduler.simulation`` — snapshot files,
    MQTT topics and clients, workloads and the in-memory simulation
 5. ``scheduler.service`` | ``replay`` — the live service loop; replay, verify, explain, audit
-6. ``scheduler.cli`` and every ``__main__`` — argument parsing and settings, the only argparse user
+6. ``scheduler.http`` — metrics, probes, the state API and the page
+7. ``scheduler.cli`` and every ``__main__`` — argument parsing and settings, the only argparse user
+
+The pure layers (``PURE``: the event language, projections, config, core) must also keep the
+core's determinism rule: no clock, no randomness, no environment, no I/O. A decision that read
+any of them could not be re-derived byte for byte from the log.
 """
 
 from __future__ import annotations
@@ -40,6 +45,21 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 ENTRY = len(LAYERS) - 1  # ``python -m scheduler`` / ``python -m replay`` start the CLI
 ROOTS = frozenset({"scheduler"})  # a bare package marker: may import nothing of ours
+
+# The pure layers: everything a decision is computed from. ``events`` is pure but for the log's
+# adapters, the producer API (ids and times for the caller) and the build switch, which reads
+# EVSCHED_PURE_PYTHON to choose which machine code runs, never what is decided (docs/native.md).
+PURE = ("events", "projections", "scheduler.config", "scheduler.core")
+IMPURE = ("events.log", "events.producer", "events.native")
+# Standard modules that reach a clock, randomness, the environment, processes or I/O.
+FORBIDDEN_MODULES = frozenset({
+    "asyncio", "glob", "io", "logging", "multiprocessing", "os", "pathlib", "random", "secrets", "select",
+    "selectors", "shutil", "signal", "socket", "ssl", "subprocess", "sys", "tempfile", "threading", "time",
+    "urllib", "http", "uuid", "zoneinfo",
+})
+FORBIDDEN_CALLS = frozenset({"open", "print", "input", "breakpoint"})  # builtins doing I/O
+# The clock through datetime/date, which pure code may use to *parse* times (events/times.py).
+FORBIDDEN_ATTRIBUTES = frozenset({"now", "utcnow", "today", "fromtimestamp", "utcfromtimestamp"})
 
 
 def find_modules(root: Path, packages: Iterable[str] = PACKAGES) -> dict[str, Path]:
@@ -235,3 +255,49 @@ def test_layers_cover_each_package_once() -> None:
         for package in packages:
             counts[package] += 1
     assert [p for p, n in counts.items() if n > 1] == []
+
+
+def is_pure(module: str) -> bool:
+    """Whether ``module`` is in a pure layer (``PURE`` less ``IMPURE``)."""
+    def under(package: str) -> bool:
+        return module == package or module.startswith(package + ".")
+    return any(map(under, PURE)) and not any(map(under, IMPURE))
+
+
+def impurities(source: str) -> list[str]:
+    """What in ``source`` reaches a clock, randomness, the environment or I/O: imports, builtins, datetime.now."""
+    found: list[tuple[int, int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else (
+                [node.module] if node.module and not node.level else [])
+            found += [(node.lineno, node.col_offset, f"import {n}") for n in names
+                      if n.partition(".")[0] in FORBIDDEN_MODULES]
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id in FORBIDDEN_CALLS:
+                found.append((node.lineno, node.col_offset, f"{func.id}()"))
+            elif isinstance(func, ast.Attribute) and func.attr in FORBIDDEN_ATTRIBUTES:
+                found.append((node.lineno, node.col_offset, f".{func.attr}()"))
+    return [f"line {line}: {what}" for line, _, what in sorted(found)]
+
+
+def test_the_pure_layers_read_no_clock_randomness_environment_or_io() -> None:
+    """The core's determinism rule, checked on the source: decisions are a function of the log alone."""
+    bad = [f"{name}: {what}" for name, path in find_modules(ROOT).items() if is_pure(name)
+           for what in impurities(path.read_text(encoding="utf-8"))]
+    assert bad == []
+
+
+def test_the_purity_check_catches_each_way_out() -> None:
+    source = (
+        "import os\nimport time as t\nfrom random import choice\nfrom datetime import datetime\n"
+        "from events.models import Ask\nfrom . import sibling\n"
+        "def f():\n    import secrets\n    print(open('x').read())\n    return datetime.now(), sorted([])\n"
+    )
+    assert impurities(source) == [
+        "line 1: import os", "line 2: import time", "line 3: import random",
+        "line 8: import secrets", "line 9: print()", "line 9: open()", "line 10: .now()",
+    ]
+    assert is_pure("scheduler.core.cycle") and is_pure("events.codec") and is_pure("projections")
+    assert not is_pure("events.log.file") and not is_pure("events.native") and not is_pure("replay.verify")

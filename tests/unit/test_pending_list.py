@@ -78,6 +78,7 @@ def test_positions_in_a_parent_queue_and_its_leaves() -> None:
         ("p2", 1, 1), ("p1", 2, 2), ("q1", 3, 3), ("r1", 4, 4)]  # hi (offset 10) first; p2's priority 5 first
     hi = pending_in_queue(sim.engine, "default", "root.hi")
     assert hi["total"] == 3 and hi["partitionTotal"] == 4
+    assert [i["positionInLeafQueue"] for i in whole["items"]] == [1, 2, 1, 1]
     lo = pending_in_queue(sim.engine, "default", "root.lo")
     assert [(i["allocationKey"], i["positionInQueue"], i["positionInPartition"]) for i in lo["items"]] == [
         ("r1", 1, 4)]
@@ -151,3 +152,19 @@ def test_nothing_holding_it_has_no_remedy() -> None:
     sim.feed(orjson.dumps(node("n1")))
     item = _item(sim, "p", "p1")
     assert item["reasons"] == [] and item["wouldRun"] == []
+
+
+def test_user_limits_say_the_new_maxresources_and_maxapplications() -> None:
+    from tests.unit.test_user_limits import LIMITS
+
+    sim = Simulation(load_config(LIMITS))
+    for line in (node("n1", vcore=20_000, memory=20_000), app("a", "root.shared", user="alice"),
+                 *[ask("a", f"a{i}") for i in range(3)], app("b1", "root.shared", user="bob"),
+                 app("b2", "root.shared", user="bob"), ask("b1", "k1"), ask("b2", "k2"), SCHEDULE):
+        sim.feed(orjson.dumps(line))
+    alice = _item(sim, "a", "a2")
+    assert [r["rule"] for r in alice["reasons"]] == ["docs/semantics.md#user-and-group-limits"]
+    assert _kinds(alice)["raise-quota"] == {"user": "alice", "queue": "root.shared", "max": {"vcore": 3000},
+                                           "release": {"vcore": 1000}}
+    bob = _item(sim, "b2", "k2")
+    assert _kinds(bob)["raise-quota"] == {"user": "bob", "queue": "root.shared", "max_applications": 2}

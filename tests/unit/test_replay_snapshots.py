@@ -24,7 +24,7 @@ from scheduler.cli.replay import main
 from scheduler.core.engine import Engine
 from scheduler.core.recorded_cycles import recorded_cycles
 from scheduler.simulation.workload import WorkloadSpec, config_yaml
-from scheduler.storage.snapshot_files import SnapshotStore
+from scheduler.storage.snapshot_files import SnapshotStore, with_content_hash
 from tests.logdrive import copy_log, drive, workload_records, write_inputs
 
 SPEC = WorkloadSpec(nodes=60, apps=6, asks=300, leaves=4, seed=13)
@@ -123,7 +123,8 @@ def test_explain_from_a_snapshot_equals_full_rederivation(snap_log: Path, source
 def tamper_snapshot(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
     body = orjson.loads(path.read_bytes())
     change(body)
-    path.write_bytes(orjson.dumps(body))
+    body.pop("content_sha256", None)  # re-hashed: these test the checks after the integrity check
+    path.write_bytes(with_content_hash(orjson.dumps(body)))
 
 
 def test_snapshots_the_log_does_not_vouch_for_are_passed_over(snap_log: Path, tmp_path: Path) -> None:

@@ -251,7 +251,7 @@ preempting_ask = st.builds(  # asks that may preempt are not judged by shape: th
 
 
 @pytest.mark.skipif(native.BUILD.compiled, reason="the compiled core calls _hopeless directly, past any patch; "
-                    "`make test` runs this file on the pure-Python core too (CORE_TESTS)")
+                    "`make test` runs this file on the pure-Python core too (tests/pure_selection.py)")
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(shaped_ask, shaped_ask, shaped_ask, preempting_ask, churn, node_change,
                           st.just({"type": "schedule"}), line), min_size=10, max_size=50))

@@ -134,7 +134,7 @@ def test_decisions_change_only_with_the_rules_version() -> None:
     assert str(RULES_VERSION) in table, f"no golden digest for rules version {RULES_VERSION}: add {digest}"
     assert table[str(RULES_VERSION)] == digest, (
         f"the core's outputs changed under rules version {RULES_VERSION} (now {digest}, "
-        f"same as version(s) {sorted(known) or 'none'}): bump RULES_VERSION in scheduler/core/rules_version.py "
+        f"same as version(s) {sorted(known) or 'none'}): bump RULES_VERSION in events/rules_version.py "
         "and add the new digest to tests/golden/rules_versions.json"
     )
 

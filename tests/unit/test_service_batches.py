@@ -67,7 +67,7 @@ def test_batch_sizes_below_one_are_refused_by_the_cli(flag: str, value: str, cap
                                                       ) -> None:
     with pytest.raises(SystemExit) as exit_info:
         build_parser().parse_args(["run", flag, value])
-    assert exit_info.value.code == 1  # usage errors exit 1 (CONTRACT: 2 is a replay divergence)
+    assert exit_info.value.code == 1  # usage errors exit 1 (docs/contract.md §6: 2 is a replay divergence)
     assert f"argument {flag}:" in capsys.readouterr().err
 
 

@@ -27,7 +27,7 @@ from scheduler.core.engine import Engine
 from scheduler.core.reservations import Step
 from scheduler.core.rules_version import RULES_VERSION
 from scheduler.service.recovery import recover
-from scheduler.storage.snapshot_files import SnapshotStore
+from scheduler.storage.snapshot_files import SnapshotStore, with_content_hash
 from tests.logdrive import copy_log
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -164,8 +164,9 @@ def test_snapshots_survive_a_rules_version(old_log: Path) -> None:
     assert _evsched("run", "--log", str(old_log), "--once", "--snapshot-every", "1").returncode == 0
     path = store.candidates()[0]
     body = orjson.loads(path.read_bytes())
+    del body["content_sha256"]
     body["rules_version"] = RULES_VERSION + 1
-    path.write_bytes(orjson.dumps(body))
+    path.write_bytes(with_content_hash(orjson.dumps(body)))  # as that build would have written it
     again = _recovered(old_log, SnapshotStore(old_log / "snapshots"))
     assert again.from_snapshot == body["cycle"]
 

@@ -14,12 +14,12 @@ from events.log.kafka.lease import KafkaLease
 from events.log.kafka.log import KafkaLog, OffsetCommitter, RevokeCallback
 from events.log.kafka.membership import ShardMembership
 from events.log.kafka.topics import (
-    DEFAULT_SHARD,
     ShardTopics,
     channel_name,
     parse_channel,
     shard_topics,
 )
+from events.log.names import DEFAULT_SHARD
 
 __all__ = [
     "DEFAULT_SHARD",

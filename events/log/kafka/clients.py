@@ -68,12 +68,14 @@ async def ensure_topics(
             for topic, code, *message in response.topic_errors:
                 if code not in (0, _TOPIC_ALREADY_EXISTS):
                     raise LogError(f"cannot create topic {topic!r}: error {code} {message}")
-        # A new topic's partitions show up in metadata after a moment on real clusters.
+        # A new topic's partitions show up in metadata after a moment on real clusters, and their
+        # leaders after another: a producer sending before that is refused (aiokafka warns, retries).
         deadline = time.monotonic() + options.get("request_timeout_ms", 30_000) / 1000
         names = list(wanted)
         while True:
             described = await admin.describe_topics(names)
-            counts = {d["topic"]: len(d["partitions"]) for d in described if d["error_code"] == 0}
+            counts = {d["topic"]: len(d["partitions"]) for d in described
+                      if d["error_code"] == 0 and all(p.get("leader", 0) >= 0 for p in d["partitions"])}
             if all(counts.get(t, 0) > 0 for t in names):
                 return counts
             if time.monotonic() > deadline:

@@ -93,6 +93,7 @@ class KafkaLog:
         now_us: Callable[[], int] | None = None,
         transactional_id: str | None = None,
         fence_at_start: bool = True,
+        writes_only: bool = False,
     ) -> None:
         if not input_topics:
             raise ValueError("at least one input topic is required")
@@ -129,6 +130,9 @@ class KafkaLog:
         self._transactional_id = transactional_id
         self._txn: Any = None  # the transactional producer of outputs (transactional_id given)
         self._fence_at_start = fence_at_start  # False: a standby fences once it holds the lease (take_over)
+        # True: a producer of inputs (submit, config apply): no consumer, so no consumer group whose
+        # coordinator a fresh broker has yet to elect (aiokafka logs that at ERROR, then retries)
+        self._writes_only = writes_only
 
     def __repr__(self) -> str:
         return (
@@ -154,6 +158,8 @@ class KafkaLog:
             # (one batch per partition is in flight at a time).
             self._producer = AIOKafkaProducer(acks="all", linger_ms=0, max_batch_size=_BATCH_BYTES, **self._options)
             await self._producer.start()
+            if self._writes_only:
+                return
             if self._fence_at_start:
                 await self.take_over()
             self._consumer = AIOKafkaConsumer(

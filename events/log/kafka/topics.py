@@ -17,13 +17,15 @@ from dataclasses import dataclass
 
 from aiokafka import TopicPartition
 
+from events.log.names import (
+    DEFAULT_ADMIN_TOPIC,
+    DEFAULT_DEADLETTER_TOPIC,
+    DEFAULT_DECISIONS_TOPIC,
+    DEFAULT_INPUT_TOPIC,
+    DEFAULT_SHARD,
+)
 from events.log.port import LogError
 
-DEFAULT_SHARD = "default"
-DEFAULT_INPUT_TOPIC = "evsched.inputs"
-DEFAULT_DECISIONS_TOPIC = "evsched.decisions"
-DEFAULT_DEADLETTER_TOPIC = "evsched.deadletter"
-DEFAULT_ADMIN_TOPIC = "evsched.admin"  # the only topic rules changes are accepted from (docs/security.md)
 _SHARD_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 

@@ -163,6 +163,7 @@ async function loadPending() {
     const row = document.createElement("tr");
     row.dataset.ask = `${item.applicationID}/${item.allocationKey}`;
     cell(row, `${item.positionInQueue}`, "num pos-queue");
+    cell(row, `${item.positionInLeafQueue}`, "num pos-leaf");
     cell(row, `${item.positionInPartition}`, "num pos-partition");
     const ask = cell(row, "");
     const link = el("a", "", `${item.applicationID}/${item.allocationKey}`);

@@ -19,9 +19,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from scheduler.config.gostrings import trim_space
+from events.gostrings import trim_space
+from events.units import VCORE
 
-VCORE = "vcore"
 INT64_MAX = (1 << 63) - 1
 
 # Go RE2 `\s` is ASCII [\t\n\f\r ]; `[0-9]` is ASCII digits only.

@@ -1,0 +1,46 @@
+"""The scheduling rules version: the number a cycle records so later code knows who decided it.
+
+Defined here, in the log's language, so that the independent audit (which imports nothing
+of the scheduler core) checks the same versions as ``replay verify``.
+
+Bump ``RULES_VERSION`` whenever a change to the core can make any decision or output of a
+cycle differ for the same inputs, times and cycle boundaries (a sort key, a fit rule, a
+timer, a new output type). ``tests/unit/test_rules_version.py`` keeps a digest of the golden
+scenarios' outputs per version and fails when they change under an unchanged number.
+
+Every ``cycle.started`` and ``cycle.completed`` carries ``rules_version``; logs written
+before the field existed are version 1 (the field's default when read).
+
+* 1 — evsched up to commit 9056fd4 (no ``rules_version`` field in the log).
+* 2 — issue 16 (YuniKorn-exact fixes, reservations; a Completed app leaves its queue and
+  partition), issue 21 (placement rules, user/group limits) and issue 18 (the cycle records carry ``rules_version``).
+* 3 — issue 20: preemption (an ask that may preempt takes resources back from queues above
+  their guarantee; required-node asks preempt on their node). The fixed scenario set has no
+  ask that may preempt, so its digest is version 2's; logs with ``PreemptLowerPriority``
+  classes, ``system-`` classes or ``preempt_other`` asks decide differently.
+"""
+
+from __future__ import annotations
+
+RULES_VERSION = 3
+LEGACY_RULES_VERSION = 1  # what a cycle record without the field was made by
+KNOWN = frozenset(range(LEGACY_RULES_VERSION, RULES_VERSION + 1))  # every version up to this build's
+
+
+def rules_version_problem(version: int, previous: int | None) -> str | None:
+    """Why a cycle recorded under ``version`` cannot be trusted after one under ``previous``.
+
+    A version this build does not know (above its own, or below 1) was not written by any
+    evsched up to this build: a newer build's log, or a forged cycle. A version below the
+    previous cycle's would be a downgrade, which is not supported (docs/upgrading.md): the
+    cycle was not written by the code that wrote the log before it. ``replay verify`` reports
+    either as a divergence, ``audit`` as a ``rules-version`` violation.
+    """
+    if version not in KNOWN:
+        return (f"rules version {version} is unknown to this build (it knows {LEGACY_RULES_VERSION} to "
+                f"{RULES_VERSION}): a newer evsched's cycle, or a forged one")
+    if previous is not None and version < previous:
+        return (f"rules version {version} after a cycle made under rules version {previous}: rules versions "
+                "never go back (downgrading is not supported), so this cycle was not written by the code that "
+                "wrote the cycles before it")
+    return None

@@ -302,10 +302,7 @@ class NodeIndex:
         for d, q in want:
             if bound[d] < q:
                 return None  # above every node's available in this dim
-        if len(want) == 2:
-            found = self._first_fit2(want[0], want[1])
-        else:
-            found = self._first_fit_any(want)
+        found = self._first_fit2(want[0], want[1]) if len(want) == 2 else self._first_fit_any(want)
         if found is None:
             self._tighten_bound()
         return found

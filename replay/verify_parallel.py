@@ -72,9 +72,11 @@ def engine_hash(dumped: dict[str, Any]) -> str:
 
     The timer heap's list order depends on how the heap was built (pushes vs. a restore's
     heapify), not on the state; sorting makes two equal states hash equal. The seen input
-    ids are hashed source by source (sorted by name: a snapshot file may hold them in
-    another order than a live engine), each source's ids in their order, which is state:
-    it decides which id the window forgets next (``events.seen``).
+    ids are hashed source by source, each source's ids in their order, which is state: it
+    decides which id the window forgets next (``events.seen``). The sources are sorted by
+    name: their order (least recently active first) decides only what the total forgets
+    once over ``SEEN_TOTAL``, and snapshots written before that rule hold them in first-seen
+    order; hashing it would fail those snapshots (docs/events.md).
     """
     body = dict(dumped)
     grouped: dict[str, list[str]] = body.pop("seen", {})

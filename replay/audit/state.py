@@ -101,7 +101,7 @@ class AuditState:
         self.pending: dict[AskKey, Resources] = {}
         self.allocs: dict[AskKey, AllocView] = {}
         self.queue_allocated: dict[tuple[str, str], Resources] = {}
-        self.seen = SeenIds()  # the scheduler's rule: each source's last SEEN_WINDOW ids
+        self.seen = SeenIds()  # the scheduler's rule (events.seen's windows)
         # Indexes so removals and root checks stay O(affected), not O(cluster).
         self.app_asks: dict[tuple[str, str], set[str]] = {}  # pending or allocated ask ids per app
         self.node_allocs: dict[tuple[str, str], set[AskKey]] = {}

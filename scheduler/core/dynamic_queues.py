@@ -6,11 +6,17 @@ inherits its parent's properties as a configured child would. A dynamic parent o
 inherits properties. Siblings are ordered configured queues first (config order), then
 dynamic queues by name, so the order depends only on which queues exist, never on the
 order they were created in (a snapshot restore rebuilds the same order).
+
+A dynamic queue's ``order`` is its name read as a number (``dynamic_order``), so it sorts
+among its siblings without renumbering them: creating or removing one is a binary search
+and one list insert or delete in its parent's children (kept sorted by ``order``), not a
+sort of every sibling (20,000 tag-rule leaves took 26 s to create when each renumbered all).
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, insort
 from collections.abc import Mapping
 
 from projections.queues import QueueNode
@@ -29,6 +35,24 @@ from scheduler.config.specs import QueueSpec, TemplateSpec
 
 QUEUE_NAME = re.compile(r"[a-zA-Z0-9_:#/@-]{1,64}")  # YuniKorn configs.QueueNameRegExp
 DYNAMIC_ORDER_BASE = 1 << 20  # dynamic siblings sort after every configured sibling
+NAME_BYTES = 64  # QUEUE_NAME's longest name (ASCII: one byte a character)
+
+
+def dynamic_order(name: str) -> int:
+    """A dynamic queue's sibling order: after every configured sibling, in name order.
+
+    The name's bytes, padded with zero bytes to ``NAME_BYTES``, read as one big-endian number:
+    names of at most ``NAME_BYTES`` ASCII characters without NUL (``QUEUE_NAME``) compare as
+    their numbers do, so no two siblings share one.
+
+    >>> dynamic_order("a") < dynamic_order("ab") < dynamic_order("b")
+    True
+    """
+    return DYNAMIC_ORDER_BASE + int.from_bytes(name.encode().ljust(NAME_BYTES, b"\0"), "big")
+
+
+def _order(queue: QueueNode) -> int:
+    return queue.order
 
 
 class QueueSettings:
@@ -66,7 +90,7 @@ def new_dynamic(
         path=f"{parent.path}.{name}",
         parent=parent,
         is_leaf=is_leaf,
-        order=DYNAMIC_ORDER_BASE,
+        order=dynamic_order(name),
         fence=priority_fence(props.get(PRIORITY_POLICY)),
         offset=priority_offset(props.get(PRIORITY_OFFSET)),
         sort_priority=sort_priority(props.get(APP_SORT_PRIORITY)),
@@ -78,19 +102,18 @@ def new_dynamic(
     return node, QueueSettings(props, parent_settings.template, True)
 
 
-def attach(parent: QueueNode, child: QueueNode, settings: Mapping[str, QueueSettings]) -> None:
-    """Add a dynamic child and renumber the dynamic siblings by name."""
-    parent.children.append(child)
-    renumber(parent, settings)
+def attach(parent: QueueNode, child: QueueNode) -> None:
+    """Add a dynamic child in its place: a parent's children are kept sorted by ``order``
+    (configured ones by config order, dynamic ones after them by name)."""
+    insort(parent.children, child, key=_order)
 
 
-def renumber(parent: QueueNode, settings: Mapping[str, QueueSettings]) -> None:
-    """Configured children keep their order; dynamic ones follow, sorted by name."""
-    static = [c for c in parent.children if not settings[c.path].dynamic]
-    dynamic = sorted((c for c in parent.children if settings[c.path].dynamic), key=lambda c: c.name)
-    for i, c in enumerate(dynamic):
-        c.order = DYNAMIC_ORDER_BASE + i
-    parent.children = static + dynamic
+def detach(parent: QueueNode, child: QueueNode) -> None:
+    """Remove a dynamic child from its parent's children (sorted by ``order``)."""
+    children = parent.children
+    i = bisect_left(children, child.order, key=_order)
+    assert children[i] is child, child.path
+    del children[i]
 
 
 def create_path(queues: dict[str, QueueNode], settings: dict[str, QueueSettings], path: str) -> list[QueueNode]:
@@ -107,7 +130,7 @@ def create_path(queues: dict[str, QueueNode], settings: dict[str, QueueSettings]
     for i in range(depth, len(names)):
         node, node_settings = new_dynamic(parent, settings[parent.path], names[i], i == len(names) - 1)
         settings[node.path] = node_settings
-        attach(parent, node, settings)
+        attach(parent, node)
         queues[node.path] = node
         created.append(node)
         parent = node
@@ -120,8 +143,7 @@ def prune(queue: QueueNode, queues: dict[str, QueueNode], settings: dict[str, Qu
     q = queue
     while q.parent is not None and settings[q.path].dynamic and not q.apps and not q.children:
         parent = q.parent
-        parent.children.remove(q)
-        renumber(parent, settings)
+        detach(parent, q)
         del queues[q.path], settings[q.path]
         removed.append(q.path)
         q = parent

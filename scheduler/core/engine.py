@@ -40,7 +40,7 @@ class Engine:
     def __init__(self, config: SchedulerConfig | None = None, *, source: str = DEFAULT_SOURCE) -> None:
         self.state = SchedulerState(config)
         self.source = source
-        # Applied (source, id) pairs, the last SEEN_WINDOW per source, in log order.
+        # Applied (source, id) pairs within the windows of events.seen (per source and in all).
         self.seen = SeenIds()
         self.pending_outputs: list[OutputData] = []
 

@@ -130,8 +130,13 @@ class PartitionState:
         """Remove an app with its asks and allocations; resources return to nodes and queues.
 
         As YuniKorn ``partition.go:removeApplication``: an Accepted, Starting or Running app
-        completes (``→Completing`` is emitted; no timer, the app is gone), then leaves.
+        completes (``→Completing``; no timer, the app is gone), then leaves. One that held no
+        allocation goes on to Completed at once, as does a Completing one: YuniKorn's
+        ``RemoveAllocationAsk("")`` moves it to Completing and ``RemoveAllAllocations``, with
+        nothing pending, sends ``CompleteApplication`` again (an app that held allocations
+        took the first one there, and its timer is cleared).
         """
+        held = bool(app.allocations)
         for ask in list(app.asks.values()):
             self.unreserve(app, ask, "removed", out)
             self._drop_ask(app, ask)
@@ -140,6 +145,9 @@ class PartitionState:
         if app.state in ("Accepted", "Starting", "Running"):
             out.append(AppStateChanged.model_construct(app_id=app.app_id, from_=app.state, to="Completing"))
             self._set_state_quiet(app, "Completing")
+        if app.state == "Completing" and not held:
+            out.append(AppStateChanged.model_construct(app_id=app.app_id, from_="Completing", to="Completed"))
+            self._set_state_quiet(app, "Completed")
         self.detach(app)
 
     def detach(self, app: App) -> None:

@@ -83,7 +83,7 @@ def dump(engine: Engine) -> dict[str, Any]:
         "cycle": state.cycle,
         "cycle_time_us": state.cycle_time_us,
         "seq": state.seq,
-        "seen": engine.seen.grouped(),
+        "seen": engine.seen.grouped(),  # sources least recently active first: the order the total forgets in
         "classes": [[c.name, c.value, c.global_default, c.preemption_policy]
                     for c in state.priority_classes.classes.values()],
         "timers": [[t.deadline_us, t.app_seq, t.app_id, t.partition, t.state, t.since_us] for t in state._timers],

@@ -276,10 +276,13 @@ class ReferenceScheduler:
                 waited = self.now_us is not None and self.now_us - ask.created_us > RESERVATION_DELAY_US
                 if waited and ask.reserved is None:
                     best, best_score = None, float("inf")
-                    for node in nodes:  # the node whose capacity holds it and that lacks least of it
+                    for node in nodes:  # capacity holds it; the lowest ask.FitInScore(node.available)
                         if all(q <= node.capacity.get(k, 0) for k, q in ask.resources.items()):
-                            score = sum(1.0 if node.available(k) <= 0 else (q - node.available(k)) / q
-                                        for k, q in ask.resources.items() if q > node.available(k))
+                            score = 0.0
+                            for k in node.capacity:
+                                have, want = node.available(k), ask.resources.get(k, 0)
+                                if have > 0:
+                                    score += 1.0 if want <= 0 else (have - want) / have if have > want else 0.0
                             if score < best_score:
                                 best, best_score = node, score
                     if best is not None:

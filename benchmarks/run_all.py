@@ -1,10 +1,9 @@
 """``make bench``: every issue #7 benchmark in one run, then one summary of every target.
 
 Each script runs in a fresh interpreter (so one cannot warm or bloat the heap of the next)
-and records its figures (``harness.report``); the end-to-end Kafka benchmark (``e2e.py``,
-on the reference workload, 2 service runs and 5 s of latency) is summarised from its
-printed lines, and its throughput is judged against the core rate ``e2e.py`` measured on
-the same workload. Sizes are the targets' own, except where a target does not fix one
+and records its figures (``harness.report``), the end-to-end Kafka benchmark (``e2e.py``,
+on the reference workload, 2 service runs and 5 s of latency; its scale-out part runs alone,
+``e2e.py --shards 4``) included. Sizes are the targets' own, except where a target does not fix one
 (the verify log): that is reduced to keep the whole run to a few minutes, and the output
 says so.
 
@@ -15,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -29,9 +27,6 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from harness import RESULTS_ENV, machine  # noqa: E402
-
-E2E_TARGET_SHARE = 0.5
-E2E_P99_MS = 50.0
 
 # name, script arguments, arguments with --quick, and what was reduced (None: the target's own sizes)
 PLAN: list[tuple[str, list[str], list[str], str | None]] = [
@@ -63,30 +58,6 @@ def run_script(name: str, args: list[str], results: Path) -> tuple[int, str, flo
     return code, "".join(lines), time.perf_counter() - t0
 
 
-def e2e_entries(output: str, core_rate: float | None) -> list[dict[str, Any]]:
-    """Targets read from e2e.py's printed lines (its format: 'allocations: N/s', 'core rate on the
-    same workload (…): N/s', 'p99 X ms'). The share is judged against the core rate e2e.py had
-    measured on its own workload; ``core_rate`` (core.py's, on the reference one) when it printed none."""
-    out: list[dict[str, Any]] = []
-    alloc = re.search(r"allocations: ([\d,]+)/s", output)
-    same = re.search(r"core rate on the same workload \([^)]*\): ([\d,]+)/s", output)
-    basis = float(same.group(1).replace(",", "")) if same else core_rate
-    if alloc and basis:
-        rate = float(alloc.group(1).replace(",", ""))
-        target = E2E_TARGET_SHARE * basis
-        where = "its own workload" if same else "the reference workload"
-        out.append({"label": "end to end through Kafka: allocations/s", "value": rate, "unit": "allocations/s",
-                    "target": target, "at_least": True, "ratio": rate / target, "met": rate >= target,
-                    "note": f"target = 50% of the core rate on {where}, {basis:,.0f}/s"})
-    p99 = re.search(r"p99 ([\d.]+) ms", output)
-    if p99:
-        value = float(p99.group(1))
-        out.append({"label": "end to end: decision latency p99 at 1,000 events/s", "value": value, "unit": "ms",
-                    "target": E2E_P99_MS, "at_least": False, "ratio": value / E2E_P99_MS,
-                    "met": value <= E2E_P99_MS, "note": ""})
-    return out
-
-
 def summary(entries: list[dict[str, Any]], failures: list[str], reduced: list[str], notes: list[str],
             seconds: float, host: str) -> str:
     rows = ["", "=" * 100, f"SUMMARY (issue #7 targets) — {host}; {seconds / 60:.1f} min", "=" * 100]
@@ -115,7 +86,6 @@ def main() -> None:
     args = parser.parse_args()
     started = time.perf_counter()
     host = machine()  # the load average at the start of the run
-    entries: list[dict[str, Any]] = []
     failures: list[str] = []
     reduced: list[str] = []
     notes: list[str] = []
@@ -129,19 +99,11 @@ def main() -> None:
                 reduced.append(f"{name}: --quick sizes ({' '.join(quick)})")
             elif why:
                 reduced.append(f"{name}: {why}")
-            code, output, _ = run_script(name, quick if args.quick else full, results)
+            code, _, _ = run_script(name, quick if args.quick else full, results)
             if code != 0:
                 failures.append(name)
-            if name == "e2e" and code == 0:
-                recorded = [orjson.loads(line) for line in results.read_bytes().splitlines()]
-                core = next((r["value"] for r in recorded if r.get("key") == "core.fair"), None)
-                found = e2e_entries(output, core)
-                if len(found) < 2:
-                    notes.append("e2e: its throughput or p99 line was not found in its output (or core.py did not"
-                                   " run): see the e2e output above")
-                entries.extend(found)
         recorded = [orjson.loads(line) for line in results.read_bytes().splitlines()]
-    targets = [r for r in recorded if "target" in r] + [e for e in entries]
+    targets = [r for r in recorded if "target" in r]
     text = summary(targets, failures, reduced, notes, time.perf_counter() - started, host)
     for r in recorded:
         if "text" in r:

@@ -144,18 +144,6 @@ def removed_queue_apps_dropped(lines: Lines) -> Lines:
     return [line for line in lines if (line.get("data") or {}).get("app_id") not in gone]
 
 
-def app_removed(lines: Lines) -> bool:
-    return any(line.get("type") == "app.removed" for line in lines)
-
-
-def removed_apps_uncompleted(lines: Lines, outcome: Outcome) -> Outcome:
-    """Each removed app's state sequence without a last Completing -> Completed."""
-    removed = {line["data"]["app_id"] for line in lines if line.get("type") == "app.removed"}
-    states = {app: seq[:-1] if app in removed and seq[-2:] == ("Completing", "Completed") else seq
-              for app, seq in outcome.app_states.items()}
-    return replace(outcome, app_states=states)
-
-
 def queues_can_empty(lines: Lines) -> bool:
     """A queue may be left empty outside the config: dynamic (placement) or removed by a config."""
     configs = [_configured_paths(json.loads(line["data"]["yaml"]))
@@ -246,15 +234,6 @@ KNOWN_DIFFERENCES: tuple[Known, ...] = (
         "deliberate (YuniKorn 1.7 behaviour)",
         lambda lines: bool(apps_into_removed_queues(lines)),
         removed_queue_apps_dropped,
-    ),
-    Known(
-        "removed-app-completed-later",
-        "app.removed: both sides take the app out of the partition at once (Completing); "
-        "yunikorn-core 1.5's detached app object still runs its 30 s Completing timer and reports "
-        "Completed to the RM; evsched reports nothing more for an app it removed",
-        "evsched core (outputs): not routed yet",
-        app_removed,
-        normalise=removed_apps_uncompleted,
     ),
     Known(
         "queue-cleanup-delay",

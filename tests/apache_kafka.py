@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -388,15 +388,7 @@ def main(argv: list[str]) -> int:
 
         size = int(argv[1]) if len(argv) > 1 else 1
         cluster = KafkaCluster(Path(tempfile.mkdtemp(prefix="evsched-kafka-")), size, fetch())
-        cluster.start()
-        print(cluster.bootstrap, flush=True)
-        try:
-            signal.pause()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            cluster.stop()
-        return 0
+        return run_until_stopped(cluster, lambda: cluster.bootstrap)
     if argv[:1] == ["up"]:
         return up(argv[1:])
     print("usage: python -m tests.apache_kafka fetch | run [N] | up [--port P] [--dir DIR]", file=sys.stderr)
@@ -421,6 +413,13 @@ def up(argv: list[str]) -> int:
     cluster = KafkaCluster(workdir, 1, fetch(), nodes=[node])
     print(f"starting Apache Kafka {kafka_version()} on 127.0.0.1:{args.port} (data in {workdir}; "
           f"broker log {node.workdir}/broker-1.log) ...", flush=True)
+    return run_until_stopped(cluster, lambda: f"Kafka is up: evsched run --kafka 127.0.0.1:{args.port}; "
+                             f"evsched submit --kafka 127.0.0.1:{args.port} FILE.jsonl. Ctrl-C stops it.")
+
+
+def run_until_stopped(cluster: KafkaCluster, started: Callable[[], str]) -> int:
+    """Start ``cluster``, print ``started()``, and run until SIGINT or SIGTERM; then stop it."""
+
     def interrupt(*_: object) -> None:
         raise KeyboardInterrupt  # SIGTERM as Ctrl-C (and Ctrl-C even where the shell started us ignoring it)
 
@@ -428,15 +427,13 @@ def up(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, interrupt)
     try:
         cluster.start()
-        print(f"Kafka is up: evsched run --kafka 127.0.0.1:{args.port}; evsched submit --kafka 127.0.0.1:{args.port} "
-              "FILE.jsonl. Ctrl-C stops it.", flush=True)
+        print(started(), flush=True)
         signal.pause()
     except KeyboardInterrupt:
         pass
     finally:
         cluster.stop()
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main(sys.argv[1:]))

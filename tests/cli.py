@@ -19,6 +19,17 @@ from typing import Literal, overload
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# A queue configuration with one leaf anyone may submit to, root.team: for tests that feed the command line.
+ONE_TEAM_CONFIG = """\
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: team
+"""
+
 
 def evsched_argv(*args: str) -> list[str]:
     """``python -m scheduler ARGS`` with this interpreter (run it with ``cwd=ROOT``)."""

@@ -4,10 +4,10 @@
 ``queue`` (a leaf, or a parent: its whole subtree) in the order the next cycle tries them
 (``scheduler.core.try_order``, built from the cycle's own orders), each with its position
 among them (``positionInQueue``, from 1), in its leaf queue (``positionInLeafQueue``) and in
-the partition (``positionInPartition``),
-every reason it is held (``replay.explain.pending``, the explain walk's checks) and what
-would let it run (``replay.explain.remedy``). Only the page asked for is explained
-(``offset``/``limit``), so a request costs the order plus ``limit`` explanations.
+the partition (``positionInPartition``), every reason it is held (``replay.explain.pending``,
+the explain walk's checks) and what would let it run (``replay.explain.remedy``). Only the
+page asked for is explained (``offset``/``limit``), so a request costs the order plus
+``limit`` explanations; facts that depend only on a request's shape are found once per page.
 """
 
 from __future__ import annotations

@@ -20,9 +20,9 @@ from events.codec import dumps
 from events.display import printable
 from events.log.open import LogSettings
 from events.log.port import LogError, LogRecord
+from events.log.source import LogSource, LogUnavailable, read_range
 from replay.audit.checks import Auditor, InputSource, Violation
 from replay.open_source import open_source
-from replay.reader import LogSource, LogUnavailable, read_range
 from scheduler.cli.settings import log_settings
 from scheduler.cli.sources import add_source_arguments
 from scheduler.cli.stopping import sigterm_interrupts

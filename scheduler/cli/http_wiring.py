@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING
 
 from events.log.open import LogSettings
-from replay.reader import LogSource
+from events.log.source import LogSource
 
 if TYPE_CHECKING:
     from replay.rederive import StartPoint
@@ -78,7 +78,17 @@ def live_state(settings: ServiceSettings, service: Service, *, with_log: bool) -
     service.listeners.append(observer)
     opener = source_opener(settings.log) if with_log else None
     return LiveState(service, observer, opener, ready_max_lag=settings.ready_max_lag,
-                     history_start=lambda source, latest: history_start(settings, source, latest))
+                     history_start=lambda source, latest: history_start(settings, source, latest),
+                     cycle_start=lambda source, cycle: cycle_start(settings, source, cycle))
+
+
+def cycle_start(settings: ServiceSettings, source: LogSource, cycle: int) -> StartPoint | None:
+    """Where time travel (``?cycle=N``) re-derives from: the newest snapshot the log vouches
+    for at or before the cycle (None: the beginning)."""
+    from replay.snapshot_start import pick_snapshot
+    from scheduler.storage.snapshot_files import SnapshotStore
+
+    return pick_snapshot(source, SnapshotStore(settings.snapshots()), cycle).start
 
 
 # A log of at most this many inputs is re-derived from its beginning for the history when no
@@ -91,8 +101,8 @@ def history_start(settings: ServiceSettings, source: LogSource, latest: int) -> 
     snapshot at least ``SERIES_CYCLES`` before the log's last cycle; else the beginning of a
     short log (``HISTORY_REDERIVE_INPUTS``), or the newest snapshot of a long one (a shorter
     series, but no long re-derivation beside the service)."""
+    from events.log.source import input_total
     from replay.history import SERIES_CYCLES
-    from replay.reader import input_total
     from replay.snapshot_start import pick_snapshot
     from scheduler.storage.snapshot_files import SnapshotStore
 

@@ -23,8 +23,8 @@ from typing import Any
 import orjson
 
 from events.log.port import LogError, LogRecord
+from events.log.source import LogSource, LogUnavailable
 from replay.open_source import open_source
-from replay.reader import LogSource, LogUnavailable
 from scheduler.cli.flags import positive_int
 from scheduler.cli.settings import log_settings
 from scheduler.cli.sources import add_source_arguments

@@ -15,9 +15,9 @@ from typing import Any
 
 from events.codec import dumps
 from events.log.port import LogError
+from events.log.source import LogUnavailable
 from replay.explain.pending_list import DEFAULT_LIMIT, MAX_LIMIT, UnknownQueue, pending_in_queue, render_pending_list
 from replay.open_source import open_source
-from replay.reader import LogUnavailable
 from replay.state_at import StateError, engine_at
 from scheduler.cli.settings import log_settings, snapshot_settings
 from scheduler.cli.sources import add_snapshot_arguments, add_source_arguments, pick_start

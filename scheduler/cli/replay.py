@@ -23,11 +23,11 @@ from typing import IO, Any
 from events.codec import dumps
 from events.display import printable_lines
 from events.log.port import LogError
+from events.log.source import LogUnavailable, input_total
 from replay.export import ExportError, ExportStats, export_lines
 from replay.find_cycle import latest_cycle
 from replay.heap_pad import keep_heap_pad
 from replay.open_source import open_source
-from replay.reader import LogUnavailable, input_total
 from replay.state_at import StateError, diff_states, format_diff, state_at, states_at
 from replay.verify import VerifyReport
 from replay.verify_parallel import ParallelRun, verify_parallel

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import sys
 
-from replay.reader import LogUnavailable, open_file_log
+from events.log.source import LogUnavailable, open_file_log
 from scheduler.cli.http_wiring import MissingExtra, add_http_arguments, source_opener, start_server
 from scheduler.cli.logging_setup import add_logging_arguments, setup_logging
 from scheduler.cli.settings import log_settings

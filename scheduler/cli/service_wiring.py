@@ -45,7 +45,9 @@ async def open_service(
         bridge = await start_bridge(settings.mqtt, log, ingest=settings.mqtt_ingest, partition=partition,
                                     prefix=settings.mqtt_prefix, tls=tls)
         listeners.append(bridge)
-    service = Service.from_settings(log, settings, listeners=listeners, snapshots=store, **service_args)
+    # The bridge reads the engine of the cycle it publishes: no commit overlapping the next cycle.
+    service = Service.from_settings(log, settings, listeners=listeners, snapshots=store,
+                                    overlap_commits=bridge is None and not settings.serial_commits, **service_args)
     return service, bridge
 
 

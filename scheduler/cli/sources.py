@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from events.log.source import LogSource
 from replay.kafka_source import REPLAY_GROUP
-from replay.reader import LogSource
 from scheduler.cli.flags import add_log_arguments
 from scheduler.cli.settings import SnapshotSettings
 

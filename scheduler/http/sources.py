@@ -20,11 +20,11 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
+from events.log.source import LogSource
 from replay import state_at
 from replay.explain.from_log import explain_ask_from_log, explain_from_log
 from replay.explain.text import render_explanation, render_pending
 from replay.history import History, completed_cycles, read_history, recent_decisions
-from replay.reader import LogSource
 from replay.rederive import StartPoint
 from scheduler.core.engine import Engine
 from scheduler.core.recorded_cycles import COMPLETED, record_type
@@ -99,10 +99,10 @@ class StateSource(Protocol):
     async def explain_ask(self, app_id: str, ask_id: str) -> dict[str, Any]: ...
 
 
-def engine_at(source: LogSource, cycle: int | None) -> Engine:
-    """The engine after ``cycle`` (None: the last complete cycle), re-derived from the log."""
+def engine_at(source: LogSource, cycle: int | None, start: StartPoint | None = None) -> Engine:
+    """The engine after ``cycle`` (None: the last complete cycle), re-derived from the log (after ``start``)."""
     try:
-        return state_at.engine_at(source, cycle)
+        return state_at.engine_at(source, cycle, start)
     except state_at.StateError as exc:
         if exc.structural:
             raise
@@ -169,8 +169,9 @@ class _EngineCache:
     requests, and CPU by one worker thread.
     """
 
-    def __init__(self, open_source: OpenSource) -> None:
+    def __init__(self, open_source: OpenSource, start_for: HistoryStart | None = None) -> None:
         self.open_source = open_source
+        self.start_for = start_for  # a snapshot at or before the cycle asked for (None: from cycle 1)
         self.engines: OrderedDict[int, Engine] = OrderedDict()
         self.derivations = 0  # re-derivations run (for tests and the curious)
         self._one_at_a_time = asyncio.Lock()
@@ -199,7 +200,8 @@ class _EngineCache:
 
                 def work() -> Engine:
                     with self.open_source() as source:
-                        return engine_at(source, cycle)
+                        start = self.start_for(source, cycle) if self.start_for is not None else None
+                        return engine_at(source, cycle, start)
 
                 self.derivations += 1
                 engine = await asyncio.to_thread(work)
@@ -222,12 +224,13 @@ class LiveState:
     live = True
 
     def __init__(self, service: LiveService, observer: ServiceObserver, open_source: OpenSource | None = None,
-                 *, ready_max_lag: int = 10_000, history_start: HistoryStart | None = None) -> None:
+                 *, ready_max_lag: int = 10_000, history_start: HistoryStart | None = None,
+                 cycle_start: HistoryStart | None = None) -> None:
         self.service = service
         self.observer = observer
         self.open_source = open_source
         self.explainer = _Explainer(open_source)
-        self.history = _EngineCache(open_source) if open_source is not None else None
+        self.history = _EngineCache(open_source, cycle_start) if open_source is not None else None
         self.ready_max_lag = ready_max_lag
         self.history_start = history_start
         self._seeded: asyncio.Task[None] | None = None

@@ -17,6 +17,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from events.codec import encode_output
@@ -85,6 +86,7 @@ class Service:
         commit_interval_s: float = 0.2,
         collector: CycleCollector | None = None,
         accept_admin_on_inputs: bool = ServiceSettings.accept_admin_on_inputs,
+        overlap_commits: bool = True,
     ) -> None:
         self.log = log
         # False: rules changes (events.models.ADMIN_TYPES) only from the log's admin channels;
@@ -116,6 +118,13 @@ class Service:
         self._between.set()
         self.progress = Progress()
         self._commit: asyncio.Task[None] | None = None
+        # The last cycle's write, committing while the next cycle is read and decided (None: none).
+        self._pending: asyncio.Task[None] | None = None
+        self._snapshot_write: asyncio.Task[Path] | None = None  # a snapshot file written meanwhile
+        # Whether a transactional cycle's commit may overlap the next cycle's read and decide
+        # (``run``): off when a listener reads the engine in ``cycle_done`` (the MQTT bridge's
+        # queue status), which must see the state of the cycle it is told about.
+        self.overlap_commits = overlap_commits
         self._committed_positions: dict[str, int] = {}
         self._next_commit = 0.0
         self.commit_interval_s = commit_interval_s
@@ -173,8 +182,11 @@ class Service:
         if rec.digest_mismatches:
             self._log.error("re-derived state differs from the recorded digest in cycles %s", rec.digest_mismatches)
 
-    async def run_cycle_once(self) -> int:
+    async def run_cycle_once(self, *, overlap: bool = False) -> int:
         """Read one batch and run one cycle over it; returns the number of inputs consumed.
+        Its outputs are durable on return (and any cycle's before it) — unless ``overlap`` (``run``
+        asks for it) and ``overlap_commits`` on a transactional log: then the cycle's transaction is
+        left committing while the loop reads and decides the next cycle, which awaits it before its own.
 
         With no new inputs a cycle still runs when an app timer is due (so Starting apps
         time out and Completing apps complete); otherwise nothing is written.
@@ -193,29 +205,65 @@ class Service:
         unreadable: list[tuple[LogRecord, str]] = []
         # The cycle's CPU work runs in a worker thread, so the event loop stays free for the
         # Kafka client's heartbeats (a long cycle on the loop got the owner expelled from
-        # its group while it went on deciding). Nothing else touches the engine meanwhile.
+        # its group while it went on deciding) and for the last cycle's commit (overlap).
+        # Nothing else touches the engine meanwhile.
         self._between.clear()
         try:
             outputs, encoded = await asyncio.to_thread(self._cycle, records, now, through, unreadable)
         finally:
             self._between.set()
+        # Cycles commit in order: the last one's transaction first (a failure stops here, before
+        # this cycle writes anything; its decisions, never written, are re-derived on restart).
+        await self.written()
+        snapshot_due = (self.snapshots is not None
+                        and self.engine.cycle_number - self._snapshot_cycle >= self.snapshot_every)
+        overlapped = overlap and self.overlap_commits and self.transactional
+        write = self._write(self.engine.cycle_number, records, outputs, encoded, through, unreadable, began,
+                            overlapped=overlapped)
+        if overlapped and snapshot_due:
+            # The snapshot must hold this cycle's state and output offset, so it waits for the commit
+            # and is captured before the next cycle; its file is written while the next cycles run.
+            self.positions = through
+            await write
+            await self._snapshot_in_background()
+        elif overlapped:
+            # The producer epoch fences this log (no end-offset check to wait for), and the next
+            # read starts after these inputs whether or not their transaction has committed yet.
+            self.positions = through
+            self._pending = asyncio.create_task(write)
+        else:
+            await write
+            if snapshot_due:
+                await asyncio.to_thread(self._snapshot)  # CPU work too: off the event loop
+        decisions = sum(1 for o in outputs if o.type == "allocation.decided")
+        await self._count(len(records), decisions)
+        return len(records)
+
+    async def _write(self, cycle: int, records: list[LogRecord], outputs: list[OutputEvent], encoded: list[bytes],
+                     through: dict[str, int], unreadable: list[tuple[LogRecord, str]], began: float, *,
+                     overlapped: bool) -> None:
+        """Make cycle ``cycle``'s outputs durable (with its input offsets, in one transaction where the
+        log has them), then dead-letter its unreadable inputs and tell the listeners. ``overlapped``:
+        the next cycle is being read and decided meanwhile (the positions are already past these inputs)."""
         if not self.transactional:
             # Without transactions nothing else fences a second writer; a transactional log is
             # fenced by its producer epoch (and its commit markers take offsets of their own).
             await self._fence()
-        what = f"cycle {self.engine.cycle_number}: writing outputs"
+        what = f"cycle {cycle}: writing outputs"
         # `run -v`: the kill tests aim at the write by this line (tests.progress)
-        self._log.debug("cycle %d writing %d outputs", self.engine.cycle_number, len(encoded))
+        self._log.debug("cycle %d writing %d outputs", cycle, len(encoded))
+        offsets: dict[str, int] = {}
         try:
             if isinstance(self.log, TransactionalLog) and self.log.transactional:  # one commit, or none
-                end = await watched(what, self.log.append_cycle(encoded, through), self._log)
+                offsets = await self._offsets_due(through)  # (the input offsets only when due)
+                end = await watched(what, self.log.append_cycle(encoded, offsets), self._log)
             else:
                 await watched(what, self.log.append_outputs(encoded), self._log)
                 end = None
         except LogFenced:
             raise
         except LogError as exc:  # e.g. a full disk: stop rather than run on with state the log lacks
-            raise LogError(f"cycle {self.engine.cycle_number}: outputs not written ({exc}); stopping — "
+            raise LogError(f"cycle {cycle}: outputs not written ({exc}); stopping — "
                            "a restart re-runs this cycle from the log") from exc
         if self.output_offset == 0 and encoded and self.snapshots is not None:  # the log's first output
             self.snapshots.log_identity = log_identity(encoded[0])
@@ -223,21 +271,34 @@ class Service:
         # With transactions, commit markers take offsets too: the next cycle's first output is
         # not at end + 1 but the offset after this one's last output is known from the ack.
         self.output_offset = end if end is not None else self.output_offset + len(outputs)
-        self.positions = through
         self.last_cycle_s = time.perf_counter() - began
-        if self.transactional:
-            self._committed_positions = dict(through)
+        if offsets:
+            self._committed_positions = dict(offsets)
         if self._log.isEnabledFor(logging.DEBUG):  # `run -v`: tests pace themselves by these lines
             self._log.debug("cycle %d written: %d inputs, %d outputs; %d inputs consumed",
-                            self.engine.cycle_number, len(records), len(outputs), sum(through.values()))
-        await self._commit_positions(force=False)
-        if self.snapshots is not None and self.engine.cycle_number - self._snapshot_cycle >= self.snapshot_every:
-            await asyncio.to_thread(self._snapshot)  # CPU work too: off the event loop
+                            cycle, len(records), len(outputs), sum(through.values()))
+        if not overlapped:  # (overlapped: the transaction committed the offsets; the positions are further on)
+            self.positions = through
+            await self._commit_positions(force=False)
         for listener in self.listeners:
             listener.cycle_done(self.engine, outputs)
-        decisions = sum(1 for o in outputs if o.type == "allocation.decided")
-        await self._count(len(records), decisions)
-        return len(records)
+
+    async def _offsets_due(self, through: dict[str, int]) -> dict[str, int]:
+        """The input offsets a cycle's transaction commits: ``through`` at most every
+        ``commit_interval_s``, else none. Committed offsets serve lag monitoring only (recovery reads
+        the positions from the output log), and sending them costs the transaction two round trips
+        (AddOffsetsToTxn, TxnOffsetCommit); an idle or stopping loop commits what is left."""
+        if time.monotonic() < self._next_commit:
+            return {}
+        await self.committed()  # an idle loop's plain commit of older positions lands first
+        self._next_commit = time.monotonic() + self.commit_interval_s
+        return dict(through)
+
+    async def written(self) -> None:
+        """Wait until the last cycle's outputs are durable (raises its write's error)."""
+        task, self._pending = self._pending, None
+        if task is not None:
+            await task
 
     @property
     def between_cycles(self) -> bool:
@@ -328,12 +389,38 @@ class Service:
         try:
             path = self.snapshots.save(self.engine, self.positions, self.output_offset)
         except OSError as exc:
-            # A snapshot only shortens the next start; the log stays the truth. A full disk
-            # must not crash the service here: the next append reports it (and stops).
-            self._log.warning("snapshot of cycle %d not written (%s); a restart re-derives from the log instead",
-                              self.engine.cycle_number, exc)
+            self._snapshot_failed(self.engine.cycle_number, exc)
             return
         self._snapshot_cycle = self.engine.cycle_number
+        self.snapshot_writes += 1
+        self._log.debug("wrote %s", path)
+
+    def _snapshot_failed(self, cycle: int, exc: OSError) -> None:
+        # A snapshot only shortens the next start; the log stays the truth. A full disk
+        # must not crash the service here: the next append reports it (and stops).
+        self._log.warning("snapshot of cycle %d not written (%s); a restart re-derives from the log instead",
+                          cycle, exc)
+
+    async def _snapshot_in_background(self) -> None:
+        """Capture the engine now (the next cycle changes it: CPU work, off the event loop) and write
+        the file (tmp, fsync, rename) while the next cycles run; one write at a time, in order."""
+        assert self.snapshots is not None
+        await self._snapshot_written()
+        cycle, data = await asyncio.to_thread(self.snapshots.capture, self.engine, dict(self.positions),
+                                              self.output_offset)
+        self._snapshot_cycle = cycle  # due again `snapshot_every` cycles on, whether or not this write succeeds
+        self._snapshot_write = asyncio.create_task(asyncio.to_thread(self.snapshots.write, cycle, data))
+
+    async def _snapshot_written(self) -> None:
+        """Wait for the snapshot file being written in the background, if any (a failure is logged)."""
+        task, self._snapshot_write = self._snapshot_write, None
+        if task is None:
+            return
+        try:
+            path = await task
+        except OSError as exc:
+            self._snapshot_failed(self._snapshot_cycle, exc)
+            return
         self.snapshot_writes += 1
         self._log.debug("wrote %s", path)
 
@@ -365,10 +452,14 @@ class Service:
         self.running = True
         try:
             await self._loop(once)
+            await self.written()
+            await self._snapshot_written()
         except BaseException:
             self.running = False
-            if self._commit is not None:  # the loop failed: nobody will wait for this commit
-                self._commit.cancel()
+            for task in (self._commit, self._pending, self._snapshot_write):
+                if task is not None:  # the loop failed: nobody will wait for this commit
+                    task.cancel()
+            self._pending = self._snapshot_write = None
             raise
         self.running = False
         await self._commit_positions(force=True)
@@ -384,12 +475,13 @@ class Service:
     async def _loop(self, once: bool) -> None:
         idle_since = time.monotonic()
         while not self.stopping.is_set():
-            consumed = await self.run_cycle_once()
+            consumed = await self.run_cycle_once(overlap=True)
             if self.collector is not None:
                 self.collector.after_cycle()  # the cycle's records and outputs are freed by now
             if consumed:
                 idle_since = time.monotonic()
                 continue
+            await self.written()  # idle: the last cycle's commit has had a whole read to finish
             await self._commit_positions(force=True)  # idle: nothing more is coming to commit with
             if once:
                 # Kafka can answer a poll with nothing while records wait (the fetch after a

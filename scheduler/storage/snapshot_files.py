@@ -103,7 +103,11 @@ class SnapshotStore:
 
     def save(self, engine: Engine, positions: dict[str, int], output_offset: int) -> Path:
         """Write a snapshot of the engine after its last cycle (tmp file, fsync, rename)."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        return self.write(*self.capture(engine, positions, output_offset))
+
+    def capture(self, engine: Engine, positions: dict[str, int], output_offset: int) -> tuple[int, bytes]:
+        """The engine after its last cycle as a snapshot file's bytes, and its cycle: the part of
+        ``save`` that reads the engine (``write`` does not, so it may run while the next cycles do)."""
         body = {
             "schema": snapshot.SNAPSHOT_VERSION,
             "rules_version": RULES_VERSION,
@@ -114,11 +118,16 @@ class SnapshotStore:
             "log_identity": self.log_identity,
             "engine": snapshot.dump(engine),
         }
-        path = self.directory / f"snapshot-{engine.cycle_number:012d}.json"
+        return engine.cycle_number, with_content_hash(orjson.dumps(body))
+
+    def write(self, cycle: int, data: bytes) -> Path:
+        """Write captured snapshot bytes as cycle ``cycle``'s file (tmp file, fsync, rename); drop old ones."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / f"snapshot-{cycle:012d}.json"
         tmp = path.with_suffix(".tmp")
         try:
             with open(tmp, "wb") as fh:
-                fh.write(with_content_hash(orjson.dumps(body)))
+                fh.write(data)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, path)

@@ -11,18 +11,10 @@ from pathlib import Path
 import orjson
 
 from events.log.file_submit import SOCKET_NAME
-from tests.cli import ROOT, evsched, evsched_argv, evsched_env
+from tests.cli import ONE_TEAM_CONFIG, ROOT, evsched, evsched_argv, evsched_env
 from tests.procs import stop_group
 
-CONFIG = """\
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: team
-"""
+CONFIG = ONE_TEAM_CONFIG
 HANG_S = 120.0  # a service that never decides is a hang, not slowness: the wait below ends on progress
 
 

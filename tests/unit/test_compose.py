@@ -74,3 +74,30 @@ def test_evsched_starts_with_a_config_and_snapshots_on_a_volume() -> None:
     assert (ROOT / src / config[len(dst) + 1:]).is_file()
     assert any(snapshots.startswith(dst) and not src.startswith((".", "/")) for src, dst in mounts), \
         f"--snapshot-dir {snapshots} is not on a named volume"
+
+
+def test_the_page_and_metrics_are_published_to_the_host_for_every_replica() -> None:
+    service = _compose()["services"]["evsched"]
+    command = service["command"]
+    port = command[command.index("--http") + 1].rsplit(":", 1)[1]
+    replicas = service.get("deploy", {}).get("replicas", 1)
+    published = [str(p) for p in service.get("ports", [])]
+    ranges = [p.rsplit(":", 2) for p in published if p.endswith(f":{port}")]
+    assert ranges, f"the container's --http port {port} is not published: {published}"
+    host, first_last = ranges[0][0], ranges[0][1]
+    assert host == "127.0.0.1", "the page has no authentication: published on the host's loopback only"
+    low, _, high = first_last.partition("-")
+    assert int(high or low) - int(low) + 1 >= replicas, f"{replicas} replicas need as many host ports: {first_last}"
+
+
+def test_the_image_compiles_the_core_in_a_build_stage_and_ignores_local_builds() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    stages = [line.split() for line in dockerfile.splitlines() if line.startswith("FROM ")]
+    assert len(stages) == 2 and stages[0][-2:] == ["AS", "build"], stages
+    build, final = dockerfile.split("\nFROM ", 2)[1:]
+    assert "gcc" in build and "pip wheel" in build and "events/native.json" in build  # it checks the build compiled
+    assert "gcc" not in final and "--from=build" in final and "core: compiled" in final
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert {".venv", "**/*.so", "events/native.json", ".git"} <= set(ignored)
+    copied = {line.split()[1] for line in dockerfile.splitlines() if line.startswith("COPY ") and "--from" not in line}
+    assert not copied & set(ignored), "the Dockerfile copies what .dockerignore leaves out"

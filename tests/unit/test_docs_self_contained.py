@@ -96,3 +96,17 @@ def test_source_comments_cite_the_committed_contract() -> None:
                       if path.name != "test_docs_self_contained.py"]
             missing += [f"{where}: §{n}" for n in re.findall(r"docs/contract\.md §(\d+)", text) if n not in sections]
     assert stale == [] and missing == []
+
+
+def test_every_source_file_the_docs_name_exists() -> None:
+    """A `path/to/module.py` in the docs resolves from the repository (or the page); a bare `module.py`
+    names a module the tree has somewhere (the page names its package nearby)."""
+    ours = {path.name for package in ("events", "projections", "scheduler", "replay", "tests", "benchmarks",
+                                      "conformance") for path in (ROOT / package).rglob("*.py")}
+    missing = []
+    for page in [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]:
+        for name in re.findall(r"`([A-Za-z0-9_./-]+\.py)`", page.read_text(encoding="utf-8")):
+            found = (ROOT / name).exists() or (page.parent / name).exists() or ("/" not in name and name in ours)
+            if not found:
+                missing.append(f"{page.relative_to(ROOT)}: {name}")
+    assert missing == []

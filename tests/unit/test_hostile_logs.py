@@ -13,17 +13,16 @@ import pytest
 from events.codec import dumps
 from events.log.file import FileLog
 from events.log.port import LogMismatch
-from replay.audit.checks import Auditor
 from replay.reader import open_file_log
 from replay.verify import verify
 from replay.verify_parallel import merge_results
-from scheduler.cli.audit import source_inputs
 from scheduler.core.rules_version import RULES_VERSION
 from scheduler.service.loop import Service
 from scheduler.simulation.workload import WorkloadSpec
 from scheduler.storage.snapshot_files import SnapshotStore, content_hash_problem, with_content_hash
 from tests.contracts.log_contract import run
 from tests.logdrive import copy_log, drive, workload_records, write_inputs
+from tests.unit.test_audit import audit
 
 SPEC = WorkloadSpec(nodes=6, apps=6, asks=150, leaves=4, seed=11)
 
@@ -57,14 +56,6 @@ def _restamped(src: Path, dst: Path, cycle: int, version: Any, *, completed_too:
     return dst
 
 
-def _audit(path: Path) -> Auditor:
-    with FileLog(path, readonly=True) as log:
-        auditor = Auditor(source_inputs(log))
-        for rec in log.iter_outputs():
-            auditor.feed(rec)
-    return auditor
-
-
 @pytest.mark.parametrize("version", [RULES_VERSION - 1, RULES_VERSION + 1, 999, 0, -5])
 def test_a_cycle_stamped_with_a_forged_rules_version_is_a_divergence_and_a_violation(
     driven: Path, tmp_path: Path, version: int
@@ -75,7 +66,7 @@ def test_a_cycle_stamped_with_a_forged_rules_version_is_a_divergence_and_a_viola
     assert report.divergence is not None, report.summary_lines()
     assert report.divergence.cycle == 6 and f"rules version {version}" in report.divergence.reason
     assert report.cycles == 5
-    violations = [v for v in _audit(path).violations if v.rule == "rules-version"]
+    violations = [v for v in audit(path).violations if v.rule == "rules-version"]
     assert [v.cycle for v in violations] == [6]
 
 
@@ -84,13 +75,13 @@ def test_cycle_started_and_completed_disagreeing_on_the_rules_version_is_caught(
     with open_file_log(path) as source:
         report = verify(source)
     assert report.divergence is not None and report.divergence.cycle == 3
-    assert [v.cycle for v in _audit(path).violations if v.rule == "rules-version"] == [3]
+    assert [v.cycle for v in audit(path).violations if v.rule == "rules-version"] == [3]
 
 
 def test_the_unforged_log_is_clean(driven: Path) -> None:
     with open_file_log(driven) as source:
         assert verify(source).ok
-    assert not _audit(driven).violations
+    assert not audit(driven).violations
 
 
 def test_parallel_ranges_are_joined_by_their_rules_versions() -> None:

@@ -101,9 +101,9 @@ def test_time_travel_queues_a_bounded_number_of_requests(driven: Path, monkeypat
     release = threading.Event()
     real = sources.engine_at
 
-    def held(source: Any, cycle: int | None) -> Any:
+    def held(source: Any, cycle: int | None, start: Any = None) -> Any:
         release.wait()
-        return real(source, cycle)
+        return real(source, cycle, start)
 
     monkeypatch.setattr(sources, "engine_at", held)
 
@@ -166,3 +166,34 @@ def test_a_connection_that_never_finishes_its_headers_is_closed(driven: Path) ->
         assert (await _request(server.url, "/healthz"))[0] == 200
 
     _serve(driven, test, header_timeout_s=0.2)
+
+
+def test_time_travel_starts_from_the_newest_snapshot_at_or_before_the_cycle(tmp_path: Path) -> None:
+    from replay.snapshot_start import pick_snapshot
+    from scheduler.service.loop import Service
+    from scheduler.storage.snapshot_files import SnapshotStore
+
+    log_dir, snaps = tmp_path / "log", tmp_path / "snaps"
+
+    async def cycles() -> None:
+        with FileLog(log_dir) as log:
+            for i in range(3):  # three cycles, a snapshot after each
+                log.append_inputs_sync([(None, orjson.dumps({
+                    "id": f"n{i}", "source": "t", "type": "node.added",
+                    "data": {"node_id": f"n{i}", "capacity": {"vcore": 1000}}}))])
+                service = Service(log, snapshots=SnapshotStore(snaps, keep=0), snapshot_every=1)
+                await service.start()
+                await service.run(once=True)
+
+    asyncio.run(cycles())
+    starts: list[int] = []
+
+    def start_for(source: Any, cycle: int) -> Any:
+        pick = pick_snapshot(source, SnapshotStore(snaps), cycle)
+        starts.append(pick.cycle)
+        return pick.start
+
+    from_snapshot = asyncio.run(sources._EngineCache(partial(open_file_log, log_dir), start_for).get(2))
+    from_scratch = asyncio.run(sources._EngineCache(partial(open_file_log, log_dir)).get(2))
+    assert starts == [2] and from_snapshot.cycle_number == 2
+    assert from_snapshot.digest() == from_scratch.digest()

@@ -135,7 +135,7 @@ def test_a_shard_failing_on_a_poison_input_stops_alone_and_the_others_go_on(
         await until(lambda: host.shards.keys() == {"a", "b"} and all(s.task for s in host.shards.values()),
                     "both shards running")
 
-        async def poisoned() -> int:
+        async def poisoned(**_: bool) -> int:
             raise TypeError("Integer exceeds 64-bit range")
 
         host.shards["a"].service.run_cycle_once = poisoned  # type: ignore[method-assign]

@@ -282,3 +282,16 @@ def test_draining_queue_survives_a_snapshot() -> None:
     restored = load(orjson.loads(orjson.dumps(dump(sim.engine))))
     assert restored.digest() == sim.engine.digest()
     assert restored.state.partitions["default"].queues["root.a"].max == {"vcore": 3000}
+
+
+def test_a_removed_app_that_holds_nothing_completes_at_once() -> None:
+    """YuniKorn 1.5 ``partition.go:removeApplication``: ``RemoveAllocationAsk("")`` moves an app
+    holding no allocation to Completing, then ``RemoveAllAllocations`` (nothing pending) sends
+    ``CompleteApplication`` again: Completed at once. An app holding allocations takes that
+    event from Running to Completing, and its state timer is cleared: it ends there."""
+    lines = [node("n1"), app("idle"), ask("idle", "i1", vcore=9000), app("busy"), ask("busy", "b1"), SCHEDULE,
+             {"type": "app.removed", "data": {"app_id": "idle"}}, {"type": "app.removed", "data": {"app_id": "busy"}}]
+    outputs, state = run(lines)
+    changes = [(o["app_id"], o["to"]) for o in of_type(outputs, "app.state_changed")]
+    assert changes[-3:] == [("idle", "Completing"), ("idle", "Completed"), ("busy", "Completing")]
+    assert state["apps"] == {}

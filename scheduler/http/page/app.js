@@ -365,7 +365,9 @@ async function explain(text) {
     const result = await api(path);
     let head = "";
     if (slash > 0) {
-      const report = await api(`/ws/v1/partition/${state.partition}/queue/root/pending?ask=${encodeURIComponent(target)}`);
+      // after the last cycle, as the explanation below (whatever cycle the page shows)
+      const report = await api(`/ws/v1/partition/${state.partition}/queue/root/pending?ask=${encodeURIComponent(target)}`,
+        { travel: false });
       const item = report.items[0];
       if (item) {
         head = `Position: ${item.positionInQueue} of ${report.total} pending in the partition (in the order the next cycle tries them)\n`;

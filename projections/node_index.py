@@ -370,12 +370,3 @@ class NodeIndex:
         assert users == self._users, "column use counts"
         assert self._dead == users.count(0)
         assert sorted(self._dims.values()) == list(range(len(self._dims)))
-
-
-def sorted_node_ids(
-    policy: NodeSortPolicy,
-    weights: Mapping[str, float],
-    nodes: Mapping[str, tuple[Mapping[str, int], Mapping[str, int]]],
-) -> list[str]:
-    """From-scratch reference order: ``nodes`` maps id → (capacity, available)."""
-    return sorted(nodes, key=lambda n: (policy_key(policy, nodes[n][0], nodes[n][1], weights), n))

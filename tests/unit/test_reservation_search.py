@@ -21,7 +21,6 @@ from events import native
 from events.codec import encode_output
 from events.models import CycleCompleted, OutputData
 from events.resources import fits
-from projections.node_index import sorted_node_ids
 from scheduler.config import load_config
 from scheduler.core import cycle as cycle_module
 from scheduler.core.asks import shape_of
@@ -42,6 +41,7 @@ from scheduler.core.reservations import Step, fits_node, reserved_step
 from scheduler.core.reserve_candidates import ReserveCandidates, fit_in_score
 from scheduler.core.sorting import sort_queues
 from scheduler.simulation.simulate import Simulation
+from tests.oracles.node_order import sorted_node_ids
 from tests.unit.test_core_properties import APPS, CONFIG, NODES, SETUP, line
 from tests.unit.test_core_reservations import _times
 

@@ -344,7 +344,8 @@ class _Run:
       ``_remove_first``'s argument) leaves every other walk as it was: the member leaves its block;
     * adding one whose walk, at its place in config order, ends behind a block of its own
       vector joins that block, and changes no other walk;
-    * otherwise the pass is undone back to the member's place and redone from there.
+    * otherwise the pass is redone from the member's place (``_repass``) until it is back in
+      step with the pass as it was, usually a few members later.
     """
 
     __slots__ = ("_out", "block_of", "blocks", "members", "names", "orders", "vec")
@@ -400,8 +401,7 @@ class _Run:
             if not _strictly_dominates(v, block.vec):
                 break
             k -= 1
-        self._undo_from(order)
-        self.redo_from(i)
+        self._repass(order, i)
 
     def remove(self, q: QueueNode) -> None:
         order = q.order
@@ -419,28 +419,90 @@ class _Run:
             if not block.orders:
                 del self.blocks[0]  # the output's first member, alone in its block
             return
-        self._undo_from(order)
+        del self.block_of[order]
         del self.vec[order]
-        self.redo_from(i)
+        self._repass(order, i)
 
-    def _undo_from(self, order: int) -> None:
-        """The pass as it stood before the member of config order ``order`` was inserted."""
-        kept: list[_Block] = []
-        block_of = self.block_of
-        for block in self.blocks:
-            orders = block.orders
-            if orders[0] >= order:
-                for o in orders:
-                    block_of.pop(o, None)
+    def _repass(self, order: int, i: int) -> None:
+        """Redo the pass from ``members[i]`` (config order ``order`` on), and stop as soon as it
+        is back in step with the pass as it was: when the blocks made so far are the old pass's
+        blocks made before the next member (the same vectors in the same places, the blocks
+        made before ``order`` each in its own place), every later walk is the one it was, so
+        the old blocks take the rest of their members back. Removing a block's first member
+        usually costs the members up to its second one, not the rest of the run."""
+        saved = [(block, block.orders, block.members) for block in self.blocks]  # full lists, kept
+        blocks: list[_Block] = []
+        for block, orders, members in saved:
+            if orders[0] < order:  # the pass before ``order``: its blocks, cut to their members before it
+                j = bisect_left(orders, order)
+                block.orders = orders[:j]
+                block.members = members[:j]
+                blocks.append(block)
+        self.blocks = blocks
+        members, vec, block_of = self.members, self.vec, self.block_of
+        last = len(members) - 1
+        for j in range(i, last + 1):
+            q = members[j]
+            v = vec[q.order]
+            k = len(blocks)
+            while k > 0:
+                w = blocks[k - 1].vec
+                if v == w or not all(map(ge, v, w)):
+                    break
+                k -= 1
+            if k > 0 and blocks[k - 1].vec == v:
+                block = blocks[k - 1]
+                block.members.append(q)
+                block.orders.append(q.order)
+            else:
+                block = _Block(q, v)
+                blocks.insert(k, block)
+            block_of[q.order] = block
+            if j < last and self._in_step(saved, members[j + 1].order, order):
+                self._splice(saved, members[j + 1].order)
+                break
+        self._out = None
+
+    def _in_step(self, saved: list[tuple[_Block, list[int], list[QueueNode]]], until: int, order: int) -> bool:
+        """The blocks now are the old pass's blocks made before ``until``, place by place."""
+        blocks = self.blocks
+        k = 0
+        for block, orders, _ in saved:
+            if orders[0] >= until:
                 continue
-            j = bisect_left(orders, order)
-            if j < len(orders):
-                for o in orders[j:]:
-                    block_of.pop(o, None)
-                del orders[j:]
-                del block.members[j:]
-            kept.append(block)
-        self.blocks = kept
+            if k == len(blocks):
+                return False
+            now = blocks[k]
+            if now.vec != block.vec:
+                return False
+            # A block that survived the cut must stand in its own place (and no survivor in a
+            # newer block's): ``_splice`` then reads each block's list before it replaces it.
+            if orders[0] < order:
+                if now is not block:
+                    return False
+            elif now.orders[0] < order:
+                return False
+            k += 1
+        return k == len(blocks)
+
+    def _splice(self, saved: list[tuple[_Block, list[int], list[QueueNode]]], until: int) -> None:
+        """Back in step before member ``until``: each old block takes its members from ``until`` on back."""
+        blocks = self.blocks
+        block_of = self.block_of
+        out: list[_Block] = []
+        k = 0
+        for block, orders, members in saved:
+            if orders[0] < until:
+                now = blocks[k]
+                k += 1
+                j = bisect_left(orders, until)
+                if now is not block:  # made anew by the redo where the old pass had ``block``
+                    for o in now.orders:
+                        block_of[o] = block
+                block.orders = now.orders + orders[j:]
+                block.members = now.members + members[j:]
+            out.append(block)
+        self.blocks = out
 
     def redo_from(self, i: int) -> None:
         """Insert ``members[i:]`` (not in the pass yet) in config order."""

@@ -62,8 +62,9 @@ brokers:
 	@sh tests/brokers/mosquitto.sh
 
 # Every test but the long fault-injection runs (marked slow; `make faults` runs them). The type
-# check and the pure-Python core tests run beside the main suite, which spends much of its time
-# waiting on brokers, on the second CPU; their output follows the suite's. Any failure fails.
+# check and the pure-Python run (tests/pure_selection.py) go beside the main suite, which spends
+# much of its time waiting on brokers, on the second CPU; their output follows the suite's. Any
+# failure fails.
 SIDE_LOG := $(VENV)/side-checks.log
 test: native kafka lint brokers
 	@echo "type check and pure-Python tests of the compiled modules: beside the suite, output in $(SIDE_LOG), shown after it"
@@ -75,7 +76,7 @@ test: native kafka lint brokers
 	$(PY) -m pytest -q -m "not slow"; suite=$$?; \
 	wait $$side; checks=$$?; cat $(SIDE_LOG); \
 	if [ $$suite -ne 0 ] || [ $$checks -ne 0 ]; then \
-	  echo "make test: FAILED (suite exit $$suite, type check + pure core tests exit $$checks)"; exit 1; fi
+	  echo "make test: FAILED (suite exit $$suite, type check + pure-Python run exit $$checks)"; exit 1; fi
 
 # The fault-injection harness alone (tests/faults, issue #8): kills, log damage, broker
 # outages, a full disk; prints its measured figures (lines starting FAULTS). Under 15 minutes.

@@ -497,10 +497,13 @@ async def latency(bootstrap: str, rate: int, seconds: float, shards: int = 1, in
                                              (now_us - appended) / 1000))
 
         t0 = time.perf_counter()
+        service_pids = [p.proc.pid for p in procs]
+        cpu0 = cpu_seconds(service_pids)
         consumer_task = asyncio.create_task(consume())
         await produce()
         await producer.flush()
         sent_s = time.perf_counter() - t0
+        service_cpu = cpu_seconds(service_pids) - cpu0
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(consumer_task, 30)
     finally:
@@ -517,7 +520,10 @@ async def latency(bootstrap: str, rate: int, seconds: float, shards: int = 1, in
     print(f"(ii) {total:,} asks sent at {total / sent_s:,.0f}/s over {sent_s:.1f} s on a {spec.nodes * shards:,}-node "
           f"cluster ({where}transactions {'off' if '--no-transactions' in SERVICE_ARGS else 'on'}); "
           f"{len(latencies_ms):,} decided")
-    print(f"    event→decision latency: p50 {found.p50:.1f} ms, p99 {found.p99:.1f} ms, max {max(latencies_ms):.1f} ms")
+    share = service_cpu / sent_s
+    print(f"    event→decision latency: p50 {found.p50:.1f} ms, p99 {found.p99:.1f} ms, "
+          f"max {max(latencies_ms):.1f} ms; service CPU while sending {share:.0%} of a core ({share / shards:.0%} per "
+          "shard)")
     print_profile(latencies_ms, parts_ms)
     return found
 

@@ -1,7 +1,8 @@
-"""Random tie-free scenarios for the conformance run, in ``evsched simulate``'s JSONL format.
+"""Random scenarios for the conformance run, in ``evsched simulate``'s JSONL format.
 
-Tie-free means no decision of yunikorn-core is left to Go's map order (queues' children,
-a leaf's apps and the victims are kept in maps and sorted with stable sorts):
+Tie-free where the generator can make them so — no decision of yunikorn-core left to Go's
+map order (queues' children, a leaf's apps and the victims are kept in maps and sorted with
+stable sorts):
 
 * every ask has its own non-zero priority, a distinct multiple of 10,000, so apps with
   pending asks never share a priority (the last key of every app sort, fair included);
@@ -14,9 +15,10 @@ a leaf's apps and the victims are kept in maps and sorted with stable sorts):
 * apps and asks arrive one line at a time (1 ms apart), so submission and creation times
   are distinct; nodes tie only on score, where both sides break ties by node id.
 
-Scenarios span well under 2 s of log time (no line has an explicit ``time``), so neither
-side reaches a time-dependent rule: the 2 s reservation delay for asks that fit nowhere,
-Completing → Completed after 30 s, Starting → Running after 5 minutes.
+Reserved asks and apps are still tried in map order by yunikorn-core; ``conformance.run``
+runs the harness several times for those. Every line carries its log time (1 ms after
+the previous one, plus the family's waits): the time-driven families (``TIMED``) span
+minutes to hours, and the harness's yunikorn-core follows the same clock.
 
     python -m conformance.generate FAMILY SEED   # one scenario on standard output
 """

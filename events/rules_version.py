@@ -18,11 +18,15 @@ before the field existed are version 1 (the field's default when read).
   their guarantee; required-node asks preempt on their node). The fixed scenario set has no
   ask that may preempt, so its digest is version 2's; logs with ``PreemptLowerPriority``
   classes, ``system-`` classes or ``preempt_other`` asks decide differently.
+* 4 — issue 33 (conformance on yunikorn's clock): an ask that fits nowhere reserves the
+  node with the lowest ``ask.FitInScore(node.available)``; an app sent without groups is in
+  a group named after its user; a removed app that held no allocation, or was Completing,
+  goes on to Completed at once.
 """
 
 from __future__ import annotations
 
-RULES_VERSION = 3
+RULES_VERSION = 4
 LEGACY_RULES_VERSION = 1  # what a cycle record without the field was made by
 KNOWN = frozenset(range(LEGACY_RULES_VERSION, RULES_VERSION + 1))  # every version up to this build's
 

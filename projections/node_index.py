@@ -144,6 +144,10 @@ class NodeIndex:
         self._avail: dict[str, list[int]] = {}  # node id -> available per dim
         self._users: list[int] = []  # per dim: indexed nodes with a non-zero quantity in it
         self._dead = 0  # dims whose count is 0
+        # Per dim, a bound on every indexed node's available (never below the maximum): a
+        # request above it in any dim fits nowhere, found without a look at any block. Raised
+        # as nodes are indexed; made exact (the blocks' bounds) by a search that finds nothing.
+        self._bound: list[int] = []
 
     def columns(self) -> int:
         """Resource-type columns held now (live and not yet dropped)."""
@@ -175,6 +179,7 @@ class NodeIndex:
                 block.maxes.append(0)
             for vec in self._avail.values():
                 vec.append(0)
+            self._bound.append(0)
         return dim
 
     def _vector(self, available: dict[str, int]) -> list[int]:
@@ -197,6 +202,10 @@ class NodeIndex:
         self._count(vec, 1)
         self._keys[node_id] = score
         self._avail[node_id] = vec
+        bound = self._bound
+        for d, q in enumerate(vec):
+            if q > bound[d]:
+                bound[d] = q
         if not self._blocks:
             self._blocks.append(_Block([score], [node_id], [[q] for q in vec]))
             self._last_scores.append(score)
@@ -272,6 +281,7 @@ class NodeIndex:
         for block in self._blocks:
             block.cols = [block.cols[d] for d in keep]
             block.maxes = [block.maxes[d] for d in keep]
+        self._bound = [self._bound[d] for d in keep]
         for node_id, vec in self._avail.items():
             self._avail[node_id] = [vec[d] for d in keep]
 
@@ -288,8 +298,16 @@ class NodeIndex:
             want.append((d, qty))
         if not want:
             return self._blocks[0].ids[0] if self._blocks else None
-        if len(want) == 2:
-            return self._first_fit2(want[0], want[1])
+        bound = self._bound
+        for d, q in want:
+            if bound[d] < q:
+                return None  # above every node's available in this dim
+        found = self._first_fit2(want[0], want[1]) if len(want) == 2 else self._first_fit_any(want)
+        if found is None:
+            self._tighten_bound()
+        return found
+
+    def _first_fit_any(self, want: list[tuple[int, int]]) -> str | None:
         for block in self._blocks:
             maxes = block.maxes
             if any(maxes[d] < q for d, q in want):
@@ -300,6 +318,16 @@ class NodeIndex:
                     return block.ids[i]
             block.tighten()
         return None
+
+    def _tighten_bound(self) -> None:
+        """The bound back to the blocks' bounds (a search that found nothing has looked at them all)."""
+        bound = [0] * len(self._bound)
+        for block in self._blocks:
+            maxes = block.maxes
+            for d in range(len(bound)):
+                if maxes[d] > bound[d]:
+                    bound[d] = maxes[d]
+        self._bound = bound
 
     def _first_fit2(self, first: tuple[int, int], second: tuple[int, int]) -> str | None:
         # The common case (vcore + memory) unrolled: this loop is the allocation hot path.
@@ -334,6 +362,7 @@ class NodeIndex:
             for d, col in enumerate(block.cols):
                 assert len(col) == len(block.ids)
                 assert block.maxes[d] >= max(col)
+                assert self._bound[d] >= max(col)
             for i, node_id in enumerate(block.ids):
                 assert self._keys[node_id] == block.scores[i]
                 assert [c[i] for c in block.cols] == self._avail[node_id]
@@ -341,12 +370,3 @@ class NodeIndex:
         assert users == self._users, "column use counts"
         assert self._dead == users.count(0)
         assert sorted(self._dims.values()) == list(range(len(self._dims)))
-
-
-def sorted_node_ids(
-    policy: NodeSortPolicy,
-    weights: Mapping[str, float],
-    nodes: Mapping[str, tuple[Mapping[str, int], Mapping[str, int]]],
-) -> list[str]:
-    """From-scratch reference order: ``nodes`` maps id → (capacity, available)."""
-    return sorted(nodes, key=lambda n: (policy_key(policy, nodes[n][0], nodes[n][1], weights), n))

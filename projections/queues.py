@@ -112,8 +112,8 @@ class QueueNode:
         self.raw_priority = MIN_PRIORITY
         self.priority = MIN_PRIORITY
         self._share: tuple[float, ...] | None = None
-        # How many children have each priority (built on first need): a parent's raw
-        # priority is their max, found without rescanning every child.
+        # How many children (a leaf: apps) have each priority (built on first need): the raw
+        # priority is their max, found without rescanning every child or app.
         self._child_priorities: Counter[int] | None = None
 
     def __repr__(self) -> str:
@@ -178,10 +178,15 @@ class QueueNode:
         """An app of this leaf changed its priority from old to new: update and push up."""
         if new == old:
             return
+        counts = self._child_priorities
+        if counts is None:  # the app already has ``new``
+            counts = self._child_priorities = Counter(a.priority for a in self.apps.values())
+        else:
+            _move(counts, old, new)
         if new > self.raw_priority:
             raw = new
         elif old == self.raw_priority:
-            raw = max((a.priority for a in self.apps.values()), default=MIN_PRIORITY)
+            raw = max(counts)
         else:
             return
         self._set_raw(raw)
@@ -189,14 +194,22 @@ class QueueNode:
     def app_added(self, app: AppView) -> None:
         """Attach an app (its pending/allocated/running must be rolled up by the caller)."""
         self.apps[app_key(app)] = app
+        counts = self._child_priorities
+        if counts is not None:
+            counts[app.priority] += 1
         if app.priority > self.raw_priority:
             self._set_raw(app.priority)
 
     def app_removed(self, app: AppView) -> None:
         """Detach an app; recompute this leaf's priority if it was the max."""
         del self.apps[app_key(app)]
+        counts = self._child_priorities
+        if counts is None:
+            counts = self._child_priorities = Counter(a.priority for a in self.apps.values())
+        else:
+            _take(counts, app.priority)
         if app.priority == self.raw_priority:
-            self._set_raw(max((a.priority for a in self.apps.values()), default=MIN_PRIORITY))
+            self._set_raw(max(counts) if counts else MIN_PRIORITY)
 
     def _set_raw(self, raw: int) -> None:
         q: QueueNode = self
@@ -216,10 +229,7 @@ class QueueNode:
             if counts is None:
                 counts = parent._child_priorities = Counter(c.priority for c in parent.children)
             else:
-                counts[old_adj] -= 1
-                if not counts[old_adj]:
-                    del counts[old_adj]
-                counts[new_adj] += 1
+                _move(counts, old_adj, new_adj)
             if new_adj > parent.raw_priority:
                 raw = new_adj
             elif old_adj == parent.raw_priority:
@@ -227,6 +237,17 @@ class QueueNode:
             else:
                 return
             q = parent
+
+
+def _take(counts: Counter[int], value: int) -> None:
+    counts[value] -= 1
+    if not counts[value]:
+        del counts[value]
+
+
+def _move(counts: Counter[int], old: int, new: int) -> None:
+    _take(counts, old)
+    counts[new] += 1
 
 
 def app_key(app: AppView) -> str:

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from events.log.open import LogSettings, open_log
-from events.log.port import EventLog, LogError, LogRecord
+from events.log.port import EventLog, GappedOutputs, LogError, LogRecord
 
 READ_BATCH = 5_000
 STALL_S = 10.0  # how long reads may bring nothing while the log's end offsets say more is there
@@ -85,7 +85,8 @@ class EventLogSource:
         """The output record at ``offset``, or None past the end. On a Kafka log with
         transactions an offset may hold a commit marker: then the first record after it
         (bisection on cycle numbers stays monotonic)."""
-        found = self.runner.call(self.log.read_outputs(offset, 3 if getattr(self.log, "gapped_outputs", False) else 1))
+        gapped = isinstance(self.log, GappedOutputs) and self.log.gapped_outputs
+        found = self.runner.call(self.log.read_outputs(offset, 3 if gapped else 1))
         return found[0] if found else None
 
     def iter_inputs(self, start_positions: Mapping[str, int] | None = None) -> Iterator[LogRecord]:
@@ -138,7 +139,7 @@ class EventLogSource:
                     return
             span = min(self.batch, end - offset)
             records = self.runner.call(self.log.read_outputs(offset, span))
-            if not records and getattr(self.log, "gapped_outputs", False):
+            if not records and isinstance(self.log, GappedOutputs) and self.log.gapped_outputs:
                 offset += span  # markers or aborted records only
                 continue
             if not records:

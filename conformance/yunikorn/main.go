@@ -9,8 +9,8 @@
 // In -bench mode a `schedule` line runs an untimed cycle (its outputs discarded), so a benchmark
 // can fill a cluster before the timed part; -idle N then times N more single scheduling steps
 // after the timed loop (each a step over a cluster where nothing more fits, as a steady-state
-// cycle), and -reservation-delay sets yunikorn-core's reservation delay (default in -bench:
-// never; see below).
+// cycle), -budget S stops a timed cycle past S CPU seconds (reported as timed out), and
+// -reservation-delay sets yunikorn-core's reservation delay (default in -bench: never; see below).
 //
 // yunikorn-core is linked as a copy whose clock follows the log (conformance/patch_clock.py,
 // evclock): each line sets the time, timers run at the start of a cycle.
@@ -56,6 +56,7 @@ func open(name string) io.ReadCloser {
 func main() {
 	bench := flag.Bool("bench", false, "apply every input, then time scheduling until nothing more fits")
 	idle := flag.Int("idle", 0, "-bench: time this many single scheduling steps after the timed loop")
+	budget := flag.Float64("budget", 0, "-bench: stop the timed cycle once it has taken this many CPU seconds (0: never)")
 	delay := flag.Duration("reservation-delay", -1, "-bench: yunikorn-core's reservation delay (default: never; "+
 		"conformance runs keep yunikorn's 2 s, on the log's clock)")
 	flag.Parse()
@@ -119,7 +120,7 @@ func main() {
 		// the timed cycle runs 10 ms of log time after the last input (as the benchmarks'
 		// evsched side does), so its asks are older than a 1 ns preemption delay
 		evclock.Set(h.last.Add(10 * time.Millisecond))
-		h.bench(time.Since(applyStart).Seconds(), *idle)
+		h.bench(time.Since(applyStart).Seconds(), *idle, *budget)
 		return
 	}
 	h.cycle(-1)

@@ -134,7 +134,10 @@ func cpuSeconds() float64 {
 // compared with the last such count, a cycle whose allocations ended reservations may take one
 // more step than cycle would (one step that finds nothing). apply is the seconds spent reading
 // and applying the inputs, untimed cycles included.
-func (h *harness) bench(apply float64, idle int) {
+//
+// budget > 0 bounds the timed cycle's CPU seconds: a cycle that takes longer is stopped after
+// the step that passed it ("timed_out": its figures are lower bounds) and no idle step runs.
+func (h *harness) bench(apply float64, idle int, budget float64) {
 	if err := h.needCore(); err != nil {
 		fail("%v", err)
 	}
@@ -153,9 +156,14 @@ func (h *harness) bench(apply float64, idle int) {
 	untimedCPU, untimedWall := 0.0, time.Duration(0)
 	cpu0 := cpuSeconds()
 	start := time.Now()
+	timedOut := false
 	for {
 		if ccSchedule(h.cc) {
 			n += count()
+			if budget > 0 && cpuSeconds()-cpu0-untimedCPU > budget {
+				timedOut = true
+				break
+			}
 			continue
 		}
 		c0, t0 := cpuSeconds(), time.Now()
@@ -174,7 +182,7 @@ func (h *harness) bench(apply float64, idle int) {
 	idleWall := make([]float64, 0, idle)
 	idleCPU := make([]float64, 0, idle)
 	idleAllocs := 0
-	for i := 0; i < idle; i++ {
+	for i := 0; i < idle && !timedOut; i++ {
 		c0, t0 := cpuSeconds(), time.Now()
 		ccSchedule(h.cc)
 		idleWall = append(idleWall, time.Since(t0).Seconds())
@@ -183,6 +191,7 @@ func (h *harness) bench(apply float64, idle int) {
 	}
 	b, _ := json.Marshal(map[string]interface{}{"allocations": n, "seconds": wall, "cpu_seconds": cpu,
 		"per_second": float64(n) / wall, "apply_seconds": apply, "idle_seconds": idleWall,
-		"idle_cpu_seconds": idleCPU, "idle_allocations": idleAllocs, "preemptions": firstPreempted})
+		"idle_cpu_seconds": idleCPU, "idle_allocations": idleAllocs, "preemptions": firstPreempted,
+		"timed_out": timedOut})
 	fmt.Fprintln(os.Stdout, string(b))
 }

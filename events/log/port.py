@@ -11,9 +11,10 @@ so a restart resumes exactly where the last complete cycle stopped.
 
 Optional capabilities are declared, not sniffed: ``TransactionalLog`` (outputs and input
 offsets commit as one), ``CommitsOffsets`` (input positions committed for lag monitoring),
-``DeadLetters`` (unreadable records parked elsewhere) and ``Leased`` (active/standby), all
-Kafka's today. Every adapter (memory, file, Kafka) passes the shared contract suite in
-``tests/contracts/log_contract.py``, capabilities included.
+``DeadLetters`` (unreadable records parked elsewhere), ``Leased`` (active/standby) and
+``GappedOutputs`` (output offsets that hold no record), all Kafka's today. Every adapter
+(memory, file, Kafka) passes the shared contract suite in ``tests/contracts/log_contract.py``,
+capabilities included.
 """
 
 from __future__ import annotations
@@ -141,4 +142,12 @@ class Leased(Protocol):
 
     async def take_over(self) -> None:
         """Fence the previous owner before this instance reads the log (once it holds the lease)."""
+
+
+@runtime_checkable
+class GappedOutputs(Protocol):
+    """An output log whose offsets may hold no record (Kafka's transaction markers): a read of one
+    offset asks for a few, and an empty read before the end does not mean the end."""
+
+    gapped_outputs: bool
 

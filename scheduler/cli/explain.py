@@ -21,6 +21,7 @@ from events.log.port import LogError
 from events.log.source import LogUnavailable
 from replay.explain.decision import ExplainError
 from replay.explain.from_log import explain_ask_from_log, explain_from_log
+from replay.explain.rejections import rejections_of
 from replay.explain.revocation import explain_revocation_from_log
 from replay.explain.text import render_explanation, render_pending, render_revocation
 from replay.open_source import open_source
@@ -77,7 +78,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
                 start = pick_start(source, snaps, None, PROG)
                 pending = explain_ask_from_log(source, app_id, ask_id, start)
                 if pending.status in ("unknown-app", "unknown-ask"):
-                    return _fail(f"unknown ask {args.ask}: {pending.summary}")
+                    rejected = rejections_of(source, app_id, ask_id)
+                    why = "".join(f"\n  {line}" for line in rejected)
+                    return _fail(f"unknown ask {args.ask}: {pending.summary}" + (f"; rejected:{why}" if why else ""))
                 sys.stdout.write(dumps(pending.to_dict()).decode() + "\n" if args.json else render_pending(pending))
                 return 0
             explanation = explain_from_log(

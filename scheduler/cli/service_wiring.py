@@ -47,7 +47,7 @@ async def open_service(
         listeners.append(bridge)
     # The bridge reads the engine of the cycle it publishes: no commit overlapping the next cycle.
     service = Service.from_settings(log, settings, listeners=listeners, snapshots=store,
-                                    overlap_commits=bridge is None, **service_args)
+                                    overlap_commits=bridge is None and not settings.serial_commits, **service_args)
     return service, bridge
 
 

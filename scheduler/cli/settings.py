@@ -84,6 +84,7 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
         kafka_outage_s=args.kafka_outage_s if log.kafka else 0.0,
         verbose=args.verbose, log_format=args.log_format, log_level=args.log_level, http=args.http,
         ready_max_lag=args.ready_max_lag, accept_admin_on_inputs=args.accept_admin_on_inputs,
+        serial_commits=args.serial_commits,
         mqtt_ca=args.mqtt_ca, mqtt_cert=args.mqtt_cert, mqtt_key=args.mqtt_key,
     )
 

@@ -13,9 +13,12 @@ failures are permanent until the cycle ends or a reservation ends: an ask that f
 nowhere, an app none of whose asks fitted, and a queue none of whose children or apps
 could allocate are remembered and skipped (and forgotten when a reserved node comes
 back); so are the reservations the reserved step already tried, and an app whose every
-ask has a shape that fits no free node and has no node to reserve (``_hopeless``). Each
-request shape's reservable nodes are kept in a heap by the partition
-(``scheduler.core.reserve_candidates``) rather than scanned again per reservation.
+ask has a shape that fits no free node and has no node to reserve (``_hopeless``). The node
+a request shape would reserve is kept by the partition (``scheduler.core.reserve_candidates``:
+nodes grouped by capacity and availability, a heap per shape) rather than scanned again per
+reservation. A node that comes back starts a fresh memo, but the child orders (kept current
+by every step) carry over, and the reserved step reads the partition's own index of the
+reservations (per app, per queue) rather than regrouping all of them.
 Skipping something that would fail again cannot change which ask wins, only how fast it
 is found.
 """
@@ -71,6 +74,13 @@ class CycleMemo:
     # Some shape had no node to reserve (``PartitionState.reserve_candidates``): only then may
     # an app be hopeless (``_hopeless``), so a cycle with room never asks.
     any_exhausted: bool = False
+
+    def children_in_order(self, queue: QueueNode) -> list[QueueNode]:
+        """``sort_queues`` of a parent's children now, from the order kept for the cycle."""
+        order = self.child_orders.get(queue.path)
+        if order is None:
+            order = self.child_orders[queue.path] = child_order(queue.children, queue.sort_priority)
+        return order.sorted()
 
     def allocated_in(self, leaf: QueueNode) -> None:
         """An allocation changed ``leaf`` and its ancestors: re-order them under their parents."""
@@ -242,11 +252,7 @@ def _try_leaf(part: PartitionState, leaf: QueueNode, memo: CycleMemo, now_us: in
 def _walk(part: PartitionState, queue: QueueNode, memo: CycleMemo, now_us: int) -> Step | None:
     if queue.is_leaf:
         return _try_leaf(part, queue, memo, now_us)
-    order = memo.child_orders.get(queue.path)
-    if order is None:
-        order = memo.child_orders[queue.path] = child_order(queue.children, queue.sort_priority)
-    ordered = order.sorted()
-    for child in ordered:
+    for child in memo.children_in_order(queue):
         if child.path in memo.exhausted_queues:
             continue
         ends = memo.turn_ends
@@ -274,10 +280,11 @@ def next_step(part: PartitionState, memo: CycleMemo, now_us: int) -> Step | None
     reservations = part.reservations
     untried = len(reservations) - memo.reservations_tried
     if untried > 0:
-        keys: Iterable[tuple[str, str]] = reservations  # the newest ``untried`` are the last ones
+        keys: Iterable[tuple[str, str]] | None = None  # all: the partition's own index of them
         if memo.reservations_tried:
-            keys = islice(reversed(reservations), untried)
-        found = reserved_step(part, fits_queue_headroom, held_by_max_applications, memo.unplaceable, keys)
+            keys = islice(reversed(reservations), untried)  # the newest ``untried`` are the last ones
+        found = reserved_step(part, fits_queue_headroom, held_by_max_applications, memo.unplaceable, keys,
+                              memo.children_in_order)
         if found is not None:
             return found
         memo.reservations_tried = len(reservations)
@@ -317,24 +324,28 @@ def commit(
 
 def cycle_memo(state: SchedulerState, partition: str, prev_cycle_us: int | None,
                memo: CycleMemo | None = None) -> CycleMemo:
-    """A fresh memo for a partition's steps; given the old ``memo``, keeps which asks attempted preemption."""
+    """A fresh memo for a partition's steps; given the old ``memo``, keeps which asks attempted
+    preemption and the child orders (kept current by ``allocated_in``, whatever failed)."""
     spec = next((p for p in state.config.partitions if p.name == partition), None)
+    if memo is None:
+        return CycleMemo(preemption=spec is None or spec.preemption_enabled, prev_cycle_us=prev_cycle_us)
     return CycleMemo(preemption=spec is None or spec.preemption_enabled, prev_cycle_us=prev_cycle_us,
-                     preempt_tried=memo.preempt_tried if memo is not None else set())
+                     preempt_tried=memo.preempt_tried, child_orders=memo.child_orders)
 
 
 def commit_step(state: SchedulerState, part: PartitionState, found: Step, step: int, now_us: int,
                 out: list[OutputData], memo: CycleMemo) -> CycleMemo:
     """``commit`` a found step; returns the memo for the next step.
 
-    When a reservation ended (a node came back) failures may now succeed: a fresh memo.
-    Otherwise the memo is told what the step changed: its app's queues (and those of the
-    reservations it ended) and its node.
+    The memo is told what the step changed: its app's queues (and those of the reservations
+    it ended). When a reservation ended (a node came back) failures may now succeed: a fresh
+    memo, with the child orders kept.
     """
-    if commit(state, part, found, step, now_us, out):
-        return cycle_memo(state, part.name, memo.prev_cycle_us, memo)
+    freed = commit(state, part, found, step, now_us, out)
     for app in (found.app, *(held_app for held_app, _ in found.cancel)):
         memo.allocated_in(app.queue)
+    if freed:
+        return cycle_memo(state, part.name, memo.prev_cycle_us, memo)
     return memo
 
 

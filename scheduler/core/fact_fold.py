@@ -163,6 +163,17 @@ FOLDS: dict[str, OutputFold] = {
 }
 
 
+def _gone_before(state: SchedulerState, obj: Mapping[str, Any]) -> bool:
+    """A Completing -> Completed of an app no longer in the state once the inputs are applied:
+    ``app.removed`` made it (rules 4: an app removed holding nothing completes at once), not
+    the cycle's timer."""
+    if obj.get("type") != "app.state_changed":
+        return False
+    data = obj["data"]
+    return not any((app := part.apps.get(data.get("app_id", ""))) is not None and app.state == data.get("from")
+                   for part in state.partitions.values())
+
+
 def _entry(kind: str) -> OutputFold:
     entry = FOLDS.get(kind)
     if entry is None:
@@ -191,7 +202,7 @@ def fold_recorded_cycle(
     cyc = _Cycle(state, now_us, rules_version)
     boundary = len(outputs)
     for i, obj in enumerate(outputs):
-        if _entry(obj.get("type", "")).opens_cycle_phase(obj["data"]):
+        if _entry(obj.get("type", "")).opens_cycle_phase(obj["data"]) and not _gone_before(state, obj):
             boundary = i
             break
     for obj in outputs[boundary:]:

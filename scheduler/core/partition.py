@@ -84,6 +84,10 @@ class PartitionState:
         self.allocation_seq = 0
         # (app, ask) → node held for it, in the order the reservations were made
         self.reservations: dict[tuple[str, str], str] = {}
+        # The same reservations per app (ask id → ask), and per queue path the number held by
+        # apps at or below it: the reserved step walks to them without a pass over all of them.
+        self.reserved_asks: dict[str, dict[str, Ask]] = {}
+        self.reserved_under: dict[str, int] = {}
         self.preempting: dict[str, Resources] = {}  # leaf path → resources of victims not yet released
         self.form = FormCache()  # every app/node change below is marked here for the digest
         self.settings: dict[str, QueueSettings] = settings_from_spec(root_spec)
@@ -229,6 +233,8 @@ class PartitionState:
         ask.reserved_cycle = cycle
         ask.fit_checked = -1
         node.reserved_for = (app.app_id, ask.ask_id)
+        if (app.app_id, ask.ask_id) not in self.reservations:
+            self._count_reservation(app, ask, 1)
         self.reservations[(app.app_id, ask.ask_id)] = node.node_id
         self._reindex(node)
         if out is not None:
@@ -244,6 +250,7 @@ class PartitionState:
         ask.reserved_cycle = 0
         ask.fit_checked = -1
         del self.reservations[(app.app_id, ask.ask_id)]
+        self._count_reservation(app, ask, -1)
         node = self.nodes.get(node_id)
         if node is not None:
             node.reserved_for = None
@@ -251,6 +258,26 @@ class PartitionState:
         if out is not None:
             out.append(AskUnreserved.model_construct(app_id=app.app_id, ask_id=ask.ask_id, node_id=node_id,
                                                      reason=reason))
+
+    def _count_reservation(self, app: App, ask: Ask, delta: int) -> None:
+        """Keep ``reserved_asks`` and ``reserved_under`` in step with ``reservations``."""
+        if delta > 0:
+            held = self.reserved_asks.get(app.app_id)
+            if held is None:
+                held = self.reserved_asks[app.app_id] = {}
+            held[ask.ask_id] = ask
+        else:
+            held = self.reserved_asks[app.app_id]
+            del held[ask.ask_id]
+            if not held:
+                del self.reserved_asks[app.app_id]
+        under = self.reserved_under
+        for q in app.queue.lineage:
+            count = under.get(q.path, 0) + delta
+            if count:
+                under[q.path] = count
+            else:
+                del under[q.path]
 
     def _drop_ask(self, app: App, ask: Ask) -> None:
         del app.asks[ask.ask_id]
@@ -386,7 +413,8 @@ class PartitionState:
                 )
             )
             self.maybe_completing(app, now_us, timers, out)
-        self.index.remove(node.node_id)  # its reservation candidates go stale with it (not in ``nodes``)
+        self.index.remove(node.node_id)
+        self.reserve_candidates.node_removed(node.node_id)
         sub_into(self.cluster_capacity, node.capacity)
         self._count_types(node, -1)
         del self.nodes[node.node_id]

@@ -119,6 +119,8 @@ def _collect(part: PartitionState, queue: QueueNode, ask_path: str, priorities: 
     if queue.is_leaf:
         if queue.preemption_policy == "disabled":
             return
+        if not any(value > 0 for value in queue.allocated.values()):
+            return  # nothing allocated: within any guarantee (the test below, without building it)
         guaranteed = min_permissive(live_guaranteed(queue), live_max(queue, part.cluster_capacity))
         if fit_in(guaranteed, queue.allocated, True):
             return  # within its guarantee

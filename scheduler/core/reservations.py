@@ -27,7 +27,7 @@ Deterministic where YuniKorn iterates maps: apps and asks in their sort orders.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from events.models import AskReserved, AskUnreserved
@@ -43,6 +43,11 @@ RESERVATION_DELAY_US = 2_000_000
 
 HeadroomCheck = Callable[[PartitionState, QueueNode, Resources], bool]
 HeldCheck = Callable[[App], bool]
+ChildrenInOrder = Callable[[QueueNode], list[QueueNode]]
+
+
+def _sorted_children(queue: QueueNode) -> list[QueueNode]:
+    return sort_queues(queue.children, queue.sort_priority)
 
 
 @dataclass
@@ -115,6 +120,24 @@ def _reserved_by_app(part: PartitionState, keys: Iterable[ReservationKey]) -> di
     return by_app
 
 
+class _HeldByApp:
+    """Reserved asks per app, each app's in ask order when asked for."""
+
+    __slots__ = ("held",)
+
+    def __init__(self, held: dict[str, dict[str, Ask]]) -> None:
+        self.held = held
+
+    def get(self, app_id: str) -> list[Ask] | None:
+        asks = self.held.get(app_id)
+        if asks is None:
+            return None
+        ordered = list(asks.values())
+        if len(ordered) > 1:
+            ordered.sort(key=Ask.sort_key)
+        return ordered
+
+
 def _leaves_on_path(part: PartitionState, app_ids: Iterable[str]) -> set[str]:
     """The queues from root down to the leaves of ``app_ids``."""
     paths: set[str] = set()
@@ -127,7 +150,8 @@ def _leaves_on_path(part: PartitionState, app_ids: Iterable[str]) -> set[str]:
 
 
 def reserved_step(part: PartitionState, fits_headroom: HeadroomCheck, held: HeldCheck,
-                  unfit: set[Shape] | None = None, only: Iterable[ReservationKey] | None = None) -> Step | None:
+                  unfit: set[Shape] | None = None, only: Iterable[ReservationKey] | None = None,
+                  children_in_order: ChildrenInOrder = _sorted_children) -> Step | None:
     """``tryReservedAllocate``: the first reserved ask that can be allocated now, or None.
 
     Nothing changes while it searches, so a request shape no unreserved node holds
@@ -141,24 +165,40 @@ def reserved_step(part: PartitionState, fits_headroom: HeadroomCheck, held: Held
     ``only`` restricts the search to these reservations (default: all). The cycle passes
     the reservations not yet tried since a node last came back: every other one failed
     then and fails again (see ``scheduler.core.cycle``), so the first of ``only`` in walk
-    order that succeeds is the first of all.
+    order that succeeds is the first of all. ``children_in_order`` gives a parent's children
+    in ``sort_queues`` order (default: sorted afresh; the cycle passes the orders it keeps).
     """
     if not part.reservations:
         return None
-    by_app = _reserved_by_app(part, part.reservations if only is None else only)
-    if not by_app:
-        return None
-    on_path = _leaves_on_path(part, by_app)
-    return _walk(part, part.root, on_path, by_app, fits_headroom, held, set() if unfit is None else unfit)
+    by_app: _HeldByApp
+    on_path: Container[str]
+    if only is None:  # every reservation: the partition keeps them per app and per queue
+        by_app = _HeldByApp(part.reserved_asks)
+        on_path = part.reserved_under
+    else:
+        some: dict[str, dict[str, Ask]] = {}
+        apps = part.apps
+        for app_id, ask_id in only:
+            asks = some.get(app_id)
+            if asks is None:
+                asks = some[app_id] = {}
+            asks[ask_id] = apps[app_id].asks[ask_id]
+        if not some:
+            return None
+        by_app = _HeldByApp(some)
+        on_path = _leaves_on_path(part, some)
+    return _walk(part, part.root, on_path, by_app, fits_headroom, held, set() if unfit is None else unfit,
+                 children_in_order)
 
 
-def _walk(part: PartitionState, queue: QueueNode, on_path: set[str], by_app: dict[str, list[Ask]],
-          fits_headroom: HeadroomCheck, held: HeldCheck, unfit: set[Shape]) -> Step | None:
+def _walk(part: PartitionState, queue: QueueNode, on_path: Container[str], by_app: _HeldByApp,
+          fits_headroom: HeadroomCheck, held: HeldCheck, unfit: set[Shape], children_in_order: ChildrenInOrder,
+          ) -> Step | None:
     if queue.is_leaf:
         return _try_leaf(part, queue, by_app, fits_headroom, held, unfit)
-    for child in sort_queues(queue.children, queue.sort_priority):
+    for child in children_in_order(queue):
         if child.path in on_path:
-            found = _walk(part, child, on_path, by_app, fits_headroom, held, unfit)
+            found = _walk(part, child, on_path, by_app, fits_headroom, held, unfit, children_in_order)
             if found is not None:
                 return found
     return None
@@ -173,7 +213,7 @@ def fits_node(request: Resources, node: Node) -> bool:
     return True
 
 
-def _try_leaf(part: PartitionState, leaf: QueueNode, by_app: dict[str, list[Ask]], fits_headroom: HeadroomCheck,
+def _try_leaf(part: PartitionState, leaf: QueueNode, by_app: _HeldByApp, fits_headroom: HeadroomCheck,
               held: HeldCheck, unfit: set[Shape]) -> Step | None:
     headroom: dict[Shape, bool] = {}  # the leaf's headroom per request shape (nothing changes in a search)
     nodes = part.nodes

@@ -7,7 +7,6 @@ apps), so the same state always sorts the same way, whatever the hash seed.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import Counter
 from collections.abc import Sequence
 from enum import Enum
 from operator import ge
@@ -293,7 +292,7 @@ class QueueOrder:
         if self._result is None:
             out: list[QueueNode] = []
             for key in self.run_keys:
-                out.extend(self.runs[key].out)
+                out.extend(self.runs[key].out())
             self._result = out
         return self._result
 
@@ -309,91 +308,223 @@ class QueueOrder:
         run.add(q, defer=defer)
 
 
-class _Run:
-    """The members of one run of equal primary key and their insertion pass (``QueueOrder``)."""
+@final
+class _Block:
+    """Members of a ``_Run`` that sit together in its pass's output and pend one vector."""
 
-    __slots__ = ("joined", "members", "names", "orders", "out", "placed", "vec", "vectors")
+    __slots__ = ("members", "orders", "vec")
+
+    def __init__(self, q: QueueNode, vec: tuple[int, ...]) -> None:
+        self.members: list[QueueNode] = [q]  # in config order; the first made the block
+        self.orders: list[int] = [q.order]
+        self.vec = vec
+
+
+def _strictly_dominates(v: tuple[int, ...], w: tuple[int, ...]) -> bool:
+    """Every component of ``v`` ≥ ``w``'s, and ``v`` ≠ ``w``."""
+    return v != w and all(map(ge, v, w))
+
+
+class _Run:
+    """The members of one run of equal primary key and their insertion pass (``QueueOrder``).
+
+    The pass inserts each member (in config order) just behind the last one it does not
+    strictly dominate. A member only ever passes whole blocks of members that pend one
+    vector (it passes one iff it strictly dominates the vector, and the two members either
+    side of the place it stops never pend the same vector), so the output is kept as
+    blocks: the maximal runs of one vector, in output order. Blocks are made (by their
+    first member in config order) and grow at their end; they never split, merge or move.
+    So the pass as it stood when member ``m`` was inserted is the blocks made before ``m``,
+    each cut to its members before ``m``; and a walk costs a look per block passed, not per
+    member (a run of six vectors has at most a few blocks, whatever its size).
+
+    A change re-does no more than it must:
+
+    * removing a member that did not make its block (or the first member of the output,
+      ``_remove_first``'s argument) leaves every other walk as it was: the member leaves its block;
+    * adding one whose walk, at its place in config order, ends behind a block of its own
+      vector joins that block, and changes no other walk;
+    * otherwise the pass is redone from the member's place (``_repass``) until it is back in
+      step with the pass as it was, usually a few members later.
+    """
+
+    __slots__ = ("_out", "block_of", "blocks", "members", "names", "orders", "vec")
 
     def __init__(self) -> None:
         self.members: list[QueueNode] = []  # in config order: the pass's input
         self.orders: list[int] = []  # their config order, for bisect
-        self.vectors: Counter[frozenset[tuple[str, int]]] = Counter()  # how many members pend each
-        self.joined: dict[int, frozenset[tuple[str, int]]] = {}  # member's order → vector counted
         self.names: tuple[str, ...] = ()  # every resource name a member pends: the tuples' basis
         self.vec: dict[int, tuple[int, ...]] = {}  # member's order → its pending over ``names``
-        self.out: list[QueueNode] = []  # the pass's output
-        self.placed: list[int] = []  # placed[i]: where members[i] was inserted
+        self.blocks: list[_Block] = []  # the pass's output, in blocks
+        self.block_of: dict[int, _Block] = {}  # member's order → its block
+        self._out: list[QueueNode] | None = None
+
+    def out(self) -> list[QueueNode]:
+        """The pass's output (not to be changed)."""
+        out = self._out
+        if out is None:
+            out = []
+            for block in self.blocks:
+                out.extend(block.members)
+            self._out = out
+        return out
 
     def add(self, q: QueueNode, *, defer: bool) -> None:
-        i = bisect_left(self.orders, q.order)
-        if not defer:
-            self._undo_to(i)
+        order = q.order
+        i = bisect_left(self.orders, order)
         self.members.insert(i, q)
-        self.orders.insert(i, q.order)
-        vector = self.joined[q.order] = frozenset(q.pending.items())
-        self.vectors[vector] += 1
+        self.orders.insert(i, order)
         if q.pending.keys() <= set(self.names):
-            self.vec[q.order] = tuple(q.pending.get(name, 0) for name in self.names)
+            self.vec[order] = tuple(q.pending.get(name, 0) for name in self.names)
         else:
             self.names = tuple(sorted(set(self.names) | q.pending.keys()))
             self.vec = {m.order: tuple(m.pending.get(name, 0) for name in self.names) for m in self.members}
-        if not defer:
-            self.redo_from(i)
+            for block in self.blocks:
+                block.vec = self.vec[block.orders[0]]
+        if defer:
+            return
+        self._out = None
+        v = self.vec[order]
+        blocks = self.blocks
+        k = len(blocks)
+        while k > 0:  # the walk as the pass made it: over the blocks made before ``q``
+            block = blocks[k - 1]
+            if block.orders[0] > order:
+                k -= 1
+                continue
+            if block.vec == v:
+                j = bisect_left(block.orders, order)
+                block.orders.insert(j, order)
+                block.members.insert(j, q)
+                self.block_of[order] = block
+                return
+            if not _strictly_dominates(v, block.vec):
+                break
+            k -= 1
+        self._repass(order, i)
 
     def remove(self, q: QueueNode) -> None:
-        i = bisect_left(self.orders, q.order)
-        if len(self.vectors) > 1 and self.out[0] is q:
-            self._remove_first(i)
-        else:
-            self._undo_to(i)
+        order = q.order
+        i = bisect_left(self.orders, order)
         del self.members[i]
         del self.orders[i]
-        vector = self.joined.pop(q.order)
-        del self.vec[q.order]
-        self.vectors[vector] -= 1
-        if not self.vectors[vector]:
-            del self.vectors[vector]
-        if len(self.out) != len(self.members):
-            self.redo_from(i)
-
-    def _remove_first(self, i: int) -> None:
-        """Drop ``members[i]``, first in ``out``, without redoing the pass (a cycle's usual step).
-
-        A member first in the output was inserted first and nothing went ahead of it since.
-        Every later member's walk that reached it either passed it or stopped just behind
-        it — in the pass without it, that walk reaches the front: the same place. So the pass
-        without it is the output without it, and every later insertion index drops by one.
-        """
-        placed = self.placed
-        del self.out[0]
-        placed[i:] = [p - 1 for p in placed[i + 1:]]
-
-    def _undo_to(self, i: int) -> None:
-        placed, out = self.placed, self.out
-        if len(self.vectors) <= 1:  # config order: every member was appended
-            del out[i:], placed[i:]
+        self._out = None
+        block = self.block_of[order]
+        if block.orders[0] != order or block is self.blocks[0]:
+            del self.block_of[order]
+            del self.vec[order]
+            j = bisect_left(block.orders, order)
+            del block.orders[j]
+            del block.members[j]
+            if not block.orders:
+                del self.blocks[0]  # the output's first member, alone in its block
             return
-        while len(placed) > i:
-            del out[placed.pop()]
+        del self.block_of[order]
+        del self.vec[order]
+        self._repass(order, i)
 
-    def redo_from(self, i: int) -> None:
-        members, placed, out = self.members, self.placed, self.out
-        if len(self.vectors) <= 1:  # nobody dominates anybody: config order
-            out[:] = members
-            placed[:] = range(len(members))
-            return
-        vec = self.vec
-        for j in range(i, len(members)):
+    def _repass(self, order: int, i: int) -> None:
+        """Redo the pass from ``members[i]`` (config order ``order`` on), and stop as soon as it
+        is back in step with the pass as it was: when the blocks made so far are the old pass's
+        blocks made before the next member (the same vectors in the same places, the blocks
+        made before ``order`` each in its own place), every later walk is the one it was, so
+        the old blocks take the rest of their members back. Removing a block's first member
+        usually costs the members up to its second one, not the rest of the run."""
+        saved = [(block, block.orders, block.members) for block in self.blocks]  # full lists, kept
+        blocks: list[_Block] = []
+        for block, orders, members in saved:
+            if orders[0] < order:  # the pass before ``order``: its blocks, cut to their members before it
+                j = bisect_left(orders, order)
+                block.orders = orders[:j]
+                block.members = members[:j]
+                blocks.append(block)
+        self.blocks = blocks
+        members, vec, block_of = self.members, self.vec, self.block_of
+        last = len(members) - 1
+        for j in range(i, last + 1):
             q = members[j]
             v = vec[q.order]
-            k = len(out)
+            k = len(blocks)
             while k > 0:
-                w = vec[out[k - 1].order]
+                w = blocks[k - 1].vec
                 if v == w or not all(map(ge, v, w)):
                     break
                 k -= 1
-            out.insert(k, q)
-            placed.append(k)
+            if k > 0 and blocks[k - 1].vec == v:
+                block = blocks[k - 1]
+                block.members.append(q)
+                block.orders.append(q.order)
+            else:
+                block = _Block(q, v)
+                blocks.insert(k, block)
+            block_of[q.order] = block
+            if j < last and self._in_step(saved, members[j + 1].order, order):
+                self._splice(saved, members[j + 1].order)
+                break
+        self._out = None
+
+    def _in_step(self, saved: list[tuple[_Block, list[int], list[QueueNode]]], until: int, order: int) -> bool:
+        """The blocks now are the old pass's blocks made before ``until``, place by place."""
+        blocks = self.blocks
+        k = 0
+        for block, orders, _ in saved:
+            if orders[0] >= until:
+                continue
+            if k == len(blocks):
+                return False
+            now = blocks[k]
+            if now.vec != block.vec:
+                return False
+            # A block that survived the cut must stand in its own place (and no survivor in a
+            # newer block's): ``_splice`` then reads each block's list before it replaces it.
+            if orders[0] < order:
+                if now is not block:
+                    return False
+            elif now.orders[0] < order:
+                return False
+            k += 1
+        return k == len(blocks)
+
+    def _splice(self, saved: list[tuple[_Block, list[int], list[QueueNode]]], until: int) -> None:
+        """Back in step before member ``until``: each old block takes its members from ``until`` on back."""
+        blocks = self.blocks
+        block_of = self.block_of
+        out: list[_Block] = []
+        k = 0
+        for block, orders, members in saved:
+            if orders[0] < until:
+                now = blocks[k]
+                k += 1
+                j = bisect_left(orders, until)
+                if now is not block:  # made anew by the redo where the old pass had ``block``
+                    for o in now.orders:
+                        block_of[o] = block
+                block.orders = now.orders + orders[j:]
+                block.members = now.members + members[j:]
+            out.append(block)
+        self.blocks = out
+
+    def redo_from(self, i: int) -> None:
+        """Insert ``members[i:]`` (not in the pass yet) in config order."""
+        members, vec, blocks, block_of = self.members, self.vec, self.blocks, self.block_of
+        for j in range(i, len(members)):
+            q = members[j]
+            v = vec[q.order]
+            k = len(blocks)
+            while k > 0:
+                w = blocks[k - 1].vec
+                if v == w or not all(map(ge, v, w)):
+                    break
+                k -= 1
+            if k > 0 and blocks[k - 1].vec == v:
+                block = blocks[k - 1]
+                block.members.append(q)
+                block.orders.append(q.order)
+            else:
+                block = _Block(q, v)
+                blocks.insert(k, block)
+            block_of[q.order] = block
+        self._out = None
 
 
 ChildOrder = KeptOrder | QueueOrder

@@ -42,6 +42,7 @@ class ServiceSettings:
     mqtt_cert: str | None = None  # mqtts://: this client's certificate (PEM) …
     mqtt_key: str | None = None  # … and its key (default: in the certificate file)
     accept_admin_on_inputs: bool = False  # rules changes from any input channel (the old behaviour)
+    serial_commits: bool = False  # each cycle's transaction commits before the next cycle is read
 
     def snapshots(self) -> str:
         """The snapshot directory: ``--snapshot-dir``, else DIR/snapshots of the embedded log; with

@@ -26,7 +26,15 @@ from typing import Any, ClassVar, TypeVar
 import pytest
 
 from events.log.clock import wall_clock_us as wall_us
-from events.log.port import CommitsOffsets, DeadLetters, EventLog, Leased, LogRecord, TransactionalLog
+from events.log.port import (
+    CommitsOffsets,
+    DeadLetters,
+    EventLog,
+    GappedOutputs,
+    Leased,
+    LogRecord,
+    TransactionalLog,
+)
 from events.log.source import read_range, read_range_async
 
 T = TypeVar("T")
@@ -385,7 +393,8 @@ class LogContract:
     def test_declares_exactly_its_capabilities(self, tmp_path: Path) -> None:
         async def body() -> None:
             async with self.make_log(tmp_path) as log:
-                found = {c for c in (TransactionalLog, CommitsOffsets, DeadLetters, Leased) if isinstance(log, c)}
+                declarable = (TransactionalLog, CommitsOffsets, DeadLetters, Leased, GappedOutputs)
+                found = {c for c in declarable if isinstance(log, c)}
                 assert found == set(self.capabilities)
                 if isinstance(log, CommitsOffsets):
                     await log.append_inputs(inputs(3))

@@ -13,7 +13,16 @@ from typing import ClassVar
 import pytest
 
 from events.log.kafka import KafkaLog, parse_channel
-from events.log.port import CommitsOffsets, DeadLetters, EventLog, Leased, LogError, LogRecord, TransactionalLog
+from events.log.port import (
+    CommitsOffsets,
+    DeadLetters,
+    EventLog,
+    GappedOutputs,
+    Leased,
+    LogError,
+    LogRecord,
+    TransactionalLog,
+)
 from tests.contracts.log_contract import LogContract, run
 from tests.kafka_broker import KafkaTopics
 from tests.progress import HANG_S
@@ -43,7 +52,7 @@ class TestKafkaLog(LogContract):
     """The contract with three input partitions: one append spreads over channels."""
 
     partitions: ClassVar[int] = 3
-    capabilities = frozenset({TransactionalLog, CommitsOffsets, DeadLetters, Leased})
+    capabilities = frozenset({TransactionalLog, CommitsOffsets, DeadLetters, Leased, GappedOutputs})
 
     @pytest.fixture(autouse=True)
     def _broker(self, kafka_bootstrap: str) -> None:

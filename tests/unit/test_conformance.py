@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from conformance.compare import Outcome, evsched_outcome, evsched_output, first_difference, parse_outcome
-from conformance.generate import FAMILIES, encode, generate
+from conformance.generate import FAMILIES, TIMED, encode, generate
 from conformance.known import KNOWN, too_small_asks, too_small_asks_dropped, victim_picked_twice
 from conformance.run import agrees, harness_output, report, run
-from events.times import format_time
+from events.times import format_time, parse_time
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = 50
@@ -179,3 +179,19 @@ def test_a_victim_picked_twice_is_recognised_in_yunikorns_outcome() -> None:
     assert not victim_picked_twice(ours, ours)
     earlier = Outcome(((1, "a", "k1", "n2"), *theirs.decisions[1:]), {})  # they differ before: not this cause
     assert not victim_picked_twice(earlier, theirs)
+
+
+def test_time_driven_families_span_minutes_to_hours_of_log_time() -> None:
+    """Every line carries its log time, never going back; the TIMED families pass the 2 s
+    reservation delay in every scenario and 5 minutes (Starting -> Running) in most, up to
+    hours."""
+    spans: list[float] = []
+    for family in FAMILIES:
+        for seed in range(20):
+            times = [parse_time(line["time"]) for line in generate(family, seed)]
+            assert times == sorted(times), (family, seed)
+            if family in TIMED:
+                spans.append((times[-1] - times[0]) / 1e6)
+    assert min(spans) > 2
+    assert sum(span > 300 for span in spans) > len(spans) // 2
+    assert max(spans) > 3600

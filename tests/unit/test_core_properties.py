@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from events.resources import Resources, add_into, is_positive
 from projections.digest import digest
-from projections.node_index import sorted_node_ids
 from projections.priority import MIN_PRIORITY
 from projections.queues import cached, recompute
 from scheduler.config import load_config
@@ -22,6 +21,7 @@ from scheduler.core.state_form import state_form
 from scheduler.simulation.simulate import Simulation
 from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
 from tests.cli import evsched
+from tests.oracles.node_order import sorted_node_ids
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from projections.node_index import NodeIndex, NodeSortPolicy, sorted_node_ids, usage_score
+from projections.node_index import NodeIndex, NodeSortPolicy, usage_score
+from tests.oracles.node_order import sorted_node_ids
 from tests.sim import SCHEDULE, app, ask, node, of_type, placements, run
 
 
@@ -214,3 +217,37 @@ def test_node_index_matches_reference_sort_after_many_updates() -> None:
     want = {"vcore": 5, "memory": 6}
     first = next((n for n in expected if nodes[n][1]["vcore"] >= 5 and nodes[n][1]["memory"] >= 6), None)
     assert index.first_fit(want) == first
+
+
+index_op = st.one_of(
+    st.tuples(st.just("upsert"), st.integers(0, 11), st.integers(0, 9), st.integers(0, 9)),
+    st.tuples(st.just("remove"), st.integers(0, 11), st.just(0), st.just(0)),
+    st.tuples(st.just("probe"), st.just(0), st.integers(0, 11), st.integers(0, 11)),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(index_op, max_size=80), st.sampled_from([1, 2, 4]))
+def test_first_fit_with_the_index_bound_equals_a_scan(ops: list[tuple[str, int, int, int]], block_size: int) -> None:
+    """``first_fit`` (its per-dim bound answers "fits nowhere" without a look at a block, and
+    is made exact by a search that finds nothing) gives the first fitting node in from-scratch
+    order, as nodes are indexed, moved and removed; probes of one, two and three dims."""
+    index = NodeIndex(NodeSortPolicy.FAIR, {"vcore": 1.0, "memory": 1.0}, block_size=block_size)
+    nodes: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
+    for op, n, a, b in ops:
+        nid = f"n{n}"
+        if op == "upsert":
+            cap = {"vcore": 9, "memory": 9, "gpu": 2}
+            avail = {"vcore": a, "memory": b, "gpu": (a + b) % 3}
+            index.upsert(nid, cap, avail)
+            nodes[nid] = (cap, avail)
+        elif op == "remove":
+            index.remove(nid)
+            nodes.pop(nid, None)
+        else:
+            order = sorted_node_ids(NodeSortPolicy.FAIR, index.weights, nodes)
+            for want in ({"vcore": a}, {"vcore": a, "memory": b}, {"vcore": a, "memory": b, "gpu": 1}):
+                expected = next((x for x in order if all(nodes[x][1].get(k, 0) >= q for k, q in want.items())),
+                                None)
+                assert index.first_fit(want) == expected
+        index.check()

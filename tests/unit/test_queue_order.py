@@ -101,3 +101,26 @@ def test_queue_order_as_a_cycle_drains_the_first_queue_gives_todays_order(
             set_values(q, q.priority, pending, q.allocated)
         order.changed(q)
         same_as_fresh(order, children, sort_priority)
+
+
+few_vectors = st.sampled_from([{}, {"vcore": 1}, {"vcore": 2}, {"vcore": 1, "memory": 2}, {"memory": 1},
+                               {"vcore": 2, "memory": 2}, {"gpu": 1}])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(few_vectors, min_size=1, max_size=40), st.booleans(),
+       st.lists(st.tuples(st.integers(min_value=0, max_value=39), few_vectors), max_size=30))
+def test_one_wide_run_kept_in_blocks_gives_todays_order(
+    pendings: list[dict[str, int]], sort_priority: bool, changes: list[tuple[int, dict[str, int]]],
+) -> None:
+    """Every child in one run (nothing allocated, one priority), pending one of a few vectors,
+    some comparable, some not: members leave the run (nothing pending), come back with
+    another vector, make blocks, join them and leave them first, in the middle or last."""
+    children = tree([(0, pending, {}, {}) for pending in pendings])
+    order = QueueOrder(children, sort_priority)
+    same_as_fresh(order, children, sort_priority)
+    for index, pending in changes:
+        q = children[index % len(children)]
+        set_values(q, 0, pending, {})
+        order.changed(q)
+        same_as_fresh(order, children, sort_priority)

@@ -21,7 +21,6 @@ from events import native
 from events.codec import encode_output
 from events.models import CycleCompleted, OutputData
 from events.resources import fits
-from projections.node_index import sorted_node_ids
 from scheduler.config import load_config
 from scheduler.core import cycle as cycle_module
 from scheduler.core.asks import shape_of
@@ -39,9 +38,10 @@ from scheduler.core.objects import Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.required_node_preemption import required_node_victims
 from scheduler.core.reservations import Step, fits_node, reserved_step
-from scheduler.core.reserve_candidates import MAX_SHAPES, ReserveCandidates, fit_in_score
+from scheduler.core.reserve_candidates import ReserveCandidates, fit_in_score
 from scheduler.core.sorting import sort_queues
 from scheduler.simulation.simulate import Simulation
+from tests.oracles.node_order import sorted_node_ids
 from tests.unit.test_core_properties import APPS, CONFIG, NODES, SETUP, line
 from tests.unit.test_core_reservations import _times
 
@@ -272,9 +272,10 @@ def test_skipping_hopeless_apps_changes_no_output(body: list[dict[str, Any]]) ->
 
 
 def test_kept_heaps_stay_small_and_right_through_long_churn() -> None:
-    """A shape asked once, then thousands of node changes: each heap is compacted before it
-    passes twice the index (plus 64), answers as a scan does all along, and is dropped once its
-    shape goes unasked between two compactions; more than MAX_SHAPES shapes start afresh."""
+    """A shape asked once, then thousands of node changes: its heap never passes twice the
+    node classes (plus 64), answers as a scan does all along, and is forgotten once its
+    backlog outgrows the classes while nobody asks; any number of shapes is kept (no cap
+    to fall off: 300 shapes asked round after round all stay kept)."""
     sim = Simulation(load_config(CONFIG))
     nodes = [{"type": "node.added", "data": {"node_id": f"c{i}", "capacity": {"vcore": 4000, "memory": 4000}}}
              for i in range(3)]
@@ -283,14 +284,13 @@ def test_kept_heaps_stay_small_and_right_through_long_churn() -> None:
     part = sim.engine.state.partitions["default"]
     kept = part.reserve_candidates
     request = {"vcore": 3000, "memory": 10}
-    shape = shape_of(request)
-    limit = 2 * len(part.index) + 64
+    limit = 2 * len(part.index) + 64  # every node its own class at most
 
-    def answer() -> str | None:
-        node = kept.best(part.index, part.nodes, shape, request)
+    def answer(req: dict[str, int]) -> str | None:
+        node = kept.best(part.index, part.nodes, shape_of(req), req)
         return node.node_id if node else None
 
-    assert answer() == _reference_node_to_reserve(part, request)
+    assert answer(request) == _reference_node_to_reserve(part, request)
     most = 0
     for i in range(300):
         small = {"vcore": 1000, "memory": 10}
@@ -300,16 +300,21 @@ def test_kept_heaps_stay_small_and_right_through_long_churn() -> None:
         for obj in _times(churn):
             sim.feed(orjson.dumps(obj))
             most = max(most, kept.entries())
-        if i < 100:  # asked: compacted, kept
-            assert answer() == _reference_node_to_reserve(part, request)
+        if i < 100:  # asked: caught up, kept
+            assert answer(request) == _reference_node_to_reserve(part, request)
     assert 0 < most <= limit + 1
-    assert kept.entries() == 0  # not asked for the last 200 rounds: dropped at a compaction
-    assert answer() == _reference_node_to_reserve(part, request)  # and built again when asked
-    for v in range(1, MAX_SHAPES + 6):  # more shapes than kept: all are dropped, then built as asked
-        other = {"vcore": v, "memory": 10}
-        node = kept.best(part.index, part.nodes, shape_of(other), other)
-        assert (node.node_id if node else None) == _reference_node_to_reserve(part, other)
-    assert answer() == _reference_node_to_reserve(part, request)
+    assert kept.entries() == 0 and kept.shapes_kept() == 0  # not asked for the last 200 rounds: forgotten
+    assert answer(request) == _reference_node_to_reserve(part, request)  # and built again when asked
+    others = [{"vcore": v, "memory": 10} for v in range(1, 300)]
+    for round_ in range(3):  # far more shapes than the old cap of 64: all stay kept and right
+        for other in others:
+            assert answer(other) == _reference_node_to_reserve(part, other)
+        assert kept.shapes_kept() == len(others) + 1
+        churn = [{"type": "ask.added", "data": {"app_id": APPS[0], "ask_id": f"r{round_}", "resources": small}},
+                 {"type": "schedule"}]
+        for obj in _times(churn):
+            sim.feed(orjson.dumps(obj))
+    assert answer(request) == _reference_node_to_reserve(part, request)
 
 
 def test_a_node_removed_and_added_again_leaves_no_current_entry_behind() -> None:
@@ -335,3 +340,42 @@ def test_a_node_removed_and_added_again_leaves_no_current_entry_behind() -> None
     assert kept() == _reference_node_to_reserve(part, request) == "c0"  # the tighter fit
     feed({"type": "node.removed", "data": {"node_id": "c0"}}, added("c0", 1000))
     assert kept() == _reference_node_to_reserve(part, request) == "c1"
+
+
+node_churn = st.one_of(  # nodes leave, come back with another capacity, or appear too small for most shapes
+    st.builds(lambda n: {"type": "node.removed", "data": {"node_id": n}}, st.sampled_from([*NODES, "m0", "m1"])),
+    st.builds(lambda n, v: {"type": "node.added", "data": {"node_id": n, "capacity": {"vcore": v, "memory": 4000}}},
+              st.sampled_from([*NODES, "m0", "m1"]), st.sampled_from((500, 2500, 4000, 9000))),
+)
+probe_requests = [{"vcore": v, "memory": 10} for v in (1, 1000, 1500, 2500, 3500, 4500, 8000, 20000)]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(shaped_ask, shaped_ask, churn, node_change, node_churn, st.just({"type": "schedule"}),
+                          line), min_size=10, max_size=60),
+       st.lists(st.sampled_from(range(len(probe_requests))), min_size=1, max_size=4))
+def test_node_classes_and_lazy_heaps_equal_a_scan_after_every_event(
+        body: list[dict[str, Any]], probes: list[int]) -> None:
+    """The kept candidates (node classes, heaps that take in changes only when asked) give
+    the from-scratch scan's node after every event, for shapes asked after each event, now
+    and then (a heap that lags, is caught up or forgotten) or never until the end; shapes
+    bigger than every node included."""
+    sim = Simulation(load_config(CONFIG))
+    small = [{"type": "node.added", "data": {"node_id": f"m{i}", "capacity": {"vcore": 1000 * (i + 1), "memory": 4000}}}
+             for i in range(3)]
+    fill = [{"type": "ask.added", "data": {"app_id": a, "ask_id": "fill", "resources": {"vcore": 2500, "memory": 10}}}
+            for a in APPS]
+    for step, obj in enumerate(_times([*SETUP, *small, *fill, *body])):
+        sim.feed(orjson.dumps(obj))
+        part = sim.engine.state.partitions["default"]
+        for i, p in enumerate(probes):
+            if step % (i + 1):
+                continue  # the i-th probe looks every (i + 1)-th event: its heap lags in between
+            request = probe_requests[p]
+            node = part.reserve_candidates.best(part.index, part.nodes, shape_of(request), request)
+            assert (node.node_id if node else None) == _reference_node_to_reserve(part, request)
+            assert part.reserve_candidates.exhausted(shape_of(request), part.nodes) == (node is None)
+    part = sim.engine.state.partitions["default"]
+    for request in probe_requests:
+        node = part.reserve_candidates.best(part.index, part.nodes, shape_of(request), request)
+        assert (node.node_id if node else None) == _reference_node_to_reserve(part, request)

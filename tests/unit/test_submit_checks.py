@@ -82,6 +82,15 @@ def test_submit_warns_of_apps_and_queues_the_log_does_not_know(tmp_path: Path) -
     ]
     assert "appended 7 events" in proc.stderr  # warnings, not refusals: the events go in
     assert len(_inputs(log)) == 9
+    # The service rejects them as warned, and explain --ask points at those rejections.
+    evsched("run", "--log", log, "--once")
+    unknown = evsched("replay", "explain", "--ask", "b/k3", "--log", log, check=False, text=True)
+    assert unknown.returncode == 1
+    said = _said(unknown.stderr)
+    assert said[0] == "evsched replay explain: unknown ask b/k3: application b does not exist; rejected:", said
+    assert said[1].startswith("  cycle 1: app.added ") and "was rejected unknown-queue: queue 'root.teem'" in said[1]
+    assert said[2].startswith("  cycle 1: ask.added ") and "was rejected unknown-app: " in said[2]
+    assert len(said) == 3
 
 
 def test_a_missing_log_is_one_line_and_exit_1(tmp_path: Path) -> None:

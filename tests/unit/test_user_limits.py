@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scheduler.config import load_config
-from scheduler.core.user_limits import comparable, fold_usage
 from scheduler.simulation.simulate import Simulation
+from tests.oracles.user_usage import comparable, fold_usage
 from tests.sim import SCHEDULE, app, ask, node, of_type, placements, root_queues, run
 
 LIMITS = root_queues("""

@@ -59,6 +59,7 @@ OffsetCommitter = Callable[[dict[TopicPartition, int]], Awaitable[None]]
 
 _FILL_S = 0.05  # read_inputs: how long it may top a short batch up while more records are there
 _SEEK_ANSWER_S = 5.0  # read_inputs: how long an empty read after a seek waits for the fetch
+_ADMIN_CATCH_UP_S = 2.0  # read_inputs: how long a batch waits for the admin topic's fetch to catch up
 _BATCH_BYTES = 512 * 1024  # well under the brokers' default 1 MiB message limit
 _FETCH_BYTES = 8 * 1024 * 1024  # per input partition and fetch
 
@@ -372,12 +373,18 @@ class KafkaLog:
                 if not any(batches.values()):
                     break
                 count += self._take(assigned, batches, got)
-            # The admin topic's records already fetched join this batch even when it is full:
-            # they are few, and a config sent before the inputs it governs then applies first
-            # (the cycle merges by event time) rather than a batch later.
+            # The admin topic's records join this batch even when it is full: they are few, and a
+            # config sent before the inputs it governs then applies first (the cycle merges by
+            # event time) rather than a batch later. So this batch also waits (briefly) until every
+            # admin partition's fetch has answered once (its records come with that answer): right
+            # after a start the inputs' fetch may answer first, and a first cycle without the config
+            # rejected every app, then every ask (unknown-app).
             admin = [tp for tp in assigned if tp.topic == self._admin_topic]
             if admin and count:
                 self._take(assigned, await consumer.getmany(*admin, timeout_ms=0, max_records=max_records), got)
+                admin_until = time.monotonic() + _ADMIN_CATCH_UP_S
+                while any(consumer.highwater(tp) is None for tp in admin) and time.monotonic() < admin_until:
+                    self._take(assigned, await consumer.getmany(*admin, timeout_ms=10, max_records=max_records), got)
         except KafkaError as exc:
             raise LogError(f"reading input records failed: {exc!r}") from exc
         out: list[LogRecord] = []

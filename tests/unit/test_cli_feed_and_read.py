@@ -11,6 +11,7 @@ from pathlib import Path
 import orjson
 
 from events.log.file import FileLog
+from events.rules_version import RULES_VERSION
 from tests.cli import ROOT, evsched, evsched_argv, evsched_env
 
 CONFIG = """\
@@ -119,12 +120,14 @@ def test_sigterm_ends_log_tail_follow_and_audit_follow(tmp_path: Path) -> None:
     through = {"admin": 1, "inputs": 4}  # submit --config's config is on the admin channel
     bogus = [
         {"type": "cycle.started", "id": "2-start", "data": {"cycle": 2, "time": at, "inputs_from": through,
-                                                             "inputs_through": through}},
+                                                             "inputs_through": through,
+                                                             "rules_version": RULES_VERSION}},  # as cycle 1's
         {"type": "allocation.decided", "id": "2-0",
          "data": {"decision_id": "default-2-1", "cycle": 2, "ask_id": "nope", "app_id": "a", "partition": "default",
                   "queue": "root.team", "node_id": "n1", "resources": {"vcore": 1}, "priority": 0}},
         {"type": "cycle.completed", "id": "2-1",
-         "data": {"cycle": 2, "time": at, "inputs_through": through, "decisions": 1, "state_digest": "x"}},
+         "data": {"cycle": 2, "time": at, "inputs_through": through, "decisions": 1, "state_digest": "x",
+                  "rules_version": RULES_VERSION}},
     ]
     with FileLog(log) as file_log:
         file_log.append_outputs_sync([orjson.dumps({"specversion": "1.0", "source": "evsched", "time": at, **r})

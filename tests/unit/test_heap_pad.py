@@ -17,8 +17,8 @@ GLIBC = platform.libc_ver()[0] == "glibc"
 # how many more blocks are mapped (hblks) while it holds one of 1 MiB.
 PROBE = """
 import ctypes, sys
-from replay.heap_pad import keep_heap_pad
-if sys.argv[1] == "pad":
+if sys.argv[1] == "pad":  # imported only here: an import that frees a large mapped block raises
+    from replay.heap_pad import keep_heap_pad  # glibc's sliding mmap threshold in the default probe
     assert keep_heap_pad()
 class MallInfo2(ctypes.Structure):
     _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd",

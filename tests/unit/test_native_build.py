@@ -152,3 +152,20 @@ def test_this_process_runs_one_build_whole() -> None:
 
     assert cycle.__file__ is not None
     assert cycle.__file__.endswith(".py") != native.BUILD.compiled
+
+
+def test_the_isolated_build_has_every_runtime_dependency() -> None:
+    """mypyc type-checks the compiled modules inside pip's isolated build environment: a runtime
+    package missing from [build-system] requires fails that check, and a fresh clone silently
+    falls back to the pure-Python core (google-re2 did, once)."""
+    import re
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+
+    def name(requirement: str) -> str:
+        return re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].lower()
+
+    build = {name(r) for r in project["build-system"]["requires"]}
+    missing = sorted({name(r) for r in project["project"]["dependencies"]} - build)
+    assert missing == [], f"add {missing} to [build-system] requires in pyproject.toml"

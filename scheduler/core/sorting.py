@@ -439,25 +439,10 @@ class _Run:
                 block.members = members[:j]
                 blocks.append(block)
         self.blocks = blocks
-        members, vec, block_of = self.members, self.vec, self.block_of
+        members = self.members
         last = len(members) - 1
         for j in range(i, last + 1):
-            q = members[j]
-            v = vec[q.order]
-            k = len(blocks)
-            while k > 0:
-                w = blocks[k - 1].vec
-                if v == w or not all(map(ge, v, w)):
-                    break
-                k -= 1
-            if k > 0 and blocks[k - 1].vec == v:
-                block = blocks[k - 1]
-                block.members.append(q)
-                block.orders.append(q.order)
-            else:
-                block = _Block(q, v)
-                blocks.insert(k, block)
-            block_of[q.order] = block
+            self._insert(members[j])
             if j < last and self._in_step(saved, members[j + 1].order, order):
                 self._splice(saved, members[j + 1].order)
                 break
@@ -506,25 +491,30 @@ class _Run:
 
     def redo_from(self, i: int) -> None:
         """Insert ``members[i:]`` (not in the pass yet) in config order."""
-        members, vec, blocks, block_of = self.members, self.vec, self.blocks, self.block_of
+        members = self.members
         for j in range(i, len(members)):
-            q = members[j]
-            v = vec[q.order]
-            k = len(blocks)
-            while k > 0:
-                w = blocks[k - 1].vec
-                if v == w or not all(map(ge, v, w)):
-                    break
-                k -= 1
-            if k > 0 and blocks[k - 1].vec == v:
-                block = blocks[k - 1]
-                block.members.append(q)
-                block.orders.append(q.order)
-            else:
-                block = _Block(q, v)
-                blocks.insert(k, block)
-            block_of[q.order] = block
+            self._insert(members[j])
         self._out = None
+
+    def _insert(self, q: QueueNode) -> None:
+        """Put ``q`` in the pass: into the block of its own vector, else into a new block right
+        after the last one whose vector ``q``'s does not dominate."""
+        vec, blocks, block_of = self.vec, self.blocks, self.block_of
+        v = vec[q.order]
+        k = len(blocks)
+        while k > 0:
+            w = blocks[k - 1].vec
+            if v == w or not all(map(ge, v, w)):
+                break
+            k -= 1
+        if k > 0 and blocks[k - 1].vec == v:
+            block = blocks[k - 1]
+            block.members.append(q)
+            block.orders.append(q.order)
+        else:
+            block = _Block(q, v)
+            blocks.insert(k, block)
+        block_of[q.order] = block
 
 
 ChildOrder = KeptOrder | QueueOrder

@@ -7,13 +7,12 @@ measures) or a count of 0 — the way ``e2e.py`` went on reporting "0 decisions"
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from benchmarks import smoke
+from tests.go_harness import built_harness
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,13 +25,7 @@ def test_every_benchmark_script_is_registered() -> None:
 @pytest.fixture(scope="module")
 def go_harness() -> Path:
     """The yunikorn-core harness (built as tests/unit/test_conformance.py builds it: patched clock and all)."""
-    go = shutil.which("go")
-    if go is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI needs Go for the vs_yunikorn benchmark's smoke run (no `go` on the PATH)")
-        pytest.skip("no Go toolchain on the PATH: vs_yunikorn needs the yunikorn-core harness")
-    subprocess.run(["make", "-s", "conformance-harness"], cwd=ROOT, check=True, timeout=280)
-    return ROOT / "conformance" / ".build" / "yunikorn-harness"
+    return built_harness("the vs_yunikorn benchmark's smoke run")
 
 
 @pytest.mark.parametrize("name", sorted(smoke.SMOKE))

@@ -9,9 +9,6 @@ explained by a documented known difference (docs/conformance.md).
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +19,7 @@ from conformance.generate import FAMILIES, TIMED, encode, generate
 from conformance.known import KNOWN, too_small_asks, too_small_asks_dropped, victim_picked_twice
 from conformance.run import agrees, harness_output, report, run
 from events.times import format_time, parse_time
+from tests.go_harness import built_harness
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = 50
@@ -29,13 +27,7 @@ SAMPLE = 50
 
 @pytest.fixture(scope="module")
 def harness() -> Path:
-    go = shutil.which("go")
-    if go is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI needs Go for the yunikorn-core conformance sample (no `go` on the PATH)")
-        pytest.skip("no Go toolchain on the PATH: the yunikorn-core conformance sample needs it")
-    subprocess.run(["make", "-s", "conformance-harness"], cwd=ROOT, check=True, timeout=280)
-    return ROOT / "conformance" / ".build" / "yunikorn-harness"
+    return built_harness("the yunikorn-core conformance sample")
 
 
 def test_sample_agrees_except_known_differences(harness: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -29,6 +29,7 @@ from events.log.port import EventLog, LogError
 if TYPE_CHECKING:
     from events.log.kafka import OffsetCommitter, ShardTopics
 
+HEARTBEAT_MS = 500  # consumer groups' heartbeat interval, at most (KafkaSettings.group_timing)
 
 
 @dataclass(frozen=True)
@@ -72,11 +73,16 @@ class KafkaSettings:
         return kwargs
 
     def group_timing(self) -> dict[str, Any]:
-        """Consumer-group session and heartbeat (no session timeout set: the defaults)."""
+        """Consumer-group session and heartbeat (no session timeout set: the defaults).
+
+        A member learns that the group is rebalancing (another instance joined or left) only from
+        its next heartbeat's answer, and every member waits until all have rejoined: with the usual
+        3 s heartbeat a second instance started beside a running one idled up to 3 s before it got
+        a shard. Half a second bounds that wait for two small requests a second per instance."""
         session = self.session_timeout_ms
         if not session:
             return {}
-        return {"session_timeout_ms": session, "heartbeat_interval_ms": max(100, min(3_000, session // 3))}
+        return {"session_timeout_ms": session, "heartbeat_interval_ms": max(100, min(HEARTBEAT_MS, session // 3))}
 
     def fetch_tuning(self) -> dict[str, Any]:
         """KafkaLog's ``fetch_max_wait_ms`` and ``request_timeout_ms`` (unset: the defaults)."""

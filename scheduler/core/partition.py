@@ -16,6 +16,7 @@ from events.resources import Resources, add_into, is_positive, sub_into
 from projections.node_index import NodeIndex, NodeSortPolicy
 from projections.queues import RUNNING_STATES, QueueNode
 from scheduler.config import QueueSpec
+from scheduler.config.profiles import DEFAULT_PROFILE, RulesProfile
 from scheduler.core.draining import chain_of, effective_root
 from scheduler.core.dynamic_queues import QueueSettings, create_path, prune, settings_from_spec
 from scheduler.core.form_cache import FormCache
@@ -93,6 +94,7 @@ class PartitionState:
         self.settings: dict[str, QueueSettings] = settings_from_spec(root_spec)
         index = LimitIndex.from_spec(root_spec)
         self.limits: UserLimits | None = UserLimits(index) if index is not None else None
+        self.profile: RulesProfile = DEFAULT_PROFILE  # the config's ``rules`` (set by whoever applies it)
 
     # -- dynamic queues -------------------------------------------------------------
 

@@ -33,13 +33,14 @@ from typing import Final
 from events.model_construct import construct
 from events.models import AllocationDecided, OutputData
 from events.resources import Resources
-from projections.queues import QueueNode
+from projections.policies import AppSortPolicy
 from scheduler.core.asks import Shape, shape_of
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption import MAX_ATTEMPTS_PER_QUEUE, may_attempt, record_preemption, try_preemption
+from scheduler.core.queues import QueueNode
 from scheduler.core.reservations import Step, may_reserve, required_node_step, reserved_step
-from scheduler.core.sorting import AppSortPolicy, ChildOrder, child_order, stateaware_allowed
+from scheduler.core.sorting import ChildOrder, child_order, stateaware_allowed
 from scheduler.core.state import SchedulerState
 
 DECIDED_FIELDS: Final = frozenset(AllocationDecided.model_fields)

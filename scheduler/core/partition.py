@@ -1,6 +1,6 @@
 """One scheduler partition's state and every mutation of it, each keeping all caches right.
 
-The queue tree (``projections.queues``), the node index (``projections.node_index``), the
+The queue tree (``scheduler.core.queues``), the node index (``projections.node_index``), the
 per-leaf sorted app lists and the apps' sorted asks are only ever changed here, so each
 operation updates all of them together. Operations append their outputs to ``out``.
 """
@@ -13,16 +13,17 @@ from typing import Protocol
 
 from events.models import AllocationRevoked, AppStateChanged, AskReserved, AskUnreserved, OutputData
 from events.resources import Resources, add_into, is_positive, sub_into
-from projections.node_index import NodeIndex, NodeSortPolicy
-from projections.queues import RUNNING_STATES, QueueNode
+from projections.node_index import NodeIndex
+from projections.policies import AppKey, AppSortPolicy, NodeSortPolicy
 from scheduler.config import QueueSpec
 from scheduler.config.profiles import DEFAULT_PROFILE, RulesProfile
 from scheduler.core.draining import chain_of, effective_root
 from scheduler.core.dynamic_queues import QueueSettings, create_path, prune, settings_from_spec
 from scheduler.core.form_cache import FormCache
 from scheduler.core.objects import Allocation, App, Ask, Node
+from scheduler.core.queues import RUNNING_STATES, QueueNode
 from scheduler.core.reserve_candidates import ReserveCandidates
-from scheduler.core.sorting import AppKey, AppSortPolicy, app_sort_key
+from scheduler.core.sorting import leaf_sort_key
 from scheduler.core.user_limits import LimitIndex, UserLimits, charge
 
 STARTING_TIMEOUT_US = 5 * 60 * 1_000_000
@@ -450,7 +451,7 @@ class PartitionState:
         elif listed and app.sort_key is not None and leaf.app_sort_policy != "fair":
             return  # a listed fifo/stateaware app whose priority did not change keeps its key
         candidates = self.candidates[leaf.path]
-        new_key = app_sort_key(app, AppSortPolicy.parse(leaf.app_sort_policy), leaf.sort_priority) if listed else None
+        new_key = leaf_sort_key(app, AppSortPolicy.parse(leaf.app_sort_policy), leaf.sort_priority) if listed else None
         if new_key == app.sort_key:
             return
         if app.sort_key is not None:

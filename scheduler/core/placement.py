@@ -15,11 +15,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from projections.queues import QueueNode
 from scheduler.config import go_regexp
 from scheduler.config.specs import FilterSpec, RuleSpec
 from scheduler.core.acl import may_submit
 from scheduler.core.dynamic_queues import QUEUE_NAME
+from scheduler.core.queues import QueueNode
 
 ROOT = "root"
 DEFAULT_QUEUE = "root.default"  # YuniKorn common.DefaultPlacementQueue

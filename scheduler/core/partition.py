@@ -108,7 +108,10 @@ class PartitionState:
         existing = self.queues.get(path)
         if existing is not None:
             return existing, False
-        leaf = create_path(self.queues, self.settings, path)[-1]
+        created = create_path(self.queues, self.settings, path)
+        leaf = created[-1]
+        if self.profile is not DEFAULT_PROFILE:
+            self._under_profile(created)
         self.candidates[leaf.path] = []
         self.starting[leaf.path] = {}
         return leaf, True
@@ -464,6 +467,36 @@ class PartitionState:
         """The leaf's apps with pending asks, in its sort policy's order."""
         return [self.apps[app_id] for _, app_id in self.candidates[leaf.path]]
 
+    # -- rules profile ------------------------------------------------------------
+
+    def set_profile(self, profile: RulesProfile) -> None:
+        """Run under ``profile`` from now on (the config's ``rules``; a reconfigure rebuilt the tree first)."""
+        self.profile = profile
+        self._under_profile(list(self.queues.values()))
+
+    def _under_profile(self, queues: list[QueueNode]) -> None:
+        """Fresh queues as the partition's profile has them: under yunikorn-1.9 a stateaware
+        leaf sorts and schedules as fifo (YUNIKORN-2483: the policy still parses, with a
+        warning from ``config check``), and every queue has a fair max (``refresh_fair_max``)."""
+        if self.profile is RulesProfile.YUNIKORN_1_9:
+            for q in queues:
+                if q.app_sort_policy == AppSortPolicy.STATEAWARE.value:
+                    q.app_sort_policy = AppSortPolicy.FIFO.value
+            self.refresh_fair_max()
+
+    def refresh_fair_max(self) -> None:
+        """Under yunikorn-1.9, every queue's fair max (``queue.go:GetFairMaxResource``): the
+        cluster's capacity (root's max) with each configured max from root down laid over it,
+        type by type; empty while the cluster is (no nodes), whatever the queues' maxes."""
+        stack: list[tuple[QueueNode, Resources]] = [(self.root, dict(self.cluster_capacity))]
+        while stack:
+            q, limit = stack.pop()
+            fair_max = limit
+            if q.parent is not None and q.max and limit:
+                fair_max = {**limit, **q.max}
+            q.set_fair_max(fair_max)
+            stack.extend((kid, fair_max) for kid in q.children)
+
     # -- reconfiguration ----------------------------------------------------------
 
     def reconfigure(
@@ -519,6 +552,8 @@ class PartitionState:
             if app.state == "Starting":
                 self.starting[leaf.path][app.app_id] = app
             self._refresh(app)
+        if self.profile is not DEFAULT_PROFILE:
+            self._under_profile(list(queues.values()))
         if NodeSortPolicy(node_policy) != self.index.policy or dict(weights) != self.index.weights:
             self.index = NodeIndex(NodeSortPolicy(node_policy), weights)
             self.reserve_candidates = ReserveCandidates()  # node order changed: every heap with it

@@ -12,7 +12,6 @@ import (
 
 	"github.com/apache/yunikorn-core/pkg/common/resources"
 	"github.com/apache/yunikorn-core/pkg/scheduler/objects"
-	"github.com/apache/yunikorn-core/pkg/scheduler/ugm"
 	"github.com/apache/yunikorn-core/pkg/webservice/dao"
 	"github.com/apache/yunikorn-scheduler-interface/lib/go/si"
 )
@@ -91,7 +90,7 @@ func usage() map[string]interface{} {
 		if q == nil {
 			return
 		}
-		alloc := norm(q.ResourceUsage)
+		alloc := usageOf(q)
 		if len(alloc) > 0 || len(q.RunningApplications) > 0 {
 			into[q.QueuePath] = map[string]interface{}{"allocated": alloc, "running_apps": len(q.RunningApplications)}
 		}
@@ -99,20 +98,19 @@ func usage() map[string]interface{} {
 			walk(into, c)
 		}
 	}
-	for _, ut := range ugm.GetUserManager().GetUsersResources() {
-		info := ut.GetUserResourceUsageDAOInfo()
+	userTrees, groupTrees := ugmTrees()
+	for name, tree := range userTrees {
 		queues := map[string]interface{}{}
-		walk(queues, info.Queues)
+		walk(queues, tree)
 		if len(queues) > 0 {
-			users[info.UserName] = queues
+			users[name] = queues
 		}
 	}
-	for _, gt := range ugm.GetUserManager().GetGroupsResources() {
-		info := gt.GetGroupResourceUsageDAOInfo()
+	for name, tree := range groupTrees {
 		queues := map[string]interface{}{}
-		walk(queues, info.Queues)
+		walk(queues, tree)
 		if len(queues) > 0 {
-			groups[info.GroupName] = queues
+			groups[name] = queues
 		}
 	}
 	return map[string]interface{}{"users": users, "groups": groups}

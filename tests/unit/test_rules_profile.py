@@ -151,3 +151,12 @@ def test_replay_verify_rederives_each_cycle_under_its_own_profile(tmp_path: Path
     with open_file_log(tmp_path / "log") as source:
         report = verify(source)
     assert report.ok and report.cycles == 3
+
+
+def test_an_unknown_required_node_passes_to_the_next_ask_under_1_9() -> None:
+    lines = [node("n1"), app("A", "root.a"), ask("A", "a1", priority=10, required_node="later"),
+             ask("A", "a2", priority=5), SCHEDULE]
+    before, _ = run(lines, config())
+    after, _ = run(lines, config("yunikorn-1.9"))
+    assert decisions(before) == []  # 1.5: the app's turn ends at a1 (tryAllocate returns nil)
+    assert decisions(after) == [("a2", 1)]  # 1.9: tryRequiredNode returns nil, tryAllocate continues

@@ -99,21 +99,21 @@ func usage() map[string]interface{} {
 			walk(into, c)
 		}
 	}
+	// record puts one user's (group's) queues under its name, when it uses any.
+	record := func(into map[string]interface{}, name string, root *dao.ResourceUsageDAOInfo) {
+		queues := map[string]interface{}{}
+		walk(queues, root)
+		if len(queues) > 0 {
+			into[name] = queues
+		}
+	}
 	for _, ut := range ugm.GetUserManager().GetUsersResources() {
 		info := ut.GetUserResourceUsageDAOInfo()
-		queues := map[string]interface{}{}
-		walk(queues, info.Queues)
-		if len(queues) > 0 {
-			users[info.UserName] = queues
-		}
+		record(users, info.UserName, info.Queues)
 	}
 	for _, gt := range ugm.GetUserManager().GetGroupsResources() {
 		info := gt.GetGroupResourceUsageDAOInfo()
-		queues := map[string]interface{}{}
-		walk(queues, info.Queues)
-		if len(queues) > 0 {
-			groups[info.GroupName] = queues
-		}
+		record(groups, info.GroupName, info.Queues)
 	}
 	return map[string]interface{}{"users": users, "groups": groups}
 }

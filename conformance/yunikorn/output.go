@@ -12,7 +12,6 @@ import (
 
 	"github.com/apache/yunikorn-core/pkg/common/resources"
 	"github.com/apache/yunikorn-core/pkg/scheduler/objects"
-	"github.com/apache/yunikorn-core/pkg/scheduler/ugm"
 	"github.com/apache/yunikorn-core/pkg/webservice/dao"
 	"github.com/apache/yunikorn-scheduler-interface/lib/go/si"
 )
@@ -91,7 +90,7 @@ func usage() map[string]interface{} {
 		if q == nil {
 			return
 		}
-		alloc := norm(q.ResourceUsage)
+		alloc := usageOf(q)
 		if len(alloc) > 0 || len(q.RunningApplications) > 0 {
 			into[q.QueuePath] = map[string]interface{}{"allocated": alloc, "running_apps": len(q.RunningApplications)}
 		}
@@ -107,13 +106,12 @@ func usage() map[string]interface{} {
 			into[name] = queues
 		}
 	}
-	for _, ut := range ugm.GetUserManager().GetUsersResources() {
-		info := ut.GetUserResourceUsageDAOInfo()
-		record(users, info.UserName, info.Queues)
+	userTrees, groupTrees := ugmTrees()
+	for name, tree := range userTrees {
+		record(users, name, tree)
 	}
-	for _, gt := range ugm.GetUserManager().GetGroupsResources() {
-		info := gt.GetGroupResourceUsageDAOInfo()
-		record(groups, info.GroupName, info.Queues)
+	for name, tree := range groupTrees {
+		record(groups, name, tree)
 	}
 	return map[string]interface{}{"users": users, "groups": groups}
 }

@@ -102,20 +102,20 @@ func usage() map[string]interface{} {
 			walk(into, c)
 		}
 	}
-	userTrees, groupTrees := ugmTrees()
-	for name, tree := range userTrees {
+	// record puts one user's (group's) queues under its name, when it uses any.
+	record := func(into map[string]interface{}, name string, root *dao.ResourceUsageDAOInfo) {
 		queues := map[string]interface{}{}
-		walk(queues, tree)
+		walk(queues, root)
 		if len(queues) > 0 {
-			users[name] = queues
+			into[name] = queues
 		}
 	}
+	userTrees, groupTrees := ugmTrees()
+	for name, tree := range userTrees {
+		record(users, name, tree)
+	}
 	for name, tree := range groupTrees {
-		queues := map[string]interface{}{}
-		walk(queues, tree)
-		if len(queues) > 0 {
-			groups[name] = queues
-		}
+		record(groups, name, tree)
 	}
 	return map[string]interface{}{"users": users, "groups": groups}
 }

@@ -178,7 +178,8 @@ def test_whatif_previews_the_upgrade_to_1_9(tmp_path: Path) -> None:
     # cycle 2: b2 went first under 1.5, a2 under 1.9; cycle 3: C lands in root.default instead of being refused
     assert report.queue_orders() == [(2, ["root.b", "root.a"], ["root.a", "root.b"]), (3, [], ["root.default"])]
     text = "\n".join(report.lines())
-    assert "rules profile: every partition under yunikorn-1.9; the cycles were made under yunikorn-1.5: 3 cycles" in text
+    made = "the cycles were made under yunikorn-1.5: 3 cycles"
+    assert f"rules profile: every partition under yunikorn-1.9; {made}" in text
     assert "  C/c1: not placed -> cycle 3 on n1 in root.default" in text
     assert "  cycle 2: root.b > root.a  ->  root.a > root.b" in text
     assert report.rejections_before > report.rejections_after

@@ -17,7 +17,8 @@ as a test case; this module's command line runs them all (or the named ones) dir
 Arguments may name ``{tmp}`` (a fresh directory per run) and ``{harness}`` (the yunikorn-core
 Go harness, ``make conformance-harness``). ``needs``: ``kafka`` — the script reaches a broker
 through ``KAFKA_BOOTSTRAP_SERVERS`` when it is set (the tests pass their session broker), else
-starts its own; ``go`` — the script needs the Go harness built.
+starts its own; ``go`` — the script needs the Go harness built; ``k8s`` — the Kubernetes binaries
+(tests/kube_cluster.py builds them once).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class Smoke:
     args: tuple[str, ...]
     # Regexes, each with one group: a count (digits, commas allowed). Each must match, every match > 0.
     produced: tuple[str, ...]
-    needs: str = ""  # "", "kafka" or "go"
+    needs: str = ""  # "", "kafka", "go" or "k8s"
 
 
 SMOKE: dict[str, Smoke] = {
@@ -55,6 +56,7 @@ SMOKE: dict[str, Smoke] = {
                   "--no-core-rate"),
                  (r"([\d,]+) decisions, the last on the decisions topic", r"([\d,]+) decided"), needs="kafka"),
     "http_overhead": Smoke(("--asks", "500", "--runs", "1"), (r"\(([\d,]+) decisions, \d+ scrapes\)",)),
+    "k8s": Smoke(("--nodes", "10", "--shapes", "2x20"), (r"evsched: ([\d,]+) pods bound and Running",), needs="k8s"),
     "memory": Smoke(("--asks", "5000"), (r"with ([\d,]+) pending asks",)),
     "preemption": Smoke(("--nodes", "50", "--asks", "20"), (r"([\d,]+) preemptions",)),
     "recovery": Smoke(("--events", "2000", "--dir", "{tmp}", "--repeat", "1"), (r"([\d,]+) decisions, written by",)),

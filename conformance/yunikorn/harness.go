@@ -142,10 +142,24 @@ func (h *harness) apply(typ string, raw json.RawMessage) error {
 		h.settle()
 		h.syncReservations()
 	}
-	_, rel, states := h.rec.take()
-	_ = h.released(rel)
+	_, _, states := h.takeAll()
 	h.pending = append(h.pending, states...)
 	return err
+}
+
+// takeAll takes what the core told the RM, handling its release notices (released), until the
+// core says no more: the shim's confirmation of a placeholder's release makes the core send more
+// (the real allocation that replaced it, the release of the placeholder).
+func (h *harness) takeAll() (allocs []*si.Allocation, preempted int, states []stateChange) {
+	for {
+		a, rel, s := h.rec.take()
+		if len(a) == 0 && len(rel) == 0 && len(s) == 0 {
+			return allocs, preempted, states
+		}
+		allocs = append(allocs, a...)
+		states = append(states, s...)
+		preempted += h.released(rel)
+	}
 }
 
 func (h *harness) config(raw json.RawMessage) error {
@@ -233,6 +247,10 @@ func (h *harness) app(typ string, raw json.RawMessage) error {
 		User   string            `json:"user"`
 		Groups []string          `json:"groups"`
 		Tags   map[string]string `json:"tags"`
+		// gang scheduling, as the shim sends it
+		PlaceholderAsk map[string]int64 `json:"placeholder_ask"`
+		GangStyle      string           `json:"gang_scheduling_style"`
+		TimeoutMs      int64            `json:"placeholder_timeout_ms"`
 	}
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return err
@@ -241,7 +259,9 @@ func (h *harness) app(typ string, raw json.RawMessage) error {
 	if typ == "app.added" {
 		req.New = []*si.AddApplicationRequest{{
 			ApplicationID: d.AppID, QueueName: d.Queue, PartitionName: h.part, Tags: d.Tags,
-			Ugi: &si.UserGroupInformation{User: d.User, Groups: d.Groups},
+			Ugi:            &si.UserGroupInformation{User: d.User, Groups: d.Groups},
+			PlaceholderAsk: siResource(d.PlaceholderAsk), GangSchedulingStyle: d.GangStyle,
+			ExecutionTimeoutMilliSeconds: d.TimeoutMs,
 		}}
 	} else {
 		req.Remove = []*si.RemoveApplicationRequest{{ApplicationID: d.AppID, PartitionName: h.part}}
@@ -276,6 +296,8 @@ func (h *harness) alloc(typ string, raw json.RawMessage) error {
 		Tags          map[string]string `json:"tags"`
 		PreemptOther  *bool             `json:"preempt_other"`
 		AllowPreempt  *bool             `json:"allow_preemption"`
+		Placeholder   bool              `json:"placeholder"`
+		TaskGroup     string            `json:"task_group"`
 	}
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return err
@@ -314,6 +336,7 @@ func (h *harness) alloc(typ string, raw json.RawMessage) error {
 			AllocationKey: d.AskID, ApplicationID: d.AppID, PartitionName: h.part,
 			ResourceAsk: siResource(d.Resources), Priority: prio, Tags: tags, MaxAllocations: 1,
 			PreemptionPolicy: &si.PreemptionPolicy{AllowPreemptSelf: self, AllowPreemptOther: other},
+			Placeholder:      d.Placeholder, TaskGroupName: d.TaskGroup,
 		}}
 	case "ask.removed":
 		req.Releases = &si.AllocationReleasesRequest{AllocationAsksToRelease: []*si.AllocationAskRelease{{
@@ -395,9 +418,8 @@ func sortedKeys(m map[string]string) []string {
 func (h *harness) cycle(limit int) {
 	h.cycleNo++
 	if h.cc != nil && !h.fast {
-		evclock.Fire(false) // every timer due by the cycle's log time: state timers, the queue cleaner
-		_, rel, states := h.rec.take()
-		_ = h.released(rel)
+		evclock.Fire(false) // every timer due by the cycle's log time: state timers, placeholder timeouts, the queue cleaner
+		_, _, states := h.takeAll()
 		h.pending = append(h.pending, states...)
 	}
 	h.emitStates(h.pending)
@@ -407,8 +429,7 @@ func (h *harness) cycle(limit int) {
 		for steps := 0; limit < 0 || decisions < limit; steps++ {
 			allocated := ccSchedule(h.cc)
 			h.settle()
-			allocs, rel, states := h.rec.take()
-			preempted := h.released(rel)
+			allocs, preempted, states := h.takeAll()
 			for _, a := range allocs {
 				decisions++
 				h.allocIDs[key(a.ApplicationID, a.AllocationKey)] = a.AllocationID
@@ -440,9 +461,23 @@ func (h *harness) released(rel []*si.AllocationRelease) (preempted int) {
 			preempted++
 			continue
 		}
+		if r.TerminationType == si.TerminationType_PLACEHOLDER_REPLACED || r.TerminationType == si.TerminationType_TIMEOUT {
+			// a placeholder the core gives up (replaced by a real allocation, timed out, smaller than
+			// its real ask): the shim deletes its pod at once and confirms, as evsched's core assumes
+			h.confirm(r)
+		}
 		delete(h.allocIDs, key(r.ApplicationID, r.AllocationKey))
 	}
 	return preempted
+}
+
+// confirm sends the shim's confirmation of a placeholder's release back to the core.
+func (h *harness) confirm(r *si.AllocationRelease) {
+	ccUpdateAllocations(h.cc, &rmevent.RMUpdateAllocationEvent{Request: &si.AllocationRequest{RmID: rmID,
+		Releases: &si.AllocationReleasesRequest{AllocationsToRelease: []*si.AllocationRelease{{
+			ApplicationID: r.ApplicationID, AllocationKey: r.AllocationKey, AllocationID: r.AllocationID,
+			PartitionName: h.part, TerminationType: r.TerminationType,
+		}}}}})
 }
 
 func (h *harness) emit(typ string, data map[string]interface{}) {

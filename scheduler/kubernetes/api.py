@@ -165,7 +165,7 @@ class KubeApi:
                 yield event
 
     async def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
-        """Bind a pod to a node (the Binding subresource; the uid guards against a pod re-created with the same name)."""
+        """Bind a pod to a node (the Binding subresource; the uid guards against a pod re-created under its name)."""
         body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace, "uid": uid},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
         await self.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body)

@@ -59,7 +59,7 @@ def to_units(kubernetes_name: str, text: str) -> int:
     if value < 0:
         raise QuantityError(f"{kubernetes_name}: {text!r} is negative")
     scaled = value * 1000 if kubernetes_name == "cpu" else value
-    return int(math.ceil(scaled))
+    return math.ceil(scaled)
 
 
 def resources_of(quantities: dict[str, str] | None) -> dict[str, int]:

@@ -286,9 +286,10 @@ class KubeShim:
         for app_id, app in engine_apps.items():
             if app.state not in TERMINAL_APP_STATES:
                 self.apps[app_id] = 0
-        for name, node in engine_nodes.items():
-            self.nodes[name] = NodeInfo(name, "", dict(node.capacity), node.schedulable, dict(node.attributes))
-            self.occupied_sent[name] = dict(node.occupied)
+        for name, engine_node in engine_nodes.items():
+            self.nodes[name] = NodeInfo(name, "", dict(engine_node.capacity), engine_node.schedulable,
+                                        dict(engine_node.attributes))
+            self.occupied_sent[name] = dict(engine_node.occupied)
         # Allocations and pending asks the engine holds become the mirror's pods once their pod is listed.
         held: dict[str, tuple[str, str]] = {}  # ask id → (state, node)
         for app in engine_apps.values():
@@ -323,9 +324,9 @@ class KubeShim:
                     ask = pod_ask(pod)
                 except QuantityError:
                     continue
-                state, node = held[ask_id]
+                state, decided_node = held[ask_id]
                 bound = node_name_of(pod)
-                pod_state = PodState(ask, state=state, node=node)
+                pod_state = PodState(ask, state=state, node=decided_node)
                 if state == "decided" and bound:
                     pod_state.state = "bound"
                 self.pods[ask_id] = pod_state
@@ -374,7 +375,7 @@ class KubeShim:
                     for name in list(self.nodes):
                         if name not in names:
                             self._changes.put_nowait((kind, "DELETED", {"metadata": {"name": name}}))
-            except (OSError, asyncio.TimeoutError, ValueError) as exc:
+            except (TimeoutError, OSError, ValueError) as exc:
                 LOG.warning("watch of %s broke (%s); watching again", kind, exc)
                 await asyncio.sleep(1.0)
 
@@ -476,7 +477,7 @@ class KubeShim:
                     self._emit("allocation.released", {"app_id": ask.app_id, "ask_id": ask.ask_id})
                     await self.flush()
                 return
-            except (OSError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, OSError) as exc:
                 LOG.warning("binding pod %s/%s to %s: %s; trying again", ask.namespace, ask.name, node, exc)
                 await asyncio.sleep(1.0)
                 self._spawn(self._bind(state, node))
@@ -532,7 +533,7 @@ class KubeShim:
                 {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message[:1024],
                  "lastTransitionTime": _now_text()}]}})
             await self.api.create_event(ask.namespace, self._event(ask, "FailedScheduling", message))
-        except (ApiError, OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, ApiError, OSError) as exc:
             LOG.debug("reporting on pod %s/%s: %s", ask.namespace, ask.name, exc)
 
     async def _report_unmodelled(self, state: PodState) -> None:

@@ -8,6 +8,7 @@ because KWOK runs what is bound to its nodes: nothing here is mocked.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -66,6 +67,7 @@ class Scenario:
         self.config.write_text(CONFIG)
         self.proc: subprocess.Popen[bytes] | None = None
         self.nodes: list[str] = []
+        self.priority_classes: list[str] = []
 
     def start(self) -> None:
         out = open(self.workdir / "evsched.log", "ab")  # noqa: SIM115
@@ -108,7 +110,7 @@ class Scenario:
         return name
 
     async def pod(self, api: KubeApi, name: str, cpu: str = "1", *, app: str | None = None, queue: str | None = None,
-                  priority: int | None = None, scheduler: str | None = None, node_name: str | None = None,
+                  priority_class: str | None = None, scheduler: str | None = None, node_name: str | None = None,
                   spec: dict[str, Any] | None = None) -> None:
         labels = {k: v for k, v in (("applicationId", app), ("queue", queue)) if v}
         body_spec: dict[str, Any] = {
@@ -116,8 +118,8 @@ class Scenario:
             "containers": [{"name": "c", "image": "fake", "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}],
             "tolerations": [{"operator": "Exists"}], **(spec or {}),
         }
-        if priority is not None:
-            body_spec["priority"] = priority
+        if priority_class is not None:  # the API server's Priority admission resolves it into spec.priority
+            body_spec["priorityClassName"] = priority_class
         if node_name:
             body_spec["nodeName"] = node_name
         await api.request("POST", f"/api/v1/namespaces/{self.namespace}/pods", {
@@ -152,14 +154,13 @@ class Scenario:
     async def cleanup(self, api: KubeApi) -> None:
         self.stop()
         for node in self.nodes:
-            try:
+            with contextlib.suppress(ApiError):
                 await api.request("DELETE", f"/api/v1/nodes/{node}")
-            except ApiError:
-                pass
-        try:
+        with contextlib.suppress(ApiError):
             await api.request("DELETE", f"/api/v1/namespaces/{self.namespace}")
-        except ApiError:
-            pass
+        for name in self.priority_classes:
+            with contextlib.suppress(ApiError):
+                await api.request("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
 
     def decisions(self) -> list[dict[str, Any]]:
         done = subprocess.run([sys.executable, "-m", "scheduler", "log", "cat", "--log", str(self.log), "--outputs"],
@@ -240,10 +241,15 @@ def test_priority_preemption_deletes_a_victim_and_binds_the_preemptor(scenario: 
     async def body(api: KubeApi) -> None:
         await scenario.node(api, cpu="2")
         scenario.start()
+        urgent = scenario.name + "-urgent"
+        await api.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", {
+            "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": urgent},
+            "value": 1000})
+        scenario.priority_classes.append(urgent)
         for i in range(2):
-            await scenario.pod(api, f"low-{i}", app="batch", queue="root.low", priority=0)
+            await scenario.pod(api, f"low-{i}", app="batch", queue="root.low")
         await scenario.running(api, ["low-0", "low-1"])
-        await scenario.pod(api, "urgent", app="online", queue="root.high", priority=1000)
+        await scenario.pod(api, "urgent", app="online", queue="root.high", priority_class=urgent)
         pods = await scenario.running(api, ["urgent"])
         assert len([n for n in pods if n.startswith("low-")]) == 1, "one victim deleted"
         preempted = await scenario.events(api, "Preempted")

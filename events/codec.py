@@ -19,9 +19,10 @@ from events.models import (
     MAX_RECORD_BYTES,
     OUTPUT_DATA,
     AllocationDecided,
+    CycleCompleted,
     CycleStarted,
-    GangDecided,
     Frozen,
+    GangDecided,
     InputEnvelope,
     InputEvent,
     InputRejected,
@@ -145,9 +146,13 @@ def output_to_dict(event: OutputEvent) -> dict[str, Any]:
 
 
 def _omit_unset(data: object, plain: dict[str, Any]) -> dict[str, Any]:
-    """``cycle.started`` without ``admin_channels`` when unset: as logs before the field have it."""
-    if type(data) is CycleStarted and plain.get("admin_channels", 0) is None:
+    """``cycle.started`` without ``admin_channels``, ``cycle.completed`` without ``profiles``,
+    when unset: as logs before the fields have them."""
+    kind = type(data)
+    if kind is CycleStarted and plain.get("admin_channels", 0) is None:
         return {k: v for k, v in plain.items() if k != "admin_channels"}
+    if kind is CycleCompleted and plain.get("profiles", 0) is None:
+        return {k: v for k, v in plain.items() if k != "profiles"}
     return plain
 
 
@@ -176,7 +181,8 @@ def decode_output(raw: bytes) -> OutputEvent:
     if model is None:
         raise ValueError(f"unknown output type {obj.get('type')!r}")
     raw_data = obj.get("data")
-    if model is AllocationDecided and isinstance(raw_data, dict) and not GANG_DECIDED_DEFAULTS.keys().isdisjoint(raw_data):
+    gang = isinstance(raw_data, dict) and not GANG_DECIDED_DEFAULTS.keys().isdisjoint(raw_data)
+    if model is AllocationDecided and gang:
         model = GangDecided  # a gang's decision (additive fields)
     data = model.model_validate(raw_data)
     return OutputEvent(

@@ -398,6 +398,10 @@ class CycleCompleted(Frozen):
     decisions: int
     state_digest: str
     rules_version: int = 1  # as in CycleStarted
+    # Partition → the rules profile it ran under, for the partitions not on the default
+    # (yunikorn-1.5); absent (None) when every partition is on it, as in logs before the
+    # field (docs/events.md). Written only when set.
+    profiles: dict[str, str] | None = None
 
 
 OutputData = (

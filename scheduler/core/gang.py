@@ -29,9 +29,10 @@ from typing import Final
 
 from events.models import AllocationRevoked, AskReleased, OutputData
 from events.resources import Resources, is_positive
-from projections.queues import QueueNode
+from scheduler.config.profiles import RulesProfile
 from scheduler.core.objects import Allocation, App, Ask, Gang, TaskGroup
 from scheduler.core.partition import PartitionState, Timers
+from scheduler.core.queues import QueueNode
 from scheduler.core.reservations import Step
 from scheduler.core.sorting import stateaware_allowed
 
@@ -198,7 +199,9 @@ def run_application(part: PartitionState, app: App, now_us: int, timers: Timers,
     """YuniKorn's ``RunApplication`` event after an allocation: Accepted → Starting (→ Running at
     once with the stateaware-disable tag), Starting or Completing → Running, Resuming → Accepted."""
     state = app.state
-    if state == "Accepted":
+    if state == "Accepted" and part.profile is RulesProfile.YUNIKORN_1_9:  # no Starting state (YUNIKORN-2495)
+        part.transition(app, "Running", now_us, timers, out)
+    elif state == "Accepted":
         part.transition(app, "Starting", now_us, timers, out)
         if app.stateaware_disabled:
             part.transition(app, "Running", now_us, timers, out)

@@ -106,7 +106,7 @@ def test_hard_timeout_fails_the_app_and_it_leaves() -> None:
 
 
 def test_a_started_app_only_loses_its_placeholders_at_the_timeout() -> None:
-    outs, sim = _run([NODE, _gang_app(timeout_ms=3_000), _ask("p1", placeholder=True),
+    outs, _ = _run([NODE, _gang_app(timeout_ms=3_000), _ask("p1", placeholder=True),
                       _ask("p2", placeholder=True), SCHEDULE, _ask("r1"), SCHEDULE, *[SCHEDULE] * 4])
     assert [(d["ask_id"], d["reason"]) for d in _of(outs, "allocation.revoked")] == [
         ("p1", "placeholder-replaced"), ("p2", "placeholder-timeout")]

@@ -199,13 +199,7 @@ class QueueNode:
             counts = self._child_priorities = Counter(a.priority for a in self.apps.values())
         else:
             _move(counts, old, new)
-        if new > self.raw_priority:
-            raw = new
-        elif old == self.raw_priority:
-            raw = max(counts)
-        else:
-            return
-        self._set_raw(raw)
+        self._set_raw(_max_after_move(counts, old, new, self.raw_priority))
 
     def app_added(self, app: AppView) -> None:
         """Attach an app (its pending/allocated/running must be rolled up by the caller)."""
@@ -246,13 +240,8 @@ class QueueNode:
                 counts = parent._child_priorities = Counter(c.priority for c in parent.children)
             else:
                 _move(counts, old_adj, new_adj)
-            if new_adj > parent.raw_priority:
-                raw = new_adj
-            elif old_adj == parent.raw_priority:
-                raw = max(counts)
-            else:
-                return
-            q = parent
+            raw = _max_after_move(counts, old_adj, new_adj, parent.raw_priority)
+            q = parent  # the loop's first test ends it where the parent's raw priority stays
 
 
 def _take(counts: Counter[int], value: int) -> None:
@@ -264,6 +253,18 @@ def _take(counts: Counter[int], value: int) -> None:
 def _move(counts: Counter[int], old: int, new: int) -> None:
     _take(counts, old)
     counts[new] += 1
+
+
+def _max_after_move(counts: Counter[int], old: int, new: int, raw: int) -> int:
+    """The max of ``counts`` after one member moved from ``old`` to ``new``, ``raw`` the max before.
+
+    Only a member that rose above the max, or left it, changes it; only the latter rescans.
+    """
+    if new > raw:
+        return new
+    if old == raw:
+        return max(counts)
+    return raw
 
 
 def app_key(app: AppView) -> str:

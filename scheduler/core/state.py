@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from events.models import OutputData
 from scheduler.config import SchedulerConfig, default_config
+from scheduler.config.profiles import RulesProfile
 from scheduler.core import gang
 from scheduler.core.gang import PLACEHOLDER_TIMER
 from scheduler.core.objects import App
@@ -33,6 +34,8 @@ class SchedulerState:
 
     def __init__(self, config: SchedulerConfig | None = None) -> None:
         self.config = config or default_config()
+        # Every partition's rules profile whatever its config names (``replay whatif --rules``); None: the config's.
+        self.profile_override: RulesProfile | None = None
         self.partitions: dict[str, PartitionState] = {}
         for spec in self.config.partitions:
             self.partitions[spec.name] = PartitionState(

@@ -14,11 +14,15 @@ from pydantic import BaseModel, ValidationError
 
 from events.fast_decode import fast_event, input_event
 from events.models import (
+    GANG_DECIDED_DEFAULTS,
     INPUT_DATA,
     MAX_RECORD_BYTES,
     OUTPUT_DATA,
+    AllocationDecided,
+    CycleCompleted,
     CycleStarted,
     Frozen,
+    GangDecided,
     InputEnvelope,
     InputEvent,
     InputRejected,
@@ -142,9 +146,13 @@ def output_to_dict(event: OutputEvent) -> dict[str, Any]:
 
 
 def _omit_unset(data: object, plain: dict[str, Any]) -> dict[str, Any]:
-    """``cycle.started`` without ``admin_channels`` when unset: as logs before the field have it."""
-    if type(data) is CycleStarted and plain.get("admin_channels", 0) is None:
+    """``cycle.started`` without ``admin_channels``, ``cycle.completed`` without ``profiles``,
+    when unset: as logs before the fields have them."""
+    kind = type(data)
+    if kind is CycleStarted and plain.get("admin_channels", 0) is None:
         return {k: v for k, v in plain.items() if k != "admin_channels"}
+    if kind is CycleCompleted and plain.get("profiles", 0) is None:
+        return {k: v for k, v in plain.items() if k != "profiles"}
     return plain
 
 
@@ -172,7 +180,11 @@ def decode_output(raw: bytes) -> OutputEvent:
     model = OUTPUT_DATA.get(obj.get("type", ""))
     if model is None:
         raise ValueError(f"unknown output type {obj.get('type')!r}")
-    data = model.model_validate(obj.get("data"))
+    raw_data = obj.get("data")
+    gang = isinstance(raw_data, dict) and not GANG_DECIDED_DEFAULTS.keys().isdisjoint(raw_data)
+    if model is AllocationDecided and gang:
+        model = GangDecided  # a gang's decision (additive fields)
+    data = model.model_validate(raw_data)
     return OutputEvent(
         id=obj["id"], source=obj["source"], type=obj["type"], time=obj["time"], data=data  # type: ignore[arg-type]
     )

@@ -173,3 +173,33 @@ def usage_share(used: Mapping[str, int], guaranteed: Mapping[str, int]) -> tuple
         return (a, b) if a >= b else (b, a)
     parts.sort(reverse=True)
     return tuple(parts)
+
+
+def fair_max_share(used: Mapping[str, int], guaranteed: Mapping[str, int], fair_max: Mapping[str, int]) -> tuple[float]:
+    """A queue's fair share under yunikorn-1.9 (YUNIKORN-2678, ``resources.go:getFairShare``): one number.
+
+    Per resource type in use (a negative quantity is skipped): allocated ÷ guaranteed where
+    the queue has a guarantee for the type, else allocated ÷ its fair max (the queue's max
+    layered over its ancestors', the cluster's capacity at the top:
+    ``queue.go:GetFairMaxResource``); a denominator ≤ 0 gives 1.0 when the type is used, 0
+    when not; a type in neither counts nothing. The share is the largest, 0 when none.
+    Divided as Go does, both quantities first converted to doubles.
+
+    >>> fair_max_share({"vcore": 1000, "memory": 512}, {"vcore": 4000}, {"vcore": 8000, "memory": 1024})
+    (0.5,)
+    >>> fair_max_share({"vcore": 1000}, {}, {"memory": 1024})
+    (0.0,)
+    """
+    best = 0.0
+    for name, qty in used.items():
+        if qty < 0:
+            continue
+        denominator = guaranteed.get(name)
+        if denominator is None:
+            denominator = fair_max.get(name)
+            if denominator is None:
+                continue
+        share = (1.0 if qty > 0 else 0.0) if denominator <= 0 else float(qty) / float(denominator)
+        if share > best:
+            best = share
+    return (best,)

@@ -93,6 +93,16 @@ func siResource(m map[string]int64) *si.Resource {
 
 func key(app, ask string) string { return app + "\x00" + ask }
 
+// askSpec is one ask as the core's API version wants it built (addAsk: core15.go, core19.go).
+type askSpec struct {
+	key, app, part, group string
+	res                   *si.Resource
+	prio                  int32
+	tags                  map[string]string
+	policy                *si.PreemptionPolicy
+	placeholder           bool
+}
+
 func (h *harness) needCore() error {
 	if h.cc == nil && !h.noConfig {
 		return fmt.Errorf("the scenario must start with a config.updated line")
@@ -202,13 +212,13 @@ func (h *harness) node(typ string, raw json.RawMessage) error {
 		attrs[k] = v
 	}
 	attrs[siCommon.NodePartition] = h.part
-	attrs[siCommon.NodeReadyAttribute] = "true"
+	nodeReady(attrs)
 	info := &si.NodeInfo{NodeID: d.NodeID, Attributes: attrs}
 	var infos []*si.NodeInfo
 	switch typ {
 	case "node.added":
 		info.SchedulableResource = siResource(d.Capacity)
-		info.OccupiedResource = siResource(d.Occupied)
+		occupyOnNode(info, d.Occupied)
 		info.Action = si.NodeInfo_CREATE
 		if d.Schedulable != nil && !*d.Schedulable {
 			info.Action = si.NodeInfo_CREATE_DRAIN
@@ -221,7 +231,7 @@ func (h *harness) node(typ string, raw json.RawMessage) error {
 				info.SchedulableResource = siResource(d.Capacity)
 			}
 			if d.Occupied != nil {
-				info.OccupiedResource = siResource(d.Occupied)
+				occupyOnNode(info, d.Occupied)
 			}
 			infos = append(infos, info)
 		}
@@ -237,6 +247,9 @@ func (h *harness) node(typ string, raw json.RawMessage) error {
 		infos = append(infos, info)
 	}
 	ccUpdateNodes(h.cc, &rmevent.RMUpdateNodeEvent{Request: &si.NodeRequest{Nodes: infos, RmID: rmID}})
+	if typ != "node.removed" {
+		h.occupyAfterNode(d.NodeID, d.Occupied)
+	}
 	return nil
 }
 
@@ -332,26 +345,24 @@ func (h *harness) alloc(typ string, raw json.RawMessage) error {
 			other = *d.PreemptOther
 		}
 		self := d.AllowPreempt == nil || *d.AllowPreempt
-		req.Asks = []*si.AllocationAsk{{
-			AllocationKey: d.AskID, ApplicationID: d.AppID, PartitionName: h.part,
-			ResourceAsk: siResource(d.Resources), Priority: prio, Tags: tags, MaxAllocations: 1,
-			PreemptionPolicy: &si.PreemptionPolicy{AllowPreemptSelf: self, AllowPreemptOther: other},
-			Placeholder:      d.Placeholder, TaskGroupName: d.TaskGroup,
-		}}
+		addAsk(req, askSpec{
+			key: d.AskID, app: d.AppID, part: h.part, res: siResource(d.Resources), prio: prio, tags: tags,
+			policy:      &si.PreemptionPolicy{AllowPreemptSelf: self, AllowPreemptOther: other},
+			placeholder: d.Placeholder, group: d.TaskGroup,
+		})
 	case "ask.removed":
-		req.Releases = &si.AllocationReleasesRequest{AllocationAsksToRelease: []*si.AllocationAskRelease{{
-			ApplicationID: d.AppID, AllocationKey: d.AskID, PartitionName: h.part,
-			TerminationType: si.TerminationType_STOPPED_BY_RM,
-		}}}
+		if _, held := h.allocIDs[key(d.AppID, d.AskID)]; held && askIsAllocation {
+			return nil // releasing the key would end the allocation; evsched's ask.removed only withdraws a pending ask
+		}
+		removeAsk(req, d.AppID, d.AskID, h.part)
 	case "allocation.released":
 		id, ok := h.allocIDs[key(d.AppID, d.AskID)]
 		if !ok {
 			return nil // nothing allocated for it: evsched ignores it the same way
 		}
-		req.Releases = &si.AllocationReleasesRequest{AllocationsToRelease: []*si.AllocationRelease{{
-			ApplicationID: d.AppID, AllocationKey: d.AskID, AllocationID: id, PartitionName: h.part,
-			TerminationType: si.TerminationType_STOPPED_BY_RM,
-		}}}
+		req.Releases = &si.AllocationReleasesRequest{AllocationsToRelease: []*si.AllocationRelease{
+			allocRelease(d.AppID, d.AskID, id, h.part, si.TerminationType_STOPPED_BY_RM),
+		}}
 	}
 	ccUpdateAllocations(h.cc, &rmevent.RMUpdateAllocationEvent{Request: req})
 	return nil
@@ -379,10 +390,8 @@ func (h *harness) syncReservations() bool {
 	p := h.cc.GetPartition(h.part)
 	now := map[string]string{}
 	for _, app := range p.GetApplications() {
-		for _, k := range app.GetReservations() { // "nodeID|allocationKey"
-			if i := strings.LastIndex(k, "|"); i >= 0 {
-				now[key(app.ApplicationID, k[i+1:])] = k[:i]
-			}
+		for ask, node := range reservedNodes(app) {
+			now[key(app.ApplicationID, ask)] = node
 		}
 	}
 	changed := false
@@ -432,7 +441,7 @@ func (h *harness) cycle(limit int) {
 			allocs, preempted, states := h.takeAll()
 			for _, a := range allocs {
 				decisions++
-				h.allocIDs[key(a.ApplicationID, a.AllocationKey)] = a.AllocationID
+				h.allocIDs[key(a.ApplicationID, a.AllocationKey)] = allocIDOf(a)
 				h.emitAllocation(a, decisions)
 			}
 			h.emitStates(states)
@@ -474,10 +483,9 @@ func (h *harness) released(rel []*si.AllocationRelease) (preempted int) {
 // confirm sends the shim's confirmation of a placeholder's release back to the core.
 func (h *harness) confirm(r *si.AllocationRelease) {
 	ccUpdateAllocations(h.cc, &rmevent.RMUpdateAllocationEvent{Request: &si.AllocationRequest{RmID: rmID,
-		Releases: &si.AllocationReleasesRequest{AllocationsToRelease: []*si.AllocationRelease{{
-			ApplicationID: r.ApplicationID, AllocationKey: r.AllocationKey, AllocationID: r.AllocationID,
-			PartitionName: h.part, TerminationType: r.TerminationType,
-		}}}}})
+		Releases: &si.AllocationReleasesRequest{AllocationsToRelease: []*si.AllocationRelease{
+			allocRelease(r.ApplicationID, r.AllocationKey, releasedIDOf(r), h.part, r.TerminationType),
+		}}}})
 }
 
 func (h *harness) emit(typ string, data map[string]interface{}) {

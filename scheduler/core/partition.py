@@ -16,6 +16,7 @@ from events.resources import Resources, add_into, is_positive, sub_into
 from projections.node_index import NodeIndex
 from projections.policies import AppKey, AppSortPolicy, NodeSortPolicy
 from scheduler.config import QueueSpec
+from scheduler.config.profiles import DEFAULT_PROFILE, RulesProfile
 from scheduler.core.draining import chain_of, effective_root
 from scheduler.core.dynamic_queues import QueueSettings, create_path, prune, settings_from_spec
 from scheduler.core.form_cache import FormCache
@@ -34,6 +35,8 @@ class Timers(Protocol):
     """Where app timers are registered (the scheduler state keeps one heap)."""
 
     def schedule(self, deadline_us: int, app: App) -> None: ...
+
+    def schedule_placeholder(self, deadline_us: int, app: App) -> None: ...
 
 
 def build_tree(spec: QueueSpec, parent: QueueNode | None = None, order: int = 0) -> QueueNode:
@@ -90,10 +93,12 @@ class PartitionState:
         self.reserved_asks: dict[str, dict[str, Ask]] = {}
         self.reserved_under: dict[str, int] = {}
         self.preempting: dict[str, Resources] = {}  # leaf path → resources of victims not yet released
+        self.placeholder_allocations = 0  # gang placeholders allocated: the replacement step runs while any
         self.form = FormCache()  # every app/node change below is marked here for the digest
         self.settings: dict[str, QueueSettings] = settings_from_spec(root_spec)
         index = LimitIndex.from_spec(root_spec)
         self.limits: UserLimits | None = UserLimits(index) if index is not None else None
+        self.profile: RulesProfile = DEFAULT_PROFILE  # the config's ``rules`` (set by whoever applies it)
 
     # -- dynamic queues -------------------------------------------------------------
 
@@ -106,7 +111,10 @@ class PartitionState:
         existing = self.queues.get(path)
         if existing is not None:
             return existing, False
-        leaf = create_path(self.queues, self.settings, path)[-1]
+        created = create_path(self.queues, self.settings, path)
+        leaf = created[-1]
+        if self.profile is not DEFAULT_PROFILE:
+            self._under_profile(created)
         self.candidates[leaf.path] = []
         self.starting[leaf.path] = {}
         return leaf, True
@@ -196,9 +204,13 @@ class PartitionState:
         app.state = to
         self.form.app_changed(app.app_id)
 
-    def maybe_completing(self, app: App, now_us: int, timers: Timers, out: list[OutputData]) -> None:
-        """All asks and allocations gone: the app starts completing."""
-        if not app.asks and not app.allocations and app.state in ("Accepted", "Starting", "Running"):
+    def maybe_completing(self, app: App, now_us: int, timers: Timers, out: list[OutputData],
+                         *, real_only: bool = False) -> None:
+        """All asks and allocations gone: the app starts completing. ``real_only`` (a real
+        allocation ended): a gang's placeholders left do not count (YuniKorn ``hasZeroAllocations``)."""
+        if app.asks or app.state not in ("Accepted", "Starting", "Running"):
+            return
+        if not app.allocations or (real_only and app.gang is not None and not is_positive(app.allocated)):
             self.transition(app, "Completing", now_us, timers, out)
 
     # -- asks ---------------------------------------------------------------------
@@ -288,20 +300,32 @@ class PartitionState:
 
     # -- allocations --------------------------------------------------------------
 
-    def allocate(self, app: App, ask: Ask, node: Node, decision_id: str, *, settle: bool = True) -> Allocation:
+    def remove_pending(self, app: App, ask: Ask) -> None:
+        """Take an ask out of pending before it is allocated (a gang's replacement: ``allocate(pending=False)``)."""
+        self._drop_ask(app, ask)
+
+    def allocate(self, app: App, ask: Ask, node: Node, decision_id: str, *, settle: bool = True,
+                 pending: bool = True) -> Allocation:
         """Turn a pending ask into an allocation on a node (fit already checked).
 
         ``settle=False`` (folding recorded decisions, where nothing is searched in between)
         leaves the node index and the app's sorted place to one ``settle`` call per cycle.
+        A gang's placeholder counts in its gang's placeholders, not in the app's allocated
+        resources (YuniKorn ``allocatedPlaceholder``); queues, nodes and user limits count both.
         """
-        self._drop_ask(app, ask)
+        if pending:
+            self._drop_ask(app, ask)
         self.allocation_seq += 1
         alloc = Allocation(
             app.app_id, ask.ask_id, node.node_id, ask.resources, ask.priority, decision_id, self.allocation_seq,
-            ask.created_us, ask.allow_preemption, ask.required_node,
+            ask.created_us, ask.allow_preemption, ask.required_node, False, ask.placeholder, ask.task_group,
         )
         app.allocations[ask.ask_id] = alloc
-        add_into(app.allocated, ask.resources)
+        if ask.placeholder and app.gang is not None:
+            add_into(app.gang.placeholders, ask.resources)
+            self.placeholder_allocations += 1
+        else:
+            add_into(app.allocated, ask.resources)
         app.share = None
         app.queue.add_allocated(ask.resources)
         if self.limits is not None:
@@ -329,7 +353,11 @@ class PartitionState:
         """
         for alloc in allocations:
             app.allocations[alloc.ask_id] = alloc
-            add_into(app.allocated, alloc.resources)
+            if alloc.placeholder and app.gang is not None:
+                add_into(app.gang.placeholders, alloc.resources)
+                self.placeholder_allocations += 1
+            else:
+                add_into(app.allocated, alloc.resources)
             node = self.nodes[alloc.node_id]
             add_into(node.allocated, alloc.resources)
             node.allocations[(app.app_id, alloc.ask_id)] = alloc
@@ -337,6 +365,10 @@ class PartitionState:
         app.queue.add_allocated(app.allocated)
         if self.limits is not None:
             self.limits.add_resources(app, app.allocated)
+        if app.gang is not None and app.gang.placeholders:
+            app.queue.add_allocated(app.gang.placeholders)
+            if self.limits is not None:
+                self.limits.add_resources(app, app.gang.placeholders)
         self._set_state_quiet(app, state)
         self._refresh(app)
 
@@ -354,7 +386,13 @@ class PartitionState:
         if alloc.preempted:
             sub_into(self.preempting.setdefault(app.queue.path, {}), alloc.resources)
         del app.allocations[alloc.ask_id]
-        sub_into(app.allocated, alloc.resources)
+        if alloc.placeholder and app.gang is not None:
+            sub_into(app.gang.placeholders, alloc.resources)
+            self.placeholder_allocations -= 1
+            if not app.gang.placeholders:
+                app.gang.timer_us = None  # the last placeholder gone: its timer is cleared (YuniKorn)
+        else:
+            sub_into(app.allocated, alloc.resources)
         app.share = None
         app.queue.sub_allocated(alloc.resources)
         if self.limits is not None:
@@ -462,6 +500,36 @@ class PartitionState:
         """The leaf's apps with pending asks, in its sort policy's order."""
         return [self.apps[app_id] for _, app_id in self.candidates[leaf.path]]
 
+    # -- rules profile ------------------------------------------------------------
+
+    def set_profile(self, profile: RulesProfile) -> None:
+        """Run under ``profile`` from now on (the config's ``rules``; a reconfigure rebuilt the tree first)."""
+        self.profile = profile
+        self._under_profile(list(self.queues.values()))
+
+    def _under_profile(self, queues: list[QueueNode]) -> None:
+        """Fresh queues as the partition's profile has them: under yunikorn-1.9 a stateaware
+        leaf sorts and schedules as fifo (YUNIKORN-2483: the policy still parses, with a
+        warning from ``config check``), and every queue has a fair max (``refresh_fair_max``)."""
+        if self.profile is RulesProfile.YUNIKORN_1_9:
+            for q in queues:
+                if q.app_sort_policy == AppSortPolicy.STATEAWARE.value:
+                    q.app_sort_policy = AppSortPolicy.FIFO.value
+            self.refresh_fair_max()
+
+    def refresh_fair_max(self) -> None:
+        """Under yunikorn-1.9, every queue's fair max (``queue.go:GetFairMaxResource``): the
+        cluster's capacity (root's max) with each configured max from root down laid over it,
+        type by type; empty while the cluster is (no nodes), whatever the queues' maxes."""
+        stack: list[tuple[QueueNode, Resources]] = [(self.root, dict(self.cluster_capacity))]
+        while stack:
+            q, limit = stack.pop()
+            fair_max = limit
+            if q.parent is not None and q.max and limit:
+                fair_max = {**limit, **q.max}
+            q.set_fair_max(fair_max)
+            stack.extend((kid, fair_max) for kid in q.children)
+
     # -- reconfiguration ----------------------------------------------------------
 
     def reconfigure(
@@ -512,11 +580,15 @@ class PartitionState:
             leaf.app_added(app)
             leaf.add_pending(app.pending)
             leaf.add_allocated(app.allocated)
+            if app.gang is not None and app.gang.placeholders:
+                leaf.add_allocated(app.gang.placeholders)
             if app.state in RUNNING_STATES:
                 leaf.add_running(1)
             if app.state == "Starting":
                 self.starting[leaf.path][app.app_id] = app
             self._refresh(app)
+        if self.profile is not DEFAULT_PROFILE:
+            self._under_profile(list(queues.values()))
         if NodeSortPolicy(node_policy) != self.index.policy or dict(weights) != self.index.weights:
             self.index = NodeIndex(NodeSortPolicy(node_policy), weights)
             self.reserve_candidates = ReserveCandidates()  # node order changed: every heap with it

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import Final, Protocol
 
 from events.resources import Resources, add_into, sub_into
-from projections.policies import usage_share
+from projections.policies import fair_max_share, usage_share
 from projections.priority import MIN_PRIORITY, adjusted
 
 RUNNING_STATES: Final = frozenset({"Starting", "Running"})
@@ -47,6 +47,7 @@ class QueueNode:
         "app_sort_policy",
         "apps",
         "children",
+        "fair_max",
         "fence",
         "guaranteed",
         "is_leaf",
@@ -114,6 +115,9 @@ class QueueNode:
         self.raw_priority = MIN_PRIORITY
         self.priority = MIN_PRIORITY
         self._share: tuple[float, ...] | None = None
+        # Under the yunikorn-1.9 rules profile, the queue's fair max (``set_fair_max``): its
+        # fair share is then ``fair_max_share``'s one number. None under yunikorn-1.5.
+        self.fair_max: Resources | None = None
         # How many children (a leaf: apps) have each priority (built on first need): the raw
         # priority is their max, found without rescanning every child or app.
         self._child_priorities: Counter[int] | None = None
@@ -144,8 +148,18 @@ class QueueNode:
         """
         share = self._share
         if share is None:
-            share = self._share = usage_share(self.allocated, self.guaranteed)
+            fair_max = self.fair_max
+            if fair_max is None:
+                share = self._share = usage_share(self.allocated, self.guaranteed)
+            else:
+                share = self._share = fair_max_share(self.allocated, self.guaranteed, fair_max)
         return share
+
+    def set_fair_max(self, fair_max: Resources | None) -> None:
+        """The queue's fair max under yunikorn-1.9 (None: the yunikorn-1.5 share)."""
+        if fair_max != self.fair_max:
+            self.fair_max = fair_max
+            self._share = None
 
     # -- incremental updates --------------------------------------------------------
 
@@ -185,13 +199,7 @@ class QueueNode:
             counts = self._child_priorities = Counter(a.priority for a in self.apps.values())
         else:
             _move(counts, old, new)
-        if new > self.raw_priority:
-            raw = new
-        elif old == self.raw_priority:
-            raw = max(counts)
-        else:
-            return
-        self._set_raw(raw)
+        self._set_raw(_max_after_move(counts, old, new, self.raw_priority))
 
     def app_added(self, app: AppView) -> None:
         """Attach an app (its pending/allocated/running must be rolled up by the caller)."""
@@ -232,13 +240,8 @@ class QueueNode:
                 counts = parent._child_priorities = Counter(c.priority for c in parent.children)
             else:
                 _move(counts, old_adj, new_adj)
-            if new_adj > parent.raw_priority:
-                raw = new_adj
-            elif old_adj == parent.raw_priority:
-                raw = max(counts)
-            else:
-                return
-            q = parent
+            raw = _max_after_move(counts, old_adj, new_adj, parent.raw_priority)
+            q = parent  # the loop's first test ends it where the parent's raw priority stays
 
 
 def _take(counts: Counter[int], value: int) -> None:
@@ -250,6 +253,18 @@ def _take(counts: Counter[int], value: int) -> None:
 def _move(counts: Counter[int], old: int, new: int) -> None:
     _take(counts, old)
     counts[new] += 1
+
+
+def _max_after_move(counts: Counter[int], old: int, new: int, raw: int) -> int:
+    """The max of ``counts`` after one member moved from ``old`` to ``new``, ``raw`` the max before.
+
+    Only a member that rose above the max, or left it, changes it; only the latter rescans.
+    """
+    if new > raw:
+        return new
+    if old == raw:
+        return max(counts)
+    return raw
 
 
 def app_key(app: AppView) -> str:

@@ -63,16 +63,19 @@ class Step:
     reserve: str | None = None  # reservation reason; None for an allocation
     cancel: list[tuple[App, Ask]] = field(default_factory=list)
     victims: list[Allocation] = field(default_factory=list)  # preempted for it (reason ``preemption``)
+    replaces: Allocation | None = None  # the gang placeholder this real ask replaces (scheduler.core.gang)
 
     # Written out (as ``Ask.__init__``): compiled, a native ``__init__``, one per step.
     def __init__(self, app: App, ask: Ask, node: Node, reserve: str | None = None,
-                 cancel: list[tuple[App, Ask]] | None = None, victims: list[Allocation] | None = None) -> None:
+                 cancel: list[tuple[App, Ask]] | None = None, victims: list[Allocation] | None = None,
+                 replaces: Allocation | None = None) -> None:
         self.app = app
         self.ask = ask
         self.node = node
         self.reserve = reserve
         self.cancel = [] if cancel is None else cancel
         self.victims = [] if victims is None else victims
+        self.replaces = replaces
 
 
 def may_reserve(ask: Ask, now_us: int) -> bool:

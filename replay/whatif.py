@@ -1,5 +1,10 @@
-"""What-if: re-run the log under another queue configuration, or under the current scheduling
-rules, and report how decisions change.
+"""What-if: re-run the log under another queue configuration, under the current scheduling
+rules, or under another rules profile, and report how decisions change.
+
+``profile`` (``replay whatif --rules yunikorn-1.9``) re-runs every partition under that rules
+profile whatever its configs name (docs/semantics.md#rules-profiles): the preview of an
+upgrade of YuniKorn itself. The report then also lists every cycle whose queue order
+changed: the order in which leaf queues received that cycle's decisions.
 
 ``config=None`` keeps the recorded configurations: the re-run differs from the record only
 where this build's rules (``scheduler.core.rules_version``) decide differently from the
@@ -36,6 +41,7 @@ from events.models import AllocationDecided, AllocationRevoked, ConfigUpdated, I
 from replay.reader import LogSource
 from replay.rederive import Rederiver, StartPoint
 from scheduler.config import SchedulerConfig
+from scheduler.config.profiles import RulesProfile
 from scheduler.core.engine import Engine
 from scheduler.core.recorded_cycles import LogStructureError, parse_record
 from scheduler.core.rules_version import RULES_VERSION
@@ -83,6 +89,8 @@ class WhatIfReport:
     recorded_versions: Counter[int] = field(default_factory=Counter)  # rules versions of the cycles re-run
     revoked_before: list[dict[str, Any]] = field(default_factory=list)  # preempted victims, recorded
     revoked_after: list[dict[str, Any]] = field(default_factory=list)
+    profile: RulesProfile | None = None  # every partition re-run under it (None: the configs')
+    recorded_profiles: Counter[str] = field(default_factory=Counter)  # profile -> cycles re-run made under it
 
     def preemptions(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """``(removed, added)``: preemptions of one run that the other did not make."""
@@ -90,6 +98,20 @@ class WhatIfReport:
         before = {_revocation_key(d) for d in self.revoked_before}
         return ([d for d in self.revoked_before if _revocation_key(d) not in after],
                 [d for d in self.revoked_after if _revocation_key(d) not in before])
+
+    def queue_orders(self) -> list[tuple[int, list[str], list[str]]]:
+        """``(cycle, before, after)`` of each cycle whose queue order changed: the leaf queues in the
+        order they received the cycle's decisions (each once)."""
+        def orders(decisions: list[dict[str, Any]]) -> dict[int, list[str]]:
+            out: dict[int, list[str]] = {}
+            for d in decisions:
+                queues = out.setdefault(int(d.get("cycle") or 0), [])
+                if d.get("queue") not in queues:
+                    queues.append(str(d.get("queue")))
+            return out
+
+        b, a = orders(self.before), orders(self.after)
+        return [(c, b.get(c, []), a.get(c, [])) for c in sorted(set(b) | set(a)) if b.get(c, []) != a.get(c, [])]
 
     def per_queue(self) -> dict[str, tuple[int, int]]:
         """Allocation counts per queue: ``{queue: (before, after)}``."""
@@ -101,6 +123,17 @@ class WhatIfReport:
         """How many decisions one run made and the other did not make the same way."""
         b, a = _matched(self.before), _matched(self.after)
         return sum(1 for k in set(b) | set(a) if b.get(k) != a.get(k))
+
+    def changed_decisions(self) -> list[str]:
+        """One line per decision one run made and the other did not make the same way (ask order)."""
+        b, a = _matched(self.before), _matched(self.after)
+        out = []
+        for k in sorted(set(b) | set(a), key=lambda k: tuple(str(x) for x in k)):
+            was, now = b.get(k), a.get(k)
+            if was != now:
+                ask = f"{k[1]}/{k[2]}" + (f" (#{k[3] + 1})" if k[3] else "")
+                out.append(f"{ask}: {_placed(was)} -> {_placed(now)}")
+        return out
 
     def first_difference(self) -> tuple[int, dict[str, Any] | None, dict[str, Any] | None] | None:
         """``(index, before, after)`` of the first position where the decision sequences differ."""
@@ -128,6 +161,9 @@ class WhatIfReport:
             "rules": {"current": RULES_VERSION,
                       "recorded": {str(v): n for v, n in sorted(self.recorded_versions.items())}},
             "config": "new" if self.new_config else "recorded",
+            "profile": None if self.profile is None else self.profile.value,
+            "recorded_profiles": dict(sorted(self.recorded_profiles.items())),
+            "queue_orders": [{"cycle": c, "before": b, "after": a} for c, b, a in self.queue_orders()],
             "preemptions": {"before": len(self.revoked_before), "after": len(self.revoked_after),
                             "removed": self.preemptions()[0], "added": self.preemptions()[1]},
         }
@@ -137,6 +173,10 @@ class WhatIfReport:
         out = [f"what-if over cycles {self.from_cycle}..{self.last_cycle} ({self.cycles} cycles, recorded boundaries)"]
         made = ", ".join(f"version {v}: {n} cycles" for v, n in sorted(self.recorded_versions.items()))
         out.append(f"rules: current (version {RULES_VERSION}); the cycles were made under {made or 'no rules'}")
+        if self.profile is not None:
+            recorded = ", ".join(f"{p}: {n} cycles" for p, n in sorted(self.recorded_profiles.items()))
+            out.append(f"rules profile: every partition under {self.profile.value}; the cycles were made under "
+                       f"{recorded or 'no profile'}")
         if self.new_config:
             place = "the initial config" if self.from_cycle == 1 else f"the config in force at cycle {self.from_cycle}"
             out.append(f"the new config replaces {place}; config.updated events from cycle {self.from_cycle} on are"
@@ -159,13 +199,26 @@ class WhatIfReport:
             out.append(f"first differing decision (#{index + 1} from cycle {self.from_cycle}):")
             out.append(f"  before: {_describe(was)}")
             out.append(f"  after:  {_describe(now)}")
+        if self.profile is not None:
+            out.append("every decision that differs:" if self.differing() else "every decision is the same")
+            out.extend(f"  {line}" for line in self.changed_decisions())
         removed, added = self.preemptions()
         out.append(f"preemptions: {len(self.revoked_before)} before, {len(self.revoked_after)} after")
         out.extend(f"  removed: {_victim(d)}" for d in removed)
         out.extend(f"  added:   {_victim(d)}" for d in added)
+        if self.profile is not None:
+            changed = self.queue_orders()
+            out.append(f"queue order: {len(changed)} cycles changed")
+            out.extend(f"  cycle {c}: {' > '.join(b) or '(none)'}  ->  {' > '.join(a) or '(none)'}"
+                       for c, b, a in changed)
         if self.incomplete_cycle is not None:
             out.append(f"incomplete last cycle {self.incomplete_cycle} left out (the service will re-run it)")
         return printable_lines(out)
+
+
+def _placed(where: tuple[Any, ...] | None) -> str:
+    """A matched decision's (cycle, node, queue) in words."""
+    return "not placed" if where is None else f"cycle {where[0]} on {where[1]} in {where[2]}"
 
 
 def _describe(d: dict[str, Any] | None) -> str:
@@ -202,10 +255,11 @@ def _recorded(records: list[LogRecord]) -> Iterator[dict[str, Any]]:
 
 
 def whatif(
-    source: LogSource, config: SchedulerConfig | None, *, from_cycle: int = 1, start: StartPoint | None = None
+    source: LogSource, config: SchedulerConfig | None, *, from_cycle: int = 1, start: StartPoint | None = None,
+    profile: RulesProfile | None = None,
 ) -> WhatIfReport:
     """Re-run ``source`` with ``config`` (None: the recorded ones) and the current rules from
-    ``from_cycle`` on (see the module docstring).
+    ``from_cycle`` on, every partition under ``profile`` when given (see the module docstring).
 
     ``start`` (a snapshot of a cycle before ``from_cycle``) saves re-deriving the cycles
     up to it; they run as recorded either way.
@@ -214,7 +268,7 @@ def whatif(
         raise WhatIfError(f"--from-cycle must be at least 1, got {from_cycle}")
     if start is not None and start.engine.cycle_number >= from_cycle:
         raise WhatIfError(f"the start point holds cycle {start.engine.cycle_number}, not one before {from_cycle}")
-    report = WhatIfReport(from_cycle, new_config=config is not None)
+    report = WhatIfReport(from_cycle, new_config=config is not None, profile=profile)
 
     def keep(cycle: int, rec: LogRecord) -> bool:
         if config is not None and cycle >= from_cycle and _is_config_update(rec):
@@ -223,6 +277,8 @@ def whatif(
         return True
 
     def switch(engine: Engine, cycle: int, now_us: int) -> None:
+        if profile is not None and cycle == from_cycle:
+            engine.override_profile(profile)
         if config is None or cycle != from_cycle or from_cycle == 1:
             return
         event = InputEvent.model_construct(
@@ -235,7 +291,10 @@ def whatif(
             raise WhatIfError(f"the new config cannot be applied at cycle {cycle}: {result.message}")
 
     def factory(src: str) -> Engine:
-        return Engine(config if from_cycle == 1 else None, source=src)
+        engine = Engine(config if from_cycle == 1 else None, source=src)
+        if profile is not None and from_cycle == 1:
+            engine.override_profile(profile)
+        return engine
 
     rederiver = Rederiver(source, start=start, engine_factory=factory, keep=keep, before_cycle=switch,
                           rederive_from=from_cycle)
@@ -253,6 +312,11 @@ def whatif(
             report.cycles += 1
             report.last_cycle = step.number
             report.recorded_versions[step.rules_version] += 1
+            recorded_profiles = (step.recorded.completed_data or {}).get("profiles") or {}
+            for name in sorted(set(recorded_profiles.values()) if isinstance(recorded_profiles, dict) else ()):
+                report.recorded_profiles[str(name)] += 1
+            if not recorded_profiles:
+                report.recorded_profiles["yunikorn-1.5"] += 1
             for obj in _recorded(step.recorded.records[1:]):
                 if obj.get("type") == "allocation.decided":
                     report.before.append(obj["data"])

@@ -327,7 +327,7 @@ def _config_updated(state: SchedulerState, event: InputEvent, out: list[OutputDa
         else:
             part.reconfigure(spec.root, spec.node_sort_policy, spec.resource_weights, state.config.yaml)
     for spec in config.partitions:
-        state.partitions[spec.name].set_profile(spec.rules)
+        state.partitions[spec.name].set_profile(state.profile_override or spec.rules)
     for name in [n for n in state.partitions if n not in new_names]:
         del state.partitions[name]
     state.config = config

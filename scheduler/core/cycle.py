@@ -40,7 +40,7 @@ from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption import MAX_ATTEMPTS_PER_QUEUE, may_attempt, record_preemption, try_preemption
 from scheduler.core.queues import QueueNode
-from scheduler.core.reservations import Step, may_reserve, required_node_step, reserved_step
+from scheduler.core.reservations import Step, may_reserve, required_node_passes, required_node_step, reserved_step
 from scheduler.core.sorting import ChildOrder, child_order, stateaware_allowed
 from scheduler.core.state import SchedulerState
 
@@ -204,6 +204,9 @@ def _try_app(part: PartitionState, app: App, memo: CycleMemo, now_us: int) -> St
             found = None
         else:
             found = required_node_step(part, app, ask)
+            if found is None and part.profile is YUNIKORN_1_9 and required_node_passes(part, app, ask):
+                i += 1
+                continue
             if found is None:  # unknown node, or held for a required-node ask: the app's turn ends
                 memo.failed_prefix[app.app_id] = i
                 memo.turn_ends += 1

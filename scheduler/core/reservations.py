@@ -102,6 +102,16 @@ def required_node_step(part: PartitionState, app: App, ask: Ask) -> Step | None:
     return Step(app, ask, node, "required-node", cancel)
 
 
+def required_node_passes(part: PartitionState, app: App, ask: Ask) -> bool:
+    """Under yunikorn-1.9, whether the app goes on to its next ask where ``required_node_step``
+    found nothing: the required node is not registered, or already reserved for this very ask
+    (``application.go:tryRequiredNode`` returns nil and ``tryAllocate`` continues; YuniKorn
+    1.5 ended the app's turn there)."""
+    assert ask.required_node is not None
+    node = part.nodes.get(ask.required_node)
+    return node is None or node.reserved_for == (app.app_id, ask.ask_id)
+
+
 ReservationKey = tuple[str, str]  # (app id, ask id), as in ``PartitionState.reservations``
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from events.models import OutputData
 from scheduler.config import SchedulerConfig, default_config
+from scheduler.config.profiles import RulesProfile
 from scheduler.core.objects import App
 from scheduler.core.partition import COMPLETING_TIMEOUT_US, STARTING_TIMEOUT_US, PartitionState
 from scheduler.core.priorityclass import PriorityClasses
@@ -31,6 +32,8 @@ class SchedulerState:
 
     def __init__(self, config: SchedulerConfig | None = None) -> None:
         self.config = config or default_config()
+        # Every partition's rules profile whatever its config names (``replay whatif --rules``); None: the config's.
+        self.profile_override: RulesProfile | None = None
         self.partitions: dict[str, PartitionState] = {}
         for spec in self.config.partitions:
             self.partitions[spec.name] = PartitionState(

@@ -219,7 +219,8 @@ def held_past_the_headroom() -> list[dict[str, Any]]:
     return [
         {**node("n1", vcore=4000), "time": at(0)}, {**node("n2", vcore=4000), "time": at(0)},
         {**app("A", "root.a"), "time": at(0)},
-        {**ask("A", "a1", vcore=3000, priority=3), "time": at(0)}, {**ask("A", "a2", vcore=3000, priority=2), "time": at(0)},
+        {**ask("A", "a1", vcore=3000, priority=3), "time": at(0)},
+        {**ask("A", "a2", vcore=3000, priority=2), "time": at(0)},
         {**ask("A", "a3", vcore=2000, priority=1), "time": at(0)}, {**SCHEDULE, "time": at(0)},
         {**SCHEDULE, "time": at(3)},
         {"type": "node.updated", "data": {"node_id": "n2", "capacity": {"vcore": 3000, "memory": 4000}}, "time": at(4)},

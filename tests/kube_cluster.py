@@ -25,7 +25,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.procs import broker_unavailable, free_port, stop_group
+from tests.procs import broker_unavailable, die_with_parent, free_port, stop_group
 
 K8S_VERSION = "v1.34.2"
 ETCD_VERSION = "v3.6.5"  # Debian's 3.4 lacks RequestWatchProgress: KWOK's watches fail on it
@@ -110,15 +110,6 @@ def kubeconfig_text(server: str, ca_file: Path, token: str) -> str:
     )
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL it when the test process dies, so no control plane outlives a killed run."""
-    import contextlib
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
 @dataclass
 class KubeCluster:
     """etcd, kube-apiserver and KWOK of one test session: ports, files, processes."""
@@ -148,7 +139,7 @@ class KubeCluster:
         try:
             self.procs[name] = subprocess.Popen(
                 [str(self.binaries / name), *args], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                cwd=self.workdir, start_new_session=True, preexec_fn=_die_with_parent,
+                cwd=self.workdir, start_new_session=True, preexec_fn=die_with_parent,
             )
         finally:
             log.close()

@@ -31,16 +31,18 @@ from itertools import islice
 from typing import Final
 
 from events.model_construct import construct
-from events.models import AllocationDecided, OutputData
+from events.models import AllocationDecided, GangDecided, OutputData
 from events.resources import Resources
 from projections.policies import AppSortPolicy
 from scheduler.config.profiles import RulesProfile
+from scheduler.core import gang
 from scheduler.core.asks import Shape, shape_of
+from scheduler.core.gang import can_replace, replacement_step
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption import MAX_ATTEMPTS_PER_QUEUE, may_attempt, record_preemption, try_preemption
 from scheduler.core.queues import QueueNode
-from scheduler.core.reservations import Step, may_reserve, required_node_step, reserved_step
+from scheduler.core.reservations import Step, may_reserve, required_node_passes, required_node_step, reserved_step
 from scheduler.core.sorting import ChildOrder, child_order, stateaware_allowed
 from scheduler.core.state import SchedulerState
 
@@ -193,10 +195,13 @@ def _try_app(part: PartitionState, app: App, memo: CycleMemo, now_us: int) -> St
         if not_plain == 0 and _hopeless(part, shapes, memo):
             memo.failed_prefix[app.app_id] = n  # what the loop below would find, ask by ask
             return None
+    app_gang = app.gang
     while i < n:
         ask = asks[i]
         found: Step | None
-        if ask.required_node is None:
+        if app_gang is not None and can_replace(app_gang, ask):
+            found = None  # left to the replacement step (scheduler.core.gang)
+        elif ask.required_node is None:
             found = place(part, app, ask, memo, now_us)
         elif not fits_queue_headroom(part, app.queue, ask.resources) or (
             part.limits is not None and not part.limits.fits(app, ask.resources)
@@ -204,6 +209,9 @@ def _try_app(part: PartitionState, app: App, memo: CycleMemo, now_us: int) -> St
             found = None
         else:
             found = required_node_step(part, app, ask)
+            if found is None and part.profile is YUNIKORN_1_9 and required_node_passes(part, app, ask):
+                i += 1
+                continue
             if found is None:  # unknown node, or held for a required-node ask: the app's turn ends
                 memo.failed_prefix[app.app_id] = i
                 memo.turn_ends += 1
@@ -291,6 +299,10 @@ def next_step(part: PartitionState, memo: CycleMemo, now_us: int) -> Step | None
         if found is not None:
             return found
         memo.reservations_tried = len(reservations)
+    if part.placeholder_allocations:
+        replaced = replacement_step(part, memo.children_in_order)
+        if replaced is not None:
+            return replaced
     return allocate_step(part, memo, now_us)
 
 
@@ -309,8 +321,11 @@ def commit(
         part.reserve(app, ask, node, state.cycle, found.reserve, out)
         return bool(found.cancel)
     freed = bool(found.cancel) or ask.reserved_node is not None
-    part.unreserve(app, ask, "allocated", out)
     did = decision_id(part.name, state.cycle, step)
+    if found.replaces is not None or ask.placeholder or ask.task_group:
+        _commit_gang(state, part, found, did, now_us, out)
+        return freed
+    part.unreserve(app, ask, "allocated", out)
     part.allocate(app, ask, node, did)
     values = {"decision_id": did, "cycle": state.cycle, "ask_id": ask.ask_id, "app_id": app.app_id,
               "partition": part.name, "queue": app.queue.path, "node_id": node.node_id,
@@ -326,6 +341,26 @@ def commit(
     elif app.state == "Starting":
         part.transition(app, "Running", now_us, state, out)
     return freed
+
+
+def _commit_gang(state: SchedulerState, part: PartitionState, found: Step, did: str, now_us: int,
+                 out: list[OutputData]) -> None:
+    """``commit`` of a gang's allocation: a placeholder, an ask of a task group, or a replacement
+    (scheduler.core.gang); its decision carries the gang fields."""
+    app, ask, node, ph = found.app, found.ask, found.node, found.replaces
+    if ph is not None:
+        moves_on = gang.replace(part, app, ask, ph, did, now_us, state, out)
+    else:
+        part.unreserve(app, ask, "allocated", out)
+        before = dict(app.gang.placeholders) if app.gang is not None else {}
+        part.allocate(app, ask, node, did)
+        moves_on = not ask.placeholder or gang.placeholder_allocated(app, before, now_us, state)
+    values = {"decision_id": did, "cycle": state.cycle, "ask_id": ask.ask_id, "app_id": app.app_id,
+              "partition": part.name, "queue": app.queue.path, "node_id": node.node_id,
+              "resources": dict(ask.resources), "priority": ask.priority, **gang.decided_values(ask, ph)}
+    out.append(construct(GangDecided, values, set(values)))
+    if moves_on:
+        gang.run_application(part, app, now_us, state, out)
 
 
 def cycle_memo(state: SchedulerState, partition: str, prev_cycle_us: int | None,

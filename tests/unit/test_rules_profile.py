@@ -151,3 +151,57 @@ def test_replay_verify_rederives_each_cycle_under_its_own_profile(tmp_path: Path
     with open_file_log(tmp_path / "log") as source:
         report = verify(source)
     assert report.ok and report.cycles == 3
+
+
+def test_an_unknown_required_node_passes_to_the_next_ask_under_1_9() -> None:
+    lines = [node("n1"), app("A", "root.a"), ask("A", "a1", priority=10, required_node="later"),
+             ask("A", "a2", priority=5), SCHEDULE]
+    before, _ = run(lines, config())
+    after, _ = run(lines, config("yunikorn-1.9"))
+    assert decisions(before) == []  # 1.5: the app's turn ends at a1 (tryAllocate returns nil)
+    assert decisions(after) == [("a2", 1)]  # 1.9: tryRequiredNode returns nil, tryAllocate continues
+
+
+def test_whatif_previews_the_upgrade_to_1_9(tmp_path: Path) -> None:
+    from replay.whatif import whatif
+
+    with LogDriver(tmp_path / "log", config()) as drv:
+        drv.submit(*two_queues_one_at_a_time()[:5])
+        drv.cycle()
+        drv.submit(ask("A", "a2", vcore=100, memory=100), ask("B", "b2", vcore=100, memory=100))
+        drv.cycle()
+        drv.submit(app("C", "root.nope"), ask("C", "c1", vcore=100, memory=100))
+        drv.cycle()
+    with open_file_log(tmp_path / "log") as source:
+        report = whatif(source, None, profile=RulesProfile.YUNIKORN_1_9)
+    assert report.recorded_profiles == {"yunikorn-1.5": 3}
+    # cycle 2: b2 went first under 1.5, a2 under 1.9; cycle 3: C lands in root.default instead of being refused
+    assert report.queue_orders() == [(2, ["root.b", "root.a"], ["root.a", "root.b"]), (3, [], ["root.default"])]
+    text = "\n".join(report.lines())
+    made = "the cycles were made under yunikorn-1.5: 3 cycles"
+    assert f"rules profile: every partition under yunikorn-1.9; {made}" in text
+    assert "  C/c1: not placed -> cycle 3 on n1 in root.default" in text
+    assert "  cycle 2: root.b > root.a  ->  root.a > root.b" in text
+    assert report.rejections_before > report.rejections_after
+    assert ("Accepted > Starting > Running", "Accepted > Running", 2) in report.state_changes()  # A and B
+    assert "  2 apps: Accepted > Starting > Running  ->  Accepted > Running" in text
+    with open_file_log(tmp_path / "log") as source:
+        same = whatif(source, None, profile=RulesProfile.YUNIKORN_1_5)
+    assert same.differing() == 0 and same.queue_orders() == []
+
+
+def test_the_page_and_explain_name_the_profile(tmp_path: Path) -> None:
+    from replay.explain.from_log import explain_from_log
+    from replay.explain.text import render_explanation
+    from scheduler.core.engine import Engine
+    from scheduler.http.views import partitions_view
+
+    assert partitions_view(Engine(load_config(config("yunikorn-1.9"))))[0]["rulesProfile"] == "yunikorn-1.9"
+    assert partitions_view(Engine(load_config(config())))[0]["rulesProfile"] == "yunikorn-1.5"
+    with LogDriver(tmp_path / "log", config("yunikorn-1.9")) as drv:
+        drv.submit(*two_queues_one_at_a_time()[:5])
+        drv.cycle()
+    with open_file_log(tmp_path / "log") as source:
+        explanation = explain_from_log(source, "default-1-1")
+    assert explanation.verified and explanation.profile == "yunikorn-1.9"
+    assert "Rules profile: yunikorn-1.9 (docs/semantics.md#rules-profiles)" in render_explanation(explanation)

@@ -64,6 +64,7 @@ def _count(text: str) -> int:
 def add_commands(sub: Any) -> None:
     """Register every subcommand on the parser's subparsers object."""
     from scheduler.cli.http_wiring import add_http_arguments
+    from scheduler.cli.k8s import add_k8s_command
     from scheduler.cli.logging_setup import add_logging_arguments
     from scheduler.cli.run import cmd_config_apply, cmd_run, cmd_submit
 
@@ -139,6 +140,7 @@ def add_commands(sub: Any) -> None:
     add_serve(sub)
     add_pending(sub)
     add_mqtt_commands(sub)
+    add_k8s_command(sub)
 
     p = sub.add_parser("config", help="queue configuration tools")
     csub = p.add_subparsers(dest="config_command", metavar="SUBCOMMAND")

@@ -183,6 +183,8 @@ def test_whatif_previews_the_upgrade_to_1_9(tmp_path: Path) -> None:
     assert "  C/c1: not placed -> cycle 3 on n1 in root.default" in text
     assert "  cycle 2: root.b > root.a  ->  root.a > root.b" in text
     assert report.rejections_before > report.rejections_after
+    assert ("Accepted > Starting > Running", "Accepted > Running", 2) in report.state_changes()  # A and B
+    assert "  2 apps: Accepted > Starting > Running  ->  Accepted > Running" in text
     with open_file_log(tmp_path / "log") as source:
         same = whatif(source, None, profile=RulesProfile.YUNIKORN_1_5)
     assert same.differing() == 0 and same.queue_orders() == []

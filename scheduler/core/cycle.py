@@ -38,6 +38,7 @@ from scheduler.core.asks import Shape, shape_of
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption import MAX_ATTEMPTS_PER_QUEUE, may_attempt, record_preemption, try_preemption
+from scheduler.core.preemption_victims import VictimIndex
 from scheduler.core.reservations import Step, may_reserve, required_node_step, reserved_step
 from scheduler.core.sorting import AppSortPolicy, ChildOrder, child_order, stateaware_allowed
 from scheduler.core.state import SchedulerState
@@ -63,6 +64,9 @@ class CycleMemo:
     prev_cycle_us: int | None = None
     preempt_tried: set[tuple[str, str]] = field(default_factory=set)
     attempts_left: int = MAX_ATTEMPTS_PER_QUEUE
+    # The cycle's candidate victims and node order, built at its first attempt and told of
+    # every step after it (``scheduler.core.preemption_victims``).
+    victims: VictimIndex | None = None
     # Each parent's child order, kept across the steps (an allocation changes one lineage).
     child_orders: dict[str, ChildOrder] = field(default_factory=dict)
     # How many of the partition's reservations (in the order they were made) the reserved
@@ -126,7 +130,9 @@ def _preempt(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, nodes_tr
         return None
     memo.attempts_left -= 1
     memo.preempt_tried.add((app.app_id, ask.ask_id))
-    outcome = try_preemption(part, app, ask, nodes_tried)
+    if memo.victims is None:
+        memo.victims = VictimIndex(part)
+    outcome = try_preemption(part, app, ask, nodes_tried, index=memo.victims)
     if outcome.node is None:
         return None
     return Step(app, ask, outcome.node, "preemption", victims=outcome.victims)
@@ -329,8 +335,10 @@ def cycle_memo(state: SchedulerState, partition: str, prev_cycle_us: int | None,
     spec = next((p for p in state.config.partitions if p.name == partition), None)
     if memo is None:
         return CycleMemo(preemption=spec is None or spec.preemption_enabled, prev_cycle_us=prev_cycle_us)
+    if memo.victims is not None:
+        memo.victims.nodes_returned()
     return CycleMemo(preemption=spec is None or spec.preemption_enabled, prev_cycle_us=prev_cycle_us,
-                     preempt_tried=memo.preempt_tried, child_orders=memo.child_orders)
+                     preempt_tried=memo.preempt_tried, child_orders=memo.child_orders, victims=memo.victims)
 
 
 def commit_step(state: SchedulerState, part: PartitionState, found: Step, step: int, now_us: int,
@@ -344,6 +352,11 @@ def commit_step(state: SchedulerState, part: PartitionState, found: Step, step: 
     freed = commit(state, part, found, step, now_us, out)
     for app in (found.app, *(held_app for held_app, _ in found.cancel)):
         memo.allocated_in(app.queue)
+    if memo.victims is not None:
+        if found.victims:
+            memo.victims.taken(found.victims)
+        elif found.reserve is None:
+            memo.victims.changed(found.app.queue)  # an allocation: the leaf may give victims now
     if freed:
         return cycle_memo(state, part.name, memo.prev_cycle_us, memo)
     return memo

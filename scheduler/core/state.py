@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from events.models import OutputData
 from scheduler.config import SchedulerConfig, default_config
+from scheduler.core.form_cache import DigestMemo
 from scheduler.core.objects import App
 from scheduler.core.partition import COMPLETING_TIMEOUT_US, STARTING_TIMEOUT_US, PartitionState
 from scheduler.core.priorityclass import PriorityClasses
@@ -41,6 +42,7 @@ class SchedulerState:
         self.cycle = 0  # number of the last completed cycle
         self.cycle_time_us: int | None = None  # time of the last cycle (preemption attempt ticks)
         self._timers: list[_Timer] = []
+        self.digest_memo = DigestMemo()  # a cache of ``state_digest``, never state
 
     def next_seq(self) -> int:
         """The next arrival number (the final tie-break of every sort)."""

@@ -62,6 +62,12 @@ class DigestMemo:
         self.after_apps: hashlib._Hash | None = None  # copied, never updated in place
         self.nodes_key: tuple[tuple[EncodedEntries, int], ...] = ()
         self.after_nodes: hashlib._Hash | None = None
+        # The queues' canonical bytes, kept while no app entry changed under the same config:
+        # a queue's entry (priority, pending, allocated, running apps) moves only with an app's
+        # (its priority, pending, allocated, state) or with the config (offsets, the tree).
+        self.queues_key: tuple[tuple[EncodedEntries, int], ...] = ()
+        self.queues_config: object = None
+        self.queues_bytes: bytes | None = None
 
 
 class FormCache:

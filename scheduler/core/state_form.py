@@ -139,9 +139,13 @@ def state_digest(state: SchedulerState) -> str:
     parts = [(pname, state.partitions[pname]) for pname in sorted(state.partitions)]
     for pname, part in parts:
         _refreshed(pname, part)
-    queues = {_key(pname, q.path): queue_entry(q) for pname, part in parts for q in part.root.walk()}
     memo = state.digest_memo
     apps_key = tuple((part.form.apps, part.form.apps.version) for _, part in parts)
+    queues = memo.queues_bytes
+    if queues is None or memo.queues_key != apps_key or memo.queues_config is not state.config:
+        # sorts the keys itself
+        queues = canonical({_key(pname, q.path): queue_entry(q) for pname, part in parts for q in part.root.walk()})
+        memo.queues_key, memo.queues_config, memo.queues_bytes = apps_key, state.config, queues
     nodes_key = tuple((part.form.nodes, part.form.nodes.version) for _, part in parts)
     after_apps, after_nodes = memo.after_apps, memo.after_nodes
     if after_apps is None or memo.apps_key != apps_key:
@@ -155,7 +159,7 @@ def state_digest(state: SchedulerState) -> str:
         memo.nodes_key, memo.after_nodes = nodes_key, after_nodes
     h = after_nodes.copy()
     h.update(b'},"queues":')
-    h.update(canonical(queues))  # sorts the keys itself
+    h.update(queues)
     h.update(b',"type":"state"')
     usage = usage_form(state)
     if usage is not None:

@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all venv native demo test lint typecheck unit bench bench-smoke faults fuzz clean conformance conformance-harness bench-yunikorn bench-saturated brokers kafka kafka-up
+.PHONY: all venv native demo test lint typecheck unit bench bench-smoke faults fuzz clean conformance conformance-harness conformance-harness-1.9 bench-yunikorn bench-saturated brokers kafka kafka-up
 
 all: test
 
@@ -122,10 +122,24 @@ $(HARNESS): conformance/yunikorn/*.go conformance/yunikorn/evclock/*.go conforma
 
 conformance-harness: $(HARNESS)
 
-conformance: $(STAMP) $(HARNESS)
-	rm -rf conformance/.build/diffs
-	$(PY) -m conformance.run --harness $(HARNESS) --count $(CONFORMANCE_COUNT) --seed $(CONFORMANCE_SEED) \
-	  --out conformance/.build/diffs --shrink
+# The second build, against yunikorn-core v1.9.0 (its API: conformance/yunikorn/core19.go, -tags yk19),
+# for `make conformance PROFILE=yunikorn-1.9` (evsched under its yunikorn-1.9 rules profile).
+HARNESS_19 := conformance/.build/yunikorn-harness-1.9
+$(HARNESS_19): conformance/yunikorn/*.go conformance/yunikorn/evclock/*.go conformance/yunikorn/go19.mod \
+               conformance/yunikorn/go19.sum conformance/patch_clock.py
+	python3 conformance/patch_clock.py --profile yunikorn-1.9
+	cd conformance/yunikorn && GONOSUMDB=github.com/apache go build -tags yk19 \
+	  -modfile=../.build/yunikorn-1.9.mod -o ../.build/yunikorn-harness-1.9 .
+
+conformance-harness-1.9: $(HARNESS_19)
+
+PROFILE ?= yunikorn-1.5
+CONFORMANCE_HARNESS = $(if $(filter yunikorn-1.9,$(PROFILE)),$(HARNESS_19),$(HARNESS))
+CONFORMANCE_DIFFS   = conformance/.build/diffs$(if $(filter yunikorn-1.9,$(PROFILE)),-1.9,)
+conformance: $(STAMP) $(CONFORMANCE_HARNESS)
+	rm -rf $(CONFORMANCE_DIFFS)
+	$(PY) -m conformance.run --harness $(CONFORMANCE_HARNESS) --profile $(PROFILE) --count $(CONFORMANCE_COUNT) \
+	  --seed $(CONFORMANCE_SEED) --out $(CONFORMANCE_DIFFS) --shrink
 
 # Every benchmark script at a tiny size (benchmarks/smoke.py: register a new script there); fails
 # when one errors or produces no decisions, judges no timing. Part of `make test` (its suite runs

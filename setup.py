@@ -36,8 +36,8 @@ NATIVE_MODULES = (
     "events/times.py",
     "projections/digest.py",
     "projections/node_index.py",
+    "projections/policies.py",
     "projections/priority.py",
-    "projections/queues.py",
     "scheduler/core/apply.py",
     "scheduler/core/asks.py",
     "scheduler/core/bounds.py",
@@ -54,6 +54,7 @@ NATIVE_MODULES = (
     "scheduler/core/preemption.py",
     "scheduler/core/preemption_queues.py",
     "scheduler/core/priorityclass.py",
+    "scheduler/core/queues.py",
     "scheduler/core/recorded_cycles.py",
     "scheduler/core/required_node_preemption.py",
     "scheduler/core/reservations.py",
@@ -82,6 +83,9 @@ class BuildNative(build_ext):
     """build_ext that compiles NATIVE_MODULES with mypyc, or records why it did not."""
 
     def finalize_options(self) -> None:
+        # Hashed before mypyc reads the sources: a module edited during the build's minute then
+        # differs from its recorded hash, so its (stale) extension is never run.
+        self._sources = {m[:-3].replace("/", "."): source_hash(ROOT / m) for m in NATIVE_MODULES}
         self._skip_reason = ""
         if pure_requested():
             self._skip_reason = "EVSCHED_PURE_PYTHON was set at build time"
@@ -147,7 +151,7 @@ class BuildNative(build_ext):
         self._write({"build": "pure", "reason": reason})
 
     def _write(self, manifest: dict[str, object]) -> None:
-        manifest["sources"] = {m[:-3].replace("/", "."): source_hash(ROOT / m) for m in NATIVE_MODULES}
+        manifest["sources"] = self._sources
         text = json.dumps(manifest, indent=1, sort_keys=True) + "\n"
         in_tree = bool(self.inplace or getattr(self, "editable_mode", False))
         for target in (Path(self.build_lib) / MANIFEST, *([ROOT / MANIFEST] if in_tree else [])):

@@ -30,7 +30,8 @@ cycles); ``--service-arg=--no-transactions`` measures at-least-once instead. Rul
       the latency of (ii) over the shards run by the instances.
 
     python benchmarks/e2e.py [--asks 50000] [--nodes 5000] [--apps 500] [--events N] [--rate 1000]
-        [--seconds 10] [--shards 4 --instances 2] [--skip throughput|latency]
+        [--seconds 10] [--shards 4 --instances 2] [--skip throughput|latency|unsharded ...]
+        [--service-logs DIR]
 
 Ends with one ``TARGET`` line per target (met, or MISSED by how much; a missed latency target
 after its profile above). Asserts nothing; exits 1 only when a run decided nothing.
@@ -89,6 +90,7 @@ SCALE_OUT_TARGET = 1.6  # aggregate of --instances over one instance, same shard
 DECIDED_TAIL = b'"type":"allocation.decided"}'
 COMPLETED_TAIL = b'"type":"cycle.completed"}'
 SERVICE_ARGS: list[str] = []  # extra `evsched run` flags (--service-arg)
+SERVICE_LOGS: list[Path] = []  # (--service-logs DIR) where each instance's whole log goes
 
 
 # ---------------------------------------------------------------------------- broker and topics
@@ -192,7 +194,8 @@ async def preload(bootstrap: str, named: ShardTopics, evts: list[dict[str, Any]]
     does — the service accepts them from nowhere else — and the rest to the input topic."""
     log = KafkaLog(bootstrap, input_topics=list(named.inputs), decisions_topic=named.decisions,
                    deadletter_topic=named.deadletter, admin_topic=named.admin,
-                   group_id=f"evsched-loader-{uuid.uuid4().hex[:8]}", partitions=partitions)
+                   group_id=f"evsched-loader-{uuid.uuid4().hex[:8]}", partitions=partitions,
+                   writes_only=True)  # no consumer group (a fresh broker's coordinator is not elected yet)
     rules = [(key_of(e), orjson.dumps(e)) for e in evts if e["type"] in ADMIN_TYPES]
     inputs = [e for e in evts if e["type"] not in ADMIN_TYPES]
     async with log:
@@ -220,15 +223,29 @@ def start_service(bootstrap: str, names: dict[str, str], *extra: str, shards: li
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     ready = threading.Event()
     ready_at: list[float] = []
+    copy = None
+    if SERVICE_LOGS:
+        SERVICE_LOGS[0].mkdir(parents=True, exist_ok=True)
+        copy = (SERVICE_LOGS[0] / f"service-{proc.pid}.log").open("wb")  # closed by watch()
 
     def watch() -> None:
         assert proc.stderr is not None
-        for line in proc.stderr:  # drained to the end, so the child never blocks on a full pipe
-            if b"inputs waiting" in line and not ready.is_set():
-                ready_at.append(time.perf_counter())
+        with copy or contextlib.nullcontext():
+            for line in proc.stderr:  # drained to the end, so the child never blocks on a full pipe
+                if copy is not None:
+                    copy.write(line)
+                seen(line)
+
+    restored: list[float] = []
+
+    def seen(line: bytes) -> None:
+        if b"inputs waiting" in line:  # one line per shard, once it is restored and reading
+            restored.append(time.perf_counter())
+            if len(restored) == len(shards or [None]) and not ready.is_set():
+                ready_at.append(restored[0])  # (the rate counts from the first shard that reads)
                 ready.set()
-            if b"ERROR" in line or b"stopped after" in line:
-                sys.stderr.write("  service: " + line.decode(errors="replace"))
+        if b"ERROR" in line or b"stopped after" in line:
+            sys.stderr.write("  service: " + line.decode(errors="replace"))
 
     threading.Thread(target=watch, daemon=True).start()
     return Instance(proc, ready, ready_at)
@@ -451,6 +468,7 @@ async def latency(bootstrap: str, rate: int, seconds: float, shards: int = 1, in
     # trips, the commit marker and this consumer's fetch). Kafka stamps the append in ms.
     parts_ms: list[tuple[float, float, float]] = []
     cycle_start_us: dict[tuple[str, int], int] = {}
+    per_shard = dict.fromkeys((tp.topic for tp in tps), 0)  # decisions per shard's decisions topic
     total = int(rate * seconds)
     try:
         while not all(p.ready.is_set() for p in procs):
@@ -489,6 +507,7 @@ async def latency(bootstrap: str, rate: int, seconds: float, shards: int = 1, in
                         if obj["type"] == "cycle.started":
                             cycle_start_us[tp.topic, obj["data"]["cycle"]] = parse_time(obj["data"]["time"])
                         if obj["type"] == "allocation.decided" and obj["data"]["ask_id"] in sent_us:
+                            per_shard[tp.topic] += 1
                             sent = sent_us[obj["data"]["ask_id"]]
                             latencies_ms.append((now_us - sent) / 1000)
                             began = cycle_start_us.get((tp.topic, obj["data"]["cycle"]), sent)
@@ -513,8 +532,9 @@ async def latency(bootstrap: str, rate: int, seconds: float, shards: int = 1, in
             p.proc.send_signal(signal.SIGTERM)
         for p in procs:
             p.proc.wait(timeout=30)
-    if not latencies_ms:
-        raise SystemExit("no decisions arrived")
+    idle = [shard for shard in names if not per_shard[of_shard(base, shard).decisions]]
+    if idle:  # every shard got its share of the asks: a shard that decided none is a failure
+        raise SystemExit(f"no decisions arrived from shard(s) {', '.join(idle)} ({len(latencies_ms):,} in all)")
     found = Latency(latencies_ms, parts_ms)
     where = f"{shards} shards run by {instances} instance(s), " if shards > 1 else ""
     print(f"(ii) {total:,} asks sent at {total / sent_s:,.0f}/s over {sent_s:.1f} s on a {spec.nodes * shards:,}-node "
@@ -558,11 +578,17 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0, help="(ii) how long to produce")
     parser.add_argument("--shards", type=int, default=0, help="(iii) scale out over this many shards (0: skip)")
     parser.add_argument("--instances", type=int, default=2, help="(iii) instances sharing the shards")
-    parser.add_argument("--skip", choices=("throughput", "latency"), help="leave one part out")
+    parser.add_argument("--skip", choices=("throughput", "latency", "unsharded"), action="append", default=[],
+                        help="leave a part out (repeatable): throughput ((i) and (iii)'s rates), latency ((ii), "
+                        "also over the shards), unsharded (everything on the 1-node broker: only --shards runs)")
+    parser.add_argument("--service-logs", type=Path, metavar="DIR",
+                        help="write each service instance's log (its stderr) to a file in DIR")
     parser.add_argument("--service-arg", action="append", default=[], metavar="ARG",
                         help="an extra `evsched run` flag, e.g. --service-arg=--fetch-wait-ms=20 (repeatable)")
     args = parser.parse_args()
     SERVICE_ARGS.extend(args.service_arg)
+    if args.service_logs is not None:
+        SERVICE_LOGS.append(args.service_logs)
     nodes, apps = args.nodes, args.apps
     if args.events is not None:
         others = args.events - args.asks
@@ -577,20 +603,21 @@ def main() -> None:
     found: Latency | None = None
     scaled: tuple[float, float] | None = None
     sharded_latency: Latency | None = None
-    with broker(1) as (bootstrap, pids):
-        print(f"broker: {bootstrap} ({kind}, 1 node)")
-        if args.skip != "throughput":
-            rates = asyncio.run(throughput(bootstrap, pids, spec, args.partitions, args.batch, args.max_batch,
-                                           args.runs, not args.no_core_rate))
-        if args.skip != "latency":
-            found = asyncio.run(latency(bootstrap, args.rate, args.seconds))
+    if "unsharded" not in args.skip:
+        with broker(1) as (bootstrap, pids):
+            print(f"broker: {bootstrap} ({kind}, 1 node)")
+            if "throughput" not in args.skip:
+                rates = asyncio.run(throughput(bootstrap, pids, spec, args.partitions, args.batch, args.max_batch,
+                                               args.runs, not args.no_core_rate))
+            if "latency" not in args.skip:
+                found = asyncio.run(latency(bootstrap, args.rate, args.seconds))
     if args.shards:
         with broker(3) as (bootstrap, pids):
             print(f"broker: {bootstrap} ({kind}, {3 if not os.environ.get('KAFKA_BOOTSTRAP_SERVERS') else '?'} nodes)")
-            if args.skip != "throughput":
+            if "throughput" not in args.skip:
                 scaled = asyncio.run(scale_out(bootstrap, pids, spec, args.shards, args.instances, args.batch,
                                                args.max_batch))
-            if args.skip != "latency":
+            if "latency" not in args.skip:
                 sharded_latency = asyncio.run(latency(bootstrap, args.rate, args.seconds, args.shards, args.instances))
     print(f"\ntargets (load average {os.getloadavg()[0]:.1f} now):")
     if rates is not None:

@@ -68,6 +68,9 @@ def one_run(master: Path, work: Path, http: bool) -> tuple[float, int, int]:
     if proc.returncode != 0 or found is None:
         raise SystemExit(f"run failed ({proc.returncode}): {log_path.read_text()[-2000:]}")
     decisions, seconds = int(found.group(2)), float(found.group(3))
+    if seconds <= 0:  # the service prints tenths of a second
+        raise SystemExit(f"a run too short to time ({decisions} decisions in {found.group(3).decode()} s): "
+                         "use more --asks")
     return decisions / seconds, decisions, scrapes[0]
 
 

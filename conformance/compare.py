@@ -15,6 +15,11 @@ Both sides' outputs are read in evsched's output form. The compared outcome:
   i.e. where a partition configures limits).
 
 Output ids, times, digests and messages are not compared.
+
+evsched runs each scenario under the rules profile of the yunikorn-core it is compared
+with (``use_profile``; ``make conformance PROFILE=yunikorn-1.9``): every config of the
+scenario gets the partition-level ``rules`` key on evsched's side only (yunikorn has no
+such key).
 """
 
 from __future__ import annotations
@@ -120,11 +125,42 @@ def _evsched_placements(scenario: bytes, placed: dict[str, str], rejected: set[s
     return out
 
 
+DEFAULT_PROFILE = "yunikorn-1.5"
+_profile = DEFAULT_PROFILE  # the rules profile evsched runs the scenarios under
+
+
+def use_profile(profile: str) -> None:
+    """Run evsched under ``profile`` from now on (yunikorn-1.5: the scenarios as they are)."""
+    global _profile
+    _profile = profile
+
+
+def under_profile(line: bytes, profile: str) -> bytes:
+    """A scenario line with its config's partitions set to ``profile`` (any other line as it is).
+
+    The generator writes each config as JSON (a YAML document); one that is not is left alone.
+    """
+    if profile == DEFAULT_PROFILE or b'"config.updated"' not in line:
+        return line
+    obj = json.loads(line)
+    try:
+        config = json.loads(obj["data"]["yaml"])
+    except (KeyError, TypeError, ValueError):
+        return line
+    for part in config.get("partitions") or []:
+        if isinstance(part, dict):
+            part["rules"] = profile
+    obj["data"]["yaml"] = json.dumps(config)
+    return json.dumps(obj).encode() + (b"\n" if line.endswith(b"\n") else b"")
+
+
 def evsched_output(scenario: bytes) -> bytes:
-    """``evsched simulate --state`` over the scenario, in process."""
+    """``evsched simulate --state`` over the scenario, in process (under the profile in use)."""
     sim = Simulation()
     out: list[bytes] = []
-    for line in scenario.splitlines(keepends=True):
+    profile = _profile
+    for raw in scenario.splitlines(keepends=True):
+        line = under_profile(raw, profile)
         out.extend(encode_output(e) for e in sim.feed(line))
     out.extend(encode_output(e) for e in sim.finish())
     out.append(dumps(sim.engine.state_form()))

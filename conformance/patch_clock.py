@@ -23,7 +23,12 @@ It then writes ``yunikorn.mod``/``yunikorn.sum`` next to it: the harness's go.mo
 counted; a module whose sources no longer match the expected counts fails the build
 rather than leave a wall-clock read behind.
 
-    python3 conformance/patch_clock.py     # from the repository's root
+``--profile yunikorn-1.9`` does the same for the harness's second build, against
+yunikorn-core v1.9.0 (``go19.mod``; built with ``-tags yk19``): the copy goes to
+``.build/yunikorn-1.9/yunikorn-core``, the module files to ``yunikorn-1.9.mod``/``.sum``.
+v1.9.0 holds the same counts of every rewrite as v1.5.2.
+
+    python3 conformance/patch_clock.py [--profile yunikorn-1.9]    # from the repository's root
 """
 
 from __future__ import annotations
@@ -39,7 +44,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 MODULE_DIR = HERE / "yunikorn"
 BUILD = HERE / ".build"
-COPY = BUILD / "yunikorn-core"
+# rules profile -> (the harness's go.mod, go.sum for that core; where the patched copy goes; the module files' stem)
+BUILDS = {
+    "yunikorn-1.5": ("go.mod", "go.sum", BUILD / "yunikorn-core", "yunikorn"),
+    "yunikorn-1.9": ("go19.mod", "go19.sum", BUILD / "yunikorn-1.9" / "yunikorn-core", "yunikorn-1.9"),
+}
+COPY = BUILDS["yunikorn-1.5"][2]
 CORE = "github.com/apache/yunikorn-core"
 EVCLOCK_IMPORT = f'"{CORE}/pkg/evclock"'
 
@@ -67,11 +77,11 @@ STATEMENTS = (
 EXPECTED = {"time.AfterFunc(": 2, "*time.Timer": 2, **{old: 1 for old, _ in STATEMENTS}}
 
 
-def core_version() -> str:
-    """The yunikorn-core version the harness's go.mod requires."""
-    found = re.search(rf"^\s*{re.escape(CORE)} (\S+)", (MODULE_DIR / "go.mod").read_text(), re.M)
+def core_version(gomod: str = "go.mod") -> str:
+    """The yunikorn-core version the harness's go.mod (``gomod``) requires."""
+    found = re.search(rf"^\s*{re.escape(CORE)} (\S+)", (MODULE_DIR / gomod).read_text(), re.M)
     if found is None:
-        raise SystemExit(f"patch_clock: {CORE} is not required in {MODULE_DIR / 'go.mod'}")
+        raise SystemExit(f"patch_clock: {CORE} is not required in {MODULE_DIR / gomod}")
     return found.group(1)
 
 
@@ -112,29 +122,34 @@ def patch(copy: Path) -> dict[str, int]:
     return counts
 
 
-def main() -> int:
-    version = core_version()
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    profile = args[1] if len(args) == 2 and args[0] == "--profile" else "yunikorn-1.5" if not args else ""
+    if profile not in BUILDS:
+        print(f"patch_clock: usage: patch_clock.py [--profile {'|'.join(BUILDS)}]", file=sys.stderr)
+        return 2
+    gomod, gosum, copy, stem = BUILDS[profile]
+    version = core_version(gomod)
     source = module_source(version)
-    if COPY.exists():
-        for path in COPY.rglob("*"):
+    if copy.exists():
+        for path in copy.rglob("*"):
             path.chmod(path.stat().st_mode | stat.S_IWUSR)
-        shutil.rmtree(COPY)
-    BUILD.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(source, COPY)
-    for path in [COPY, *COPY.rglob("*")]:
+        shutil.rmtree(copy)
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source, copy)
+    for path in [copy, *copy.rglob("*")]:
         path.chmod(path.stat().st_mode | stat.S_IWUSR)
-    counts = patch(COPY)
+    counts = patch(copy)
     for what, want in EXPECTED.items():
         if counts.get(what, 0) != want:
             print(f"patch_clock: expected {want} of {what!r} in {CORE} {version}, found {counts.get(what, 0)}",
                   file=sys.stderr)
             return 1
-    (COPY / "pkg" / "evclock").mkdir()
-    shutil.copy(MODULE_DIR / "evclock" / "evclock.go", COPY / "pkg" / "evclock" / "evclock.go")
-    gomod = (MODULE_DIR / "go.mod").read_text() + f"\nreplace {CORE} => {COPY}\n"
-    (BUILD / "yunikorn.mod").write_text(gomod)
-    shutil.copy(MODULE_DIR / "go.sum", BUILD / "yunikorn.sum")
-    print(f"patch_clock: {CORE} {version} -> {COPY} ({', '.join(f'{k} x{v}' for k, v in sorted(counts.items()))})")
+    (copy / "pkg" / "evclock").mkdir()
+    shutil.copy(MODULE_DIR / "evclock" / "evclock.go", copy / "pkg" / "evclock" / "evclock.go")
+    (BUILD / f"{stem}.mod").write_text((MODULE_DIR / gomod).read_text() + f"\nreplace {CORE} => {copy}\n")
+    shutil.copy(MODULE_DIR / gosum, BUILD / f"{stem}.sum")
+    print(f"patch_clock: {CORE} {version} -> {copy} ({', '.join(f'{k} x{v}' for k, v in sorted(counts.items()))})")
     return 0
 
 

@@ -29,7 +29,15 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance.compare import Outcome, evsched_outcome, evsched_output, first_difference, parse_outcome
+from conformance.compare import (
+    DEFAULT_PROFILE,
+    Outcome,
+    evsched_outcome,
+    evsched_output,
+    first_difference,
+    parse_outcome,
+    use_profile,
+)
 from conformance.generate import FAMILIES, encode, generate
 from conformance.known import KNOWN, classify
 from conformance.shrink import write_minimal
@@ -188,9 +196,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="where disagreeing scenarios are written")
     parser.add_argument("--scenario", type=Path, help="compare the two sides on this one file")
     parser.add_argument("--runs", type=int, default=2, help="harness runs per scenario (more once two differ)")
+    parser.add_argument("--profile", choices=("yunikorn-1.5", "yunikorn-1.9"), default=DEFAULT_PROFILE,
+                        help="evsched's rules profile; the harness must be built against that yunikorn-core")
     parser.add_argument("--shrink", action="store_true",
                         help="shrink each disagreeing scenario written to --out into a minimal FILE.min.jsonl")
     args = parser.parse_args(argv)
+    use_profile(args.profile)
     if args.scenario:
         return one_file(args.harness, args.scenario, args.runs)
     families = list(args.family or FAMILIES)

@@ -17,6 +17,7 @@ from events.models import (
     INPUT_DATA,
     MAX_RECORD_BYTES,
     OUTPUT_DATA,
+    CycleCompleted,
     CycleStarted,
     Frozen,
     InputEnvelope,
@@ -142,9 +143,13 @@ def output_to_dict(event: OutputEvent) -> dict[str, Any]:
 
 
 def _omit_unset(data: object, plain: dict[str, Any]) -> dict[str, Any]:
-    """``cycle.started`` without ``admin_channels`` when unset: as logs before the field have it."""
-    if type(data) is CycleStarted and plain.get("admin_channels", 0) is None:
+    """``cycle.started`` without ``admin_channels``, ``cycle.completed`` without ``profiles``,
+    when unset: as logs before the fields have them."""
+    kind = type(data)
+    if kind is CycleStarted and plain.get("admin_channels", 0) is None:
         return {k: v for k, v in plain.items() if k != "admin_channels"}
+    if kind is CycleCompleted and plain.get("profiles", 0) is None:
+        return {k: v for k, v in plain.items() if k != "profiles"}
     return plain
 
 

@@ -23,6 +23,7 @@ from events.model_construct import construct
 from events.models import (
     IDENTIFIER_CHARS,
     INPUT_DATA,
+    MAX_PLACEHOLDER_TIMEOUT_MS,
     PARTITION_CHARS,
     AllocationReleased,
     AppAdded,
@@ -99,6 +100,20 @@ def _groups(v: Any) -> Any:
     return list(v)
 
 
+def _task_group(v: Any) -> Any:
+    if type(v) is str and (not v or (len(v) <= 253 and _IDENTIFIER(v) is not None)):
+        return v
+    return _BAD
+
+
+def _gang_style(v: Any) -> Any:
+    return v if v == "Soft" or v == "Hard" else _BAD
+
+
+def _placeholder_timeout(v: Any) -> Any:
+    return v if type(v) is int and 0 <= v <= MAX_PLACEHOLDER_TIMEOUT_MS else _BAD
+
+
 def _int64(v: Any) -> Any:
     return v if type(v) is int and _INT64_MIN <= v <= _INT64_MAX else _BAD
 
@@ -126,6 +141,9 @@ _FIELDS: dict[type[Frozen], tuple[FieldSpec, ...]] = {
         ("groups", _groups, list),
         ("tags", _tags, dict),
         ("partition", _partition, lambda: "default"),
+        ("placeholder_ask", _resource_map, dict),
+        ("gang_scheduling_style", _gang_style, lambda: "Soft"),
+        ("placeholder_timeout_ms", _placeholder_timeout, lambda: 0),
     ),
     AppRemoved: (("app_id", _identifier, _REQUIRED), ("partition", _partition, lambda: "default")),
     AskAdded: (
@@ -139,6 +157,8 @@ _FIELDS: dict[type[Frozen], tuple[FieldSpec, ...]] = {
         ("partition", _partition, lambda: "default"),
         ("preempt_other", _optional(_bool), lambda: None),
         ("allow_preemption", _bool, lambda: True),
+        ("placeholder", _bool, lambda: False),
+        ("task_group", _task_group, lambda: ""),
     ),
     AskRemoved: (
         ("app_id", _identifier, _REQUIRED),
@@ -204,6 +224,10 @@ def _ask_added(data: dict[str, Any]) -> Any:
     allow_preemption = data.get("allow_preemption", True)
     if (preempt_other is not None and type(preempt_other) is not bool) or type(allow_preemption) is not bool:
         return None
+    placeholder = data.get("placeholder", False)
+    task_group = data.get("task_group", "")
+    if type(placeholder) is not bool or (task_group != "" and _task_group(task_group) is _BAD):
+        return None
     values = {
         "app_id": app_id,
         "ask_id": ask_id,
@@ -215,6 +239,8 @@ def _ask_added(data: dict[str, Any]) -> Any:
         "partition": partition,
         "preempt_other": preempt_other,
         "allow_preemption": allow_preemption,
+        "placeholder": placeholder,
+        "task_group": task_group,
     }
     return construct(AskAdded, values, set(data))
 

@@ -83,6 +83,13 @@ PartitionName = Annotated[
 
 MAX_RECORD_BYTES = 1024 * 1024
 
+# Gang scheduling (docs/semantics.md#gang-scheduling): a task group's name is bounded as an
+# identifier is, and may be empty (an ask of no task group); a placeholder timeout is at most
+# a year of log time (YuniKorn's default, 15 minutes, when 0 or absent).
+TaskGroupName = Annotated[str, StringConstraints(strict=True, max_length=253, pattern=f"^(?:{IDENTIFIER_CHARS})?$")]
+MAX_PLACEHOLDER_TIMEOUT_MS = 365 * 24 * 3600 * 1000
+PlaceholderTimeoutMs = Annotated[int, Field(strict=True, ge=0, le=MAX_PLACEHOLDER_TIMEOUT_MS)]
+
 
 class Frozen(BaseModel):
     """Base for every event model: immutable, unknown fields rejected."""
@@ -100,6 +107,11 @@ class AppAdded(Frozen):
     groups: list[Annotated[str, StringConstraints(strict=True, max_length=253)]] = []
     tags: Tags = {}
     partition: PartitionName = "default"
+    # Gang scheduling (YuniKorn's AddApplicationRequest): the total of the app's placeholder asks
+    # over all task groups, what to do when its placeholders time out, and after how long.
+    placeholder_ask: ResourceMap = {}
+    gang_scheduling_style: Literal["Soft", "Hard"] = "Soft"
+    placeholder_timeout_ms: PlaceholderTimeoutMs = 0  # 0: YuniKorn's default, 15 minutes
 
 
 class AppRemoved(Frozen):
@@ -118,6 +130,8 @@ class AskAdded(Frozen):
     partition: PartitionName = "default"
     preempt_other: StrictBool | None = None  # None: from the priority class (PreemptLowerPriority)
     allow_preemption: StrictBool = True  # may this ask's allocation be a preemption victim
+    placeholder: StrictBool = False  # a gang's placeholder, replaced later by a real ask of its task group
+    task_group: TaskGroupName = ""  # the gang's task group ("": none)
 
 
 class AskRemoved(Frozen):
@@ -349,6 +363,10 @@ class CycleCompleted(Frozen):
     decisions: int
     state_digest: str
     rules_version: int = 1  # as in CycleStarted
+    # Partition → the rules profile it ran under, for the partitions not on the default
+    # (yunikorn-1.5); absent (None) when every partition is on it, as in logs before the
+    # field (docs/events.md). Written only when set.
+    profiles: dict[str, str] | None = None
 
 
 OutputData = (

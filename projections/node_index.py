@@ -16,72 +16,17 @@ cost a pass over the nodes to add). A search for a type without a column finds n
 as a search for a type every node has at 0. So a node agent that sends thousands of
 resource names and then others does not leave a column per name for every node.
 
-Policy keys (docs/semantics.md#nodes): each node's weighted usage score is
-``Σ w·(1 − available/capacity) / Σ w`` over the resource types in its capacity with a
-non-zero weight. ``fair`` sorts by the score ascending (least used first), ``binpacking``
-by ``1 − score`` ascending (most used first); ties by node id.
-
-Worked example, weights ``{vcore: 4, memory: 1}``: node a uses 25% vcore and 75% memory,
-node b 75% vcore and 25% memory:
-
->>> w = {"vcore": 4.0, "memory": 1.0}
->>> round(usage_score({"vcore": 1000, "memory": 100}, {"vcore": 750, "memory": 25}, w), 4)
-0.35
->>> round(usage_score({"vcore": 1000, "memory": 100}, {"vcore": 250, "memory": 75}, w), 4)
-0.65
-
-so ``fair`` tries a before b, ``binpacking`` b before a.
+The policy key each node sorts by (``fair``, ``binpacking``) is ``projections.policies``.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Mapping
-from enum import Enum
 from typing import Final
 
+from projections.policies import NodeSortPolicy, score_of, weight_items
+
 MIN_DEAD: Final = 16  # dead columns tolerated before any compaction
-
-
-class NodeSortPolicy(Enum):
-    """How nodes are ordered for allocation."""
-
-    FAIR = "fair"
-    BINPACKING = "binpacking"
-
-
-def usage_score(capacity: Mapping[str, int], available: Mapping[str, int], weights: Mapping[str, float]) -> float:
-    """Weighted usage in [0, 1] (above 1 when overcommitted); 0.0 when no type is usable."""
-    return _score(dict(capacity), dict(available), weight_items(weights))
-
-
-def weight_items(weights: Mapping[str, float]) -> list[tuple[str, float]]:
-    """The non-zero weights in a fixed (name) order: float sums are order-sensitive."""
-    return [(name, weights[name]) for name in sorted(weights) if weights[name]]
-
-
-def _score(capacity: dict[str, int], available: dict[str, int], items: list[tuple[str, float]]) -> float:
-    # ``dict``, not ``Mapping``: compiled, the lookups are dict operations (once per node change)
-    total = 0.0
-    weight_sum = 0.0
-    for name, weight in items:
-        cap = capacity.get(name, 0)
-        if cap <= 0:
-            continue
-        total += weight * (1.0 - available.get(name, 0) / cap)
-        weight_sum += weight
-    score = total / weight_sum if weight_sum else 0.0
-    # Config validation keeps weighted sums finite; should one still overflow, a NaN score
-    # would break the index's order (a bisect then finds and deletes the wrong node).
-    return score if score == score else math.inf
-
-
-def policy_key(
-    policy: NodeSortPolicy, capacity: Mapping[str, int], available: Mapping[str, int], weights: Mapping[str, float]
-) -> float:
-    """The first component of a node's sort key under a policy."""
-    score = usage_score(capacity, available, weights)
-    return score if policy is NodeSortPolicy.FAIR else 1.0 - score
 
 
 def _bisect(scores: list[float], ids: list[str], score: float, node_id: str) -> int:
@@ -164,8 +109,8 @@ class NodeIndex:
         return self._keys.get(node_id)
 
     def key_of(self, capacity: dict[str, int], available: dict[str, int]) -> float:
-        """The policy key a node with this capacity and availability gets (as ``policy_key``)."""
-        score = _score(capacity, available, self._weight_items)
+        """The policy key a node with this capacity and availability gets (as ``node_sort_key``)."""
+        score = score_of(capacity, available, self._weight_items)
         return score if self._fair else 1.0 - score
 
     def _dim(self, name: str) -> int:

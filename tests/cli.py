@@ -17,18 +17,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal, overload
 
+from tests.sim import root_queues
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # A queue configuration with one leaf anyone may submit to, root.team: for tests that feed the command line.
-ONE_TEAM_CONFIG = """\
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: team
-"""
+ONE_TEAM_CONFIG = root_queues("- name: team")
 
 
 def evsched_argv(*args: str) -> list[str]:

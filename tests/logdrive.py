@@ -8,7 +8,9 @@ the inputs after the last cycle, takes up to ``batch_size`` of them, runs
 Works with ``FileLog`` and ``MemoryLog`` (anything with sync ``iter_inputs`` /
 ``iter_outputs`` plus ``append_*_sync`` or async ``append_*``).
 
-``workload_records(spec)`` gives realistic input records (``scheduler.simulation.workload``).
+``workload_records(spec)`` gives realistic input records (``scheduler.simulation.workload``);
+``driven_file_log(path, spec, batch_size)`` writes them to a new FileLog and drives it: the log
+most replay and HTTP tests read.
 ``copy_log(src, dst_dir, inputs=..., outputs=...)`` writes a new FileLog holding the
 records of ``src`` — each input keeping its append time — after passing the lists of
 records through the given functions: the way tests build tampered logs.
@@ -32,7 +34,7 @@ from scheduler.core.engine import Engine
 from scheduler.core.logged_cycle import advance, run_logged_cycle
 from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
 
-__all__ = ["copy_log", "drive", "workload_records", "write_inputs"]
+__all__ = ["copy_log", "drive", "driven_file_log", "workload_records", "write_inputs"]
 
 
 def _encode(item: dict[str, Any] | bytes) -> bytes:
@@ -106,6 +108,17 @@ def drive(
         cycles += 1
         if on_cycle is not None:
             on_cycle(engine)
+
+
+def driven_file_log(
+    path: Path, spec: WorkloadSpec, batch_size: int, *, on_cycle: Callable[[Engine], None] | None = None
+) -> Path:
+    """A new FileLog at ``path`` holding ``spec``'s workload (config first), driven ``batch_size`` inputs a
+    cycle until every input is consumed (``drive``; ``on_cycle`` as there); returns ``path``, closed."""
+    with FileLog(path) as log:
+        write_inputs(log, workload_records(spec))
+        drive(log, batch_size, on_cycle=on_cycle)
+    return path
 
 
 def copy_log(

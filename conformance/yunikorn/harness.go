@@ -93,6 +93,16 @@ func siResource(m map[string]int64) *si.Resource {
 
 func key(app, ask string) string { return app + "\x00" + ask }
 
+// askSpec is one ask as the core's API version wants it built (addAsk: core15.go, core19.go).
+type askSpec struct {
+	key, app, part, group string
+	res                   *si.Resource
+	prio                  int32
+	tags                  map[string]string
+	policy                *si.PreemptionPolicy
+	placeholder           bool
+}
+
 func (h *harness) needCore() error {
 	if h.cc == nil && !h.noConfig {
 		return fmt.Errorf("the scenario must start with a config.updated line")
@@ -142,10 +152,24 @@ func (h *harness) apply(typ string, raw json.RawMessage) error {
 		h.settle()
 		h.syncReservations()
 	}
-	_, rel, states := h.rec.take()
-	_ = h.released(rel)
+	_, _, states := h.takeAll()
 	h.pending = append(h.pending, states...)
 	return err
+}
+
+// takeAll takes what the core told the RM, handling its release notices (released), until the
+// core says no more: the shim's confirmation of a placeholder's release makes the core send more
+// (the real allocation that replaced it, the release of the placeholder).
+func (h *harness) takeAll() (allocs []*si.Allocation, preempted int, states []stateChange) {
+	for {
+		a, rel, s := h.rec.take()
+		if len(a) == 0 && len(rel) == 0 && len(s) == 0 {
+			return allocs, preempted, states
+		}
+		allocs = append(allocs, a...)
+		states = append(states, s...)
+		preempted += h.released(rel)
+	}
 }
 
 func (h *harness) config(raw json.RawMessage) error {
@@ -188,13 +212,13 @@ func (h *harness) node(typ string, raw json.RawMessage) error {
 		attrs[k] = v
 	}
 	attrs[siCommon.NodePartition] = h.part
-	attrs[siCommon.NodeReadyAttribute] = "true"
+	nodeReady(attrs)
 	info := &si.NodeInfo{NodeID: d.NodeID, Attributes: attrs}
 	var infos []*si.NodeInfo
 	switch typ {
 	case "node.added":
 		info.SchedulableResource = siResource(d.Capacity)
-		info.OccupiedResource = siResource(d.Occupied)
+		occupyOnNode(info, d.Occupied)
 		info.Action = si.NodeInfo_CREATE
 		if d.Schedulable != nil && !*d.Schedulable {
 			info.Action = si.NodeInfo_CREATE_DRAIN
@@ -207,7 +231,7 @@ func (h *harness) node(typ string, raw json.RawMessage) error {
 				info.SchedulableResource = siResource(d.Capacity)
 			}
 			if d.Occupied != nil {
-				info.OccupiedResource = siResource(d.Occupied)
+				occupyOnNode(info, d.Occupied)
 			}
 			infos = append(infos, info)
 		}
@@ -223,6 +247,9 @@ func (h *harness) node(typ string, raw json.RawMessage) error {
 		infos = append(infos, info)
 	}
 	ccUpdateNodes(h.cc, &rmevent.RMUpdateNodeEvent{Request: &si.NodeRequest{Nodes: infos, RmID: rmID}})
+	if typ != "node.removed" {
+		h.occupyAfterNode(d.NodeID, d.Occupied)
+	}
 	return nil
 }
 
@@ -233,6 +260,10 @@ func (h *harness) app(typ string, raw json.RawMessage) error {
 		User   string            `json:"user"`
 		Groups []string          `json:"groups"`
 		Tags   map[string]string `json:"tags"`
+		// gang scheduling, as the shim sends it
+		PlaceholderAsk map[string]int64 `json:"placeholder_ask"`
+		GangStyle      string           `json:"gang_scheduling_style"`
+		TimeoutMs      int64            `json:"placeholder_timeout_ms"`
 	}
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return err
@@ -241,7 +272,9 @@ func (h *harness) app(typ string, raw json.RawMessage) error {
 	if typ == "app.added" {
 		req.New = []*si.AddApplicationRequest{{
 			ApplicationID: d.AppID, QueueName: d.Queue, PartitionName: h.part, Tags: d.Tags,
-			Ugi: &si.UserGroupInformation{User: d.User, Groups: d.Groups},
+			Ugi:            &si.UserGroupInformation{User: d.User, Groups: d.Groups},
+			PlaceholderAsk: siResource(d.PlaceholderAsk), GangSchedulingStyle: d.GangStyle,
+			ExecutionTimeoutMilliSeconds: d.TimeoutMs,
 		}}
 	} else {
 		req.Remove = []*si.RemoveApplicationRequest{{ApplicationID: d.AppID, PartitionName: h.part}}
@@ -276,6 +309,8 @@ func (h *harness) alloc(typ string, raw json.RawMessage) error {
 		Tags          map[string]string `json:"tags"`
 		PreemptOther  *bool             `json:"preempt_other"`
 		AllowPreempt  *bool             `json:"allow_preemption"`
+		Placeholder   bool              `json:"placeholder"`
+		TaskGroup     string            `json:"task_group"`
 	}
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return err
@@ -310,25 +345,21 @@ func (h *harness) alloc(typ string, raw json.RawMessage) error {
 			other = *d.PreemptOther
 		}
 		self := d.AllowPreempt == nil || *d.AllowPreempt
-		req.Asks = []*si.AllocationAsk{{
-			AllocationKey: d.AskID, ApplicationID: d.AppID, PartitionName: h.part,
-			ResourceAsk: siResource(d.Resources), Priority: prio, Tags: tags, MaxAllocations: 1,
-			PreemptionPolicy: &si.PreemptionPolicy{AllowPreemptSelf: self, AllowPreemptOther: other},
-		}}
+		addAsk(req, askSpec{
+			key: d.AskID, app: d.AppID, part: h.part, res: siResource(d.Resources), prio: prio, tags: tags,
+			policy:      &si.PreemptionPolicy{AllowPreemptSelf: self, AllowPreemptOther: other},
+			placeholder: d.Placeholder, group: d.TaskGroup,
+		})
 	case "ask.removed":
-		req.Releases = &si.AllocationReleasesRequest{AllocationAsksToRelease: []*si.AllocationAskRelease{{
-			ApplicationID: d.AppID, AllocationKey: d.AskID, PartitionName: h.part,
-			TerminationType: si.TerminationType_STOPPED_BY_RM,
-		}}}
+		removeAsk(req, d.AppID, d.AskID, h.part)
 	case "allocation.released":
 		id, ok := h.allocIDs[key(d.AppID, d.AskID)]
 		if !ok {
 			return nil // nothing allocated for it: evsched ignores it the same way
 		}
-		req.Releases = &si.AllocationReleasesRequest{AllocationsToRelease: []*si.AllocationRelease{{
-			ApplicationID: d.AppID, AllocationKey: d.AskID, AllocationID: id, PartitionName: h.part,
-			TerminationType: si.TerminationType_STOPPED_BY_RM,
-		}}}
+		req.Releases = &si.AllocationReleasesRequest{AllocationsToRelease: []*si.AllocationRelease{
+			allocRelease(d.AppID, d.AskID, id, h.part, si.TerminationType_STOPPED_BY_RM),
+		}}
 	}
 	ccUpdateAllocations(h.cc, &rmevent.RMUpdateAllocationEvent{Request: req})
 	return nil
@@ -395,9 +426,8 @@ func sortedKeys(m map[string]string) []string {
 func (h *harness) cycle(limit int) {
 	h.cycleNo++
 	if h.cc != nil && !h.fast {
-		evclock.Fire(false) // every timer due by the cycle's log time: state timers, the queue cleaner
-		_, rel, states := h.rec.take()
-		_ = h.released(rel)
+		evclock.Fire(false) // every timer due by the cycle's log time: state timers, placeholder timeouts, the queue cleaner
+		_, _, states := h.takeAll()
 		h.pending = append(h.pending, states...)
 	}
 	h.emitStates(h.pending)
@@ -407,11 +437,10 @@ func (h *harness) cycle(limit int) {
 		for steps := 0; limit < 0 || decisions < limit; steps++ {
 			allocated := ccSchedule(h.cc)
 			h.settle()
-			allocs, rel, states := h.rec.take()
-			preempted := h.released(rel)
+			allocs, preempted, states := h.takeAll()
 			for _, a := range allocs {
 				decisions++
-				h.allocIDs[key(a.ApplicationID, a.AllocationKey)] = a.AllocationID
+				h.allocIDs[key(a.ApplicationID, a.AllocationKey)] = allocIDOf(a)
 				h.emitAllocation(a, decisions)
 			}
 			h.emitStates(states)
@@ -440,9 +469,22 @@ func (h *harness) released(rel []*si.AllocationRelease) (preempted int) {
 			preempted++
 			continue
 		}
+		if r.TerminationType == si.TerminationType_PLACEHOLDER_REPLACED || r.TerminationType == si.TerminationType_TIMEOUT {
+			// a placeholder the core gives up (replaced by a real allocation, timed out, smaller than
+			// its real ask): the shim deletes its pod at once and confirms, as evsched's core assumes
+			h.confirm(r)
+		}
 		delete(h.allocIDs, key(r.ApplicationID, r.AllocationKey))
 	}
 	return preempted
+}
+
+// confirm sends the shim's confirmation of a placeholder's release back to the core.
+func (h *harness) confirm(r *si.AllocationRelease) {
+	ccUpdateAllocations(h.cc, &rmevent.RMUpdateAllocationEvent{Request: &si.AllocationRequest{RmID: rmID,
+		Releases: &si.AllocationReleasesRequest{AllocationsToRelease: []*si.AllocationRelease{
+			allocRelease(r.ApplicationID, r.AllocationKey, releasedIDOf(r), h.part, r.TerminationType),
+		}}}})
 }
 
 func (h *harness) emit(typ string, data map[string]interface{}) {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/apache/yunikorn-core/pkg/common/resources"
 	"github.com/apache/yunikorn-core/pkg/scheduler/objects"
-	"github.com/apache/yunikorn-core/pkg/scheduler/ugm"
 	"github.com/apache/yunikorn-core/pkg/webservice/dao"
 	"github.com/apache/yunikorn-scheduler-interface/lib/go/si"
 )
@@ -91,7 +90,7 @@ func usage() map[string]interface{} {
 		if q == nil {
 			return
 		}
-		alloc := norm(q.ResourceUsage)
+		alloc := usageOf(q)
 		if len(alloc) > 0 || len(q.RunningApplications) > 0 {
 			into[q.QueuePath] = map[string]interface{}{"allocated": alloc, "running_apps": len(q.RunningApplications)}
 		}
@@ -99,21 +98,20 @@ func usage() map[string]interface{} {
 			walk(into, c)
 		}
 	}
-	for _, ut := range ugm.GetUserManager().GetUsersResources() {
-		info := ut.GetUserResourceUsageDAOInfo()
+	// record puts one user's (group's) queues under its name, when it uses any.
+	record := func(into map[string]interface{}, name string, root *dao.ResourceUsageDAOInfo) {
 		queues := map[string]interface{}{}
-		walk(queues, info.Queues)
+		walk(queues, root)
 		if len(queues) > 0 {
-			users[info.UserName] = queues
+			into[name] = queues
 		}
 	}
-	for _, gt := range ugm.GetUserManager().GetGroupsResources() {
-		info := gt.GetGroupResourceUsageDAOInfo()
-		queues := map[string]interface{}{}
-		walk(queues, info.Queues)
-		if len(queues) > 0 {
-			groups[info.GroupName] = queues
-		}
+	userTrees, groupTrees := ugmTrees()
+	for name, tree := range userTrees {
+		record(users, name, tree)
+	}
+	for name, tree := range groupTrees {
+		record(groups, name, tree)
 	}
 	return map[string]interface{}{"users": users, "groups": groups}
 }

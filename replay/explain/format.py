@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from events.times import format_time
 from events.units import fmt_quantity, fmt_resources
 from projections.priority import MIN_PRIORITY
-from projections.queues import QueueNode
+from scheduler.core.queues import QueueNode
 
 RULE_QUEUE_SORT = "docs/semantics.md#queues"
 RULE_QUEUE_PRIORITY = "docs/semantics.md#queue-priority"

@@ -9,12 +9,10 @@ search the outputs for them. An input event names the ask when its ``data`` has 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
-
-import orjson
 
 from events.log.port import LogRecord
 from events.log.source import LogSource
+from scheduler.core.recorded_cycles import parse_record
 
 ASK_EVENTS = ("ask.added", "ask.removed", "allocation.released")
 MAX_SHOWN = 5  # rejections listed, the latest last; more are counted
@@ -28,7 +26,7 @@ def rejections_of(source: LogSource, app_id: str, ask_id: str) -> list[str]:
     found = []
     cycle = 0
     for record in source.iter_outputs():
-        out = _loads(record)
+        out = parse_record(record)
         if out is None:
             continue
         data = out.get("data")
@@ -48,7 +46,7 @@ def _naming_ids(inputs: Iterable[LogRecord], app_id: str, ask_id: str) -> dict[s
     """{event id: its type} of the app.added events of ``app_id`` and the ask events of ``ask_id``."""
     ids: dict[str, str] = {}
     for record in inputs:
-        event = _loads(record)
+        event = parse_record(record)
         if event is None or not isinstance(event.get("id"), str):
             continue
         data = event.get("data")
@@ -59,10 +57,3 @@ def _naming_ids(inputs: Iterable[LogRecord], app_id: str, ask_id: str) -> dict[s
             ids[event["id"]] = str(kind)
     return ids
 
-
-def _loads(record: LogRecord) -> dict[str, Any] | None:
-    try:
-        value = orjson.loads(record.value)
-    except orjson.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None

@@ -16,17 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from events.resources import Resources
-from replay.explain.format import (
-    RULE_MAX_APPS,
-    RULE_NODE_FIT,
-    RULE_QUEUE_MAX,
-    RULE_RESERVATION,
-    RULE_ROOT_MAX,
-    RULE_STATEAWARE,
-    RULE_USER_LIMIT,
-    fmt_res,
-    shortfall,
-)
+from replay.explain import format as doc  # ``doc.RULE_*``: the rule each remedy lifts
+from replay.explain.format import fmt_res, shortfall
 from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.partition import PartitionState
 
@@ -71,11 +62,11 @@ def headroom_remedies(part: PartitionState, app: App, request: Resources) -> lis
             continue
         text = fmt_res(over)
         if q.parent is None:
-            out.append(_remedy("add-node", RULE_ROOT_MAX, f"add nodes with {text} more capacity (root's max is the "
+            out.append(_remedy("add-node", doc.RULE_ROOT_MAX, f"add nodes with {text} more capacity (root's max is the "
                                "cluster's capacity), or release that much anywhere in the partition", add=over))
             continue
         raised = {name: limits[name] + more for name, more in over.items()}
-        out.append(_remedy("raise-quota", RULE_QUEUE_MAX, f"raise queue {q.path}'s max to {fmt_res(raised)} "
+        out.append(_remedy("raise-quota", doc.RULE_QUEUE_MAX, f"raise queue {q.path}'s max to {fmt_res(raised)} "
                            f"(+{text}), or release {text} of its allocations", queue=q.path, max=raised,
                            release=over))
     return out
@@ -106,7 +97,7 @@ def max_apps_remedies(app: App) -> list[Remedy]:
     if app.state != "Accepted":
         return []
     return [
-        _remedy("raise-quota", RULE_MAX_APPS, f"raise queue {q.path}'s maxapplications to {q.running_apps + 1}, or "
+        _remedy("raise-quota", doc.RULE_MAX_APPS, f"raise queue {q.path}'s maxapplications to {q.running_apps + 1}, or "
                 f"let one of its {q.running_apps} running apps finish", queue=q.path,
                 max_applications=q.running_apps + 1)
         for q in app.queue.ancestry() if q.max_applications and q.running_apps >= q.max_applications
@@ -135,13 +126,13 @@ def user_limit_remedies(part: PartitionState, app: App, request: Resources) -> l
                     if t in max_res and used.get(t, 0) + qty > max_res[t]}
             if over:
                 raised = {t: max_res[t] + more for t, more in over.items()}
-                out.append(_remedy("raise-quota", RULE_USER_LIMIT, f"raise {kind} {name!r}'s maxresources on {q.path} "
-                                   f"to {fmt_res(raised)} (+{fmt_res(over)}), or release {fmt_res(over)} of that "
-                                   f"{kind}'s allocations there", **{kind: name}, queue=q.path, max=raised,
+                out.append(_remedy("raise-quota", doc.RULE_USER_LIMIT, f"raise {kind} {name!r}'s maxresources on "
+                                   f"{q.path} to {fmt_res(raised)} (+{fmt_res(over)}), or release {fmt_res(over)} of "
+                                   f"that {kind}'s allocations there", **{kind: name}, queue=q.path, max=raised,
                                    release=over))
             running = usage.apps if usage is not None else set()
             if app.state == "Accepted" and max_apps and app.app_id not in running and len(running) + 1 > max_apps:
-                out.append(_remedy("raise-quota", RULE_USER_LIMIT, f"raise {kind} {name!r}'s maxapplications on "
+                out.append(_remedy("raise-quota", doc.RULE_USER_LIMIT, f"raise {kind} {name!r}'s maxapplications on "
                                    f"{q.path} to {len(running) + 1}, or let one of its {len(running)} running apps "
                                    "finish", **{kind: name}, queue=q.path, max_applications=len(running) + 1))
     return out
@@ -186,21 +177,21 @@ def node_remedies(part: PartitionState, ask: Ask) -> list[Remedy]:
         node = part.nodes[node_id]
         after = (f" (it is reserved for ask {'/'.join(node.reserved_for or ())}: once that ask is placed or its "
                  "reservation ends)" if held else "")
-        out.append(_release(RULE_NODE_FIT, node, missing, f"free {fmt_res(missing)} on node {node_id}", after))
+        out.append(_release(doc.RULE_NODE_FIT, node, missing, f"free {fmt_res(missing)} on node {node_id}", after))
     idle = sorted(n.node_id for n in part.nodes.values() if not n.schedulable and not shortfall(request, n.available()))
     if idle:
-        out.append(_remedy("schedule-node", RULE_NODE_FIT, f"make node {idle[0]} schedulable: it has room",
+        out.append(_remedy("schedule-node", doc.RULE_NODE_FIT, f"make node {idle[0]} schedulable: it has room",
                            node=idle[0]))
     room = sorted(n.node_id for n in part.nodes.values() if n.reserved_for is not None and n.schedulable
                   and n.reserved_for != mine and not shortfall(request, n.available()))
     if room:
-        out.append(_remedy("wait", RULE_RESERVATION, f"node {room[0]} has room but is reserved for ask "
+        out.append(_remedy("wait", doc.RULE_RESERVATION, f"node {room[0]} has room but is reserved for ask "
                            f"{'/'.join(part.nodes[room[0]].reserved_for or ())}: it frees when that ask is placed "
                            "or its reservation ends", node=room[0]))
     if not any(not shortfall(request, n.capacity) for n in part.nodes.values()):
         biggest = max((n.capacity for n in part.nodes.values()), key=lambda c: _relative(c, request), default={})
         have = f" (the largest node has {fmt_res(biggest)})" if biggest else ""
-        out.append(_remedy("add-node", RULE_NODE_FIT, f"add a node with at least {fmt_res(request)}: no node could "
+        out.append(_remedy("add-node", doc.RULE_NODE_FIT, f"add a node with at least {fmt_res(request)}: no node could "
                            f"ever hold this ask{have}", capacity=dict(request)))
     return out
 
@@ -209,16 +200,16 @@ def _required_node_remedies(part: PartitionState, ask: Ask) -> list[Remedy]:
     assert ask.required_node is not None
     node = part.nodes.get(ask.required_node)
     if node is None:
-        return [_remedy("add-node", RULE_RESERVATION, f"register node {ask.required_node} (the ask requires it)",
+        return [_remedy("add-node", doc.RULE_RESERVATION, f"register node {ask.required_node} (the ask requires it)",
                         node=ask.required_node, capacity=dict(ask.resources))]
     if shortfall(ask.resources, node.capacity):
         smaller = {name: min(qty, node.capacity.get(name, 0)) for name, qty in ask.resources.items()}
-        return [_remedy("shrink-ask", RULE_RESERVATION, f"ask for at most {fmt_res(smaller)}: required node "
+        return [_remedy("shrink-ask", doc.RULE_RESERVATION, f"ask for at most {fmt_res(smaller)}: required node "
                         f"{node.node_id}'s whole capacity", resources=smaller, node=node.node_id)]
     missing = _missing(shortfall(ask.resources, node.available()))
     if not missing:
         return []
-    return [_release(RULE_NODE_FIT, node, missing, f"free {fmt_res(missing)} on required node {node.node_id}")]
+    return [_release(doc.RULE_NODE_FIT, node, missing, f"free {fmt_res(missing)} on required node {node.node_id}")]
 
 
 def reserved_remedies(part: PartitionState, ask: Ask) -> list[Remedy]:
@@ -229,7 +220,7 @@ def reserved_remedies(part: PartitionState, ask: Ask) -> list[Remedy]:
     missing = _missing(shortfall(ask.resources, node.available()))
     if not missing:
         return []
-    return [_release(RULE_RESERVATION, node, missing, f"node {node.node_id}, reserved for it, must free "
+    return [_release(doc.RULE_RESERVATION, node, missing, f"node {node.node_id}, reserved for it, must free "
                      f"{fmt_res(missing)}")]
 
 
@@ -244,18 +235,18 @@ def remedies(part: PartitionState, app: App, ask: Ask, rules: set[str],
     request's shape for the next call on the same state: they depend on nothing else.
     """
     out: list[Remedy] = []
-    if RULE_STATEAWARE in rules:
-        out.append(_remedy("wait", RULE_STATEAWARE, f"stateaware queue {app.queue.path} starts one app at a time: the "
-                           "app ahead must get its first allocation (or time out) first"))
-    if RULE_MAX_APPS in rules:
+    if doc.RULE_STATEAWARE in rules:
+        out.append(_remedy("wait", doc.RULE_STATEAWARE, f"stateaware queue {app.queue.path} starts one app at a time: "
+                           "the app ahead must get its first allocation (or time out) first"))
+    if doc.RULE_MAX_APPS in rules:
         out += max_apps_remedies(app)
-    if RULE_USER_LIMIT in rules:
+    if doc.RULE_USER_LIMIT in rules:
         out += user_limit_remedies(part, app, ask.resources)
-    over_max = RULE_QUEUE_MAX in rules or RULE_ROOT_MAX in rules
-    no_node = RULE_NODE_FIT in rules or (RULE_RESERVATION in rules and ask.required_node is not None)
+    over_max = doc.RULE_QUEUE_MAX in rules or doc.RULE_ROOT_MAX in rules
+    no_node = doc.RULE_NODE_FIT in rules or (doc.RULE_RESERVATION in rules and ask.required_node is not None)
     if (over_max or no_node) and ask.required_node is None and ask.reserved_node is None:
-        out += shrink_remedy(part, ask, headroom_room(part, app, ask.resources), RULE_QUEUE_MAX if over_max
-                             else RULE_NODE_FIT)
+        out += shrink_remedy(part, ask, headroom_room(part, app, ask.resources), doc.RULE_QUEUE_MAX if over_max
+                             else doc.RULE_NODE_FIT)
     if over_max:
         out += headroom_remedies(part, app, ask.resources)
     if ask.reserved_node is not None:

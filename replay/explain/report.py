@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from events.resources import dominates, normalized
-from projections.node_index import NodeSortPolicy, usage_score
-from projections.queues import QueueNode
+from projections.policies import NodeSortPolicy, usage_score
 from replay.explain.format import (
     RULE_APP_SORT,
     RULE_ASK_SORT,
@@ -33,6 +32,7 @@ from replay.explain.format import (
 from replay.explain.walk import AppTry, AskTry, QueueTry
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import PartitionState
+from scheduler.core.queues import QueueNode
 
 QUEUE_ORDER_ENABLED = "priority desc, then fair share asc, then more pending first, then config order"
 QUEUE_ORDER_DISABLED = "fair share asc, then priority desc, then more pending first, then config order"

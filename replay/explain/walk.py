@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from events.resources import Resources
 from events.units import fmt_quantity as fq
-from projections.queues import QueueNode
+from projections.policies import AppSortPolicy
 from replay.explain.format import (
     RULE_MAX_APPS,
     RULE_NODE_FIT,
@@ -28,7 +28,8 @@ from replay.explain.format import (
 )
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import PartitionState
-from scheduler.core.sorting import AppSortPolicy, sort_queues, stateaware_allowed
+from scheduler.core.queues import QueueNode
+from scheduler.core.sorting import sort_queues, stateaware_allowed
 
 Choice = tuple[App, Ask, Node]
 

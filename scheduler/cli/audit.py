@@ -19,12 +19,12 @@ from typing import Any
 from events.codec import dumps
 from events.display import printable
 from events.log.open import LogSettings
-from events.log.port import LogError, LogRecord
-from events.log.source import LogSource, LogUnavailable, read_range
+from events.log.port import LogRecord
+from events.log.source import LogSource, read_range
 from replay.audit.checks import Auditor, InputSource, Violation
 from replay.open_source import open_source
 from scheduler.cli.settings import log_settings
-from scheduler.cli.sources import add_source_arguments
+from scheduler.cli.sources import READ_FAILURES, add_source_arguments, log_failure
 from scheduler.cli.stopping import sigterm_interrupts
 
 POLL_SECONDS = 0.5
@@ -123,11 +123,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
                 if not args.follow:
                     raise
                 # SIGINT or SIGTERM is how following ends: the summary and exit code follow as in batch mode.
-    except LogUnavailable as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return 1
-    except LogError as exc:
-        print(f"{PROG}: cannot read the log: {exc}", file=sys.stderr)
+    except READ_FAILURES as exc:
+        print(f"{PROG}: {log_failure(exc)}", file=sys.stderr)
         return 1
     _print_summary(auditor.summary(), args.json)
     return 1 if auditor.violations else 0

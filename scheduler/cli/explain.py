@@ -17,8 +17,6 @@ from typing import Any
 
 from events.codec import dumps
 from events.display import printable_lines
-from events.log.port import LogError
-from events.log.source import LogUnavailable
 from replay.explain.decision import ExplainError
 from replay.explain.from_log import explain_ask_from_log, explain_from_log
 from replay.explain.rejections import rejections_of
@@ -26,7 +24,7 @@ from replay.explain.revocation import explain_revocation_from_log
 from replay.explain.text import render_explanation, render_pending, render_revocation
 from replay.open_source import open_source
 from scheduler.cli.settings import log_settings, snapshot_settings
-from scheduler.cli.sources import add_snapshot_arguments, add_source_arguments, pick_start
+from scheduler.cli.sources import READ_FAILURES, add_snapshot_arguments, add_source_arguments, log_failure, pick_start
 
 PROG = "evsched replay explain"
 
@@ -88,10 +86,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
             )
     except ExplainError as exc:
         return _fail(str(exc))
-    except LogUnavailable as exc:
-        return _fail(str(exc))
-    except LogError as exc:
-        return _fail(f"cannot read the log: {exc}")
+    except READ_FAILURES as exc:
+        return _fail(log_failure(exc))
     text = dumps(explanation.to_dict()).decode() + "\n" if args.json else render_explanation(explanation, raw=args.raw)
     sys.stdout.write(text)
     return 2 if explanation.problems else 0

@@ -22,12 +22,12 @@ from typing import Any
 
 import orjson
 
-from events.log.port import LogError, LogRecord
-from events.log.source import LogSource, LogUnavailable
+from events.log.port import LogRecord
+from events.log.source import LogSource
 from replay.open_source import open_source
 from scheduler.cli.flags import positive_int
 from scheduler.cli.settings import log_settings
-from scheduler.cli.sources import add_source_arguments
+from scheduler.cli.sources import READ_FAILURES, add_source_arguments, log_failure
 from scheduler.cli.stopping import sigterm_interrupts
 
 POLL_SECONDS = 0.2
@@ -130,10 +130,7 @@ def cmd_log(args: argparse.Namespace) -> int:
         if not args.follow:
             raise
         return 0  # SIGINT or SIGTERM ends following
-    except LogUnavailable as exc:
-        print(f"evsched log: {exc}", file=sys.stderr)
-        return 1
-    except LogError as exc:
-        print(f"evsched log: cannot read the log: {exc}", file=sys.stderr)
+    except READ_FAILURES as exc:
+        print(f"evsched log: {log_failure(exc)}", file=sys.stderr)
         return 1
     return 0

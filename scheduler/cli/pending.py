@@ -14,13 +14,11 @@ import sys
 from typing import Any
 
 from events.codec import dumps
-from events.log.port import LogError
-from events.log.source import LogUnavailable
 from replay.explain.pending_list import DEFAULT_LIMIT, MAX_LIMIT, UnknownQueue, pending_in_queue, render_pending_list
 from replay.open_source import open_source
 from replay.state_at import StateError, engine_at
 from scheduler.cli.settings import log_settings, snapshot_settings
-from scheduler.cli.sources import add_snapshot_arguments, add_source_arguments, pick_start
+from scheduler.cli.sources import READ_FAILURES, add_snapshot_arguments, add_source_arguments, log_failure, pick_start
 
 PROG = "evsched pending"
 
@@ -79,10 +77,8 @@ def cmd_pending(args: argparse.Namespace) -> int:
             engine = engine_at(source, args.cycle, pick_start(source, snapshot_settings(args, log), args.cycle, PROG))
     except StateError as exc:
         return _fail(str(exc))
-    except LogUnavailable as exc:
-        return _fail(str(exc))
-    except LogError as exc:
-        return _fail(f"cannot read the log: {exc}")
+    except READ_FAILURES as exc:
+        return _fail(log_failure(exc))
     try:
         report = pending_in_queue(engine, partition, args.queue, args.offset, args.limit, only)
     except UnknownQueue as exc:

@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from events.log.source import LogSource
+from events.log.port import LogError
+from events.log.source import LogSource, LogUnavailable
 from replay.kafka_source import REPLAY_GROUP
 from scheduler.cli.flags import add_log_arguments
 from scheduler.cli.settings import SnapshotSettings
@@ -26,6 +27,16 @@ from scheduler.cli.settings import SnapshotSettings
 if TYPE_CHECKING:
     from replay.rederive import StartPoint
     from scheduler.storage.snapshot_files import SnapshotStore
+
+
+# What a reading command catches when the log cannot be read; ``log_failure`` says it.
+READ_FAILURES = (LogUnavailable, LogError)
+
+
+def log_failure(exc: LogUnavailable | LogError) -> str:
+    """The message for a log that cannot be read: a missing or damaged log says so itself, a
+    failing one (broker gone, disk) is prefixed ``cannot read the log:``."""
+    return str(exc) if isinstance(exc, LogUnavailable) else f"cannot read the log: {exc}"
 
 
 def add_source_arguments(p: argparse.ArgumentParser) -> None:

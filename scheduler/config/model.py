@@ -195,6 +195,7 @@ class RawPartition(_Raw):
     limits: Annotated[list[RawLimit] | None, BeforeValidator(_null_or_list)] = None
     preemption: Annotated[RawPreemption | None, BeforeValidator(_null_or_map)] = None
     nodesortpolicy: Annotated[RawNodeSortPolicy | None, BeforeValidator(_null_or_map)] = None
+    rules: Str = ""  # evsched's own: the rules profile (``scheduler.config.profiles``); "" = yunikorn-1.5
 
 
 class RawConfig(_Raw):

@@ -17,6 +17,7 @@ from scheduler.config.admission import resolve_limits, resolve_rules, resolve_te
 from scheduler.config.frozenmap import FrozenMap
 from scheduler.config.godurations import DEFAULT_PREEMPTION_DELAY_US, preemption_delay_us, preemption_policy
 from scheduler.config.model import RawQueue
+from scheduler.config.profiles import RulesProfile
 from scheduler.config.specs import PartitionSpec, QueueSpec, TemplateSpec
 from scheduler.config.structure import ROOT, NormalPartition, child_path, children, is_leaf
 
@@ -150,4 +151,5 @@ def resolve_partition(part: NormalPartition) -> PartitionSpec:
         ),
         placement_rules=resolve_rules(part.raw.placementrules),
         preemption_enabled=part.raw.preemption is None or part.raw.preemption.enabled is not False,
+        rules=RulesProfile.parse(part.raw.rules),
     )

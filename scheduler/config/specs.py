@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from scheduler.config.profiles import DEFAULT_PROFILE, RulesProfile
+
 
 @dataclass(frozen=True)
 class LimitSpec:
@@ -89,6 +91,7 @@ class PartitionSpec:
     resource_weights: Mapping[str, float]
     placement_rules: tuple[RuleSpec, ...] = ()
     preemption_enabled: bool = True  # ``preemption: {enabled: false}`` turns preemption off
+    rules: RulesProfile = DEFAULT_PROFILE  # ``rules``: the YuniKorn generation whose rules it runs
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from events.resources import min_permissive
 from scheduler.config import resmath
 from scheduler.config.error_paths import where
 from scheduler.config.model import RawConfig, RawQueue, RawResources
+from scheduler.config.profiles import profile_problem
 from scheduler.config.structure import NormalPartition, child_path, children, walk
 from scheduler.config.validate_limits import LIMIT_RULES
 from scheduler.config.validate_placement import rule_placement_rules
@@ -101,7 +102,15 @@ def rule_node_sort_policy(part: NormalPartition) -> list[str]:
 MAX_WEIGHT_SUM = 1e288
 
 
-PARTITION_RULES: tuple[PartitionRule, ...] = (rule_queues_set, rule_node_sort_policy, rule_placement_rules)
+def rule_rules_profile(part: NormalPartition) -> list[str]:
+    """``rules`` (evsched's own key) names a profile, or is absent."""
+    problem = profile_problem(part.raw.rules)
+    return [] if problem is None else [f"{where(part.name, key='rules')}: {problem}"]
+
+
+PARTITION_RULES: tuple[PartitionRule, ...] = (
+    rule_queues_set, rule_node_sort_policy, rule_placement_rules, rule_rules_profile,
+)
 
 
 # --- queues ------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from projections.queues import QueueNode
+from scheduler.core.queues import QueueNode
 
 USER_NAME = re.compile(r"[_a-zA-Z][a-zA-Z0-9_.@-]*[$]?")
 GROUP_NAME = re.compile(r"[_a-zA-Z][a-zA-Z0-9_-]*")

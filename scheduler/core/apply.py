@@ -30,6 +30,7 @@ from events.models import (
 )
 from events.resources import is_positive, normalized
 from scheduler.config import ConfigError, PartitionSpec, find_queue, load_config
+from scheduler.config.profiles import RulesProfile
 from scheduler.core.acl import may_submit
 from scheduler.core.bounds import (
     decision_size_problem,
@@ -106,10 +107,13 @@ def _app_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) 
     problem: Rejected | None = None
     leaf = None
     groups = resolved_groups(data.user, data.groups)
-    if spec.placement_rules or not data.queue:
+    # yunikorn-1.9 places every app by the rules (the implicit ``provided`` rule when none, so an
+    # unknown queue falls back to root.default); yunikorn-1.5 only when rules are configured.
+    by_rules = part.profile is RulesProfile.YUNIKORN_1_9
+    if spec.placement_rules or not data.queue or by_rules:
         try:
             submission = Submission(data.queue, data.user, tuple(groups), dict(data.tags))
-            placement = place_app(spec.placement_rules, submission, part.queues)
+            placement = place_app(spec.placement_rules, submission, part.queues, part.draining if by_rules else ())
         except PlacementError as exc:
             problem = Rejected("no-placement", str(exc))
         else:
@@ -322,6 +326,8 @@ def _config_updated(state: SchedulerState, event: InputEvent, out: list[OutputDa
             )
         else:
             part.reconfigure(spec.root, spec.node_sort_policy, spec.resource_weights, state.config.yaml)
+    for spec in config.partitions:
+        state.partitions[spec.name].set_profile(spec.rules)
     for name in [n for n in state.partitions if n not in new_names]:
         del state.partitions[name]
     state.config = config

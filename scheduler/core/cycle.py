@@ -33,17 +33,20 @@ from typing import Final
 from events.model_construct import construct
 from events.models import AllocationDecided, OutputData
 from events.resources import Resources
-from projections.queues import QueueNode
+from projections.policies import AppSortPolicy
+from scheduler.config.profiles import RulesProfile
 from scheduler.core.asks import Shape, shape_of
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption import MAX_ATTEMPTS_PER_QUEUE, may_attempt, record_preemption, try_preemption
 from scheduler.core.preemption_victims import VictimIndex
+from scheduler.core.queues import QueueNode
 from scheduler.core.reservations import Step, may_reserve, required_node_step, reserved_step
-from scheduler.core.sorting import AppSortPolicy, ChildOrder, child_order, stateaware_allowed
+from scheduler.core.sorting import ChildOrder, child_order, stateaware_allowed
 from scheduler.core.state import SchedulerState
 
 DECIDED_FIELDS: Final = frozenset(AllocationDecided.model_fields)
+YUNIKORN_1_9: Final = RulesProfile.YUNIKORN_1_9
 STATEAWARE: Final = AppSortPolicy.STATEAWARE.value  # read once: an enum's ``.value`` is a slow lookup
 
 
@@ -320,6 +323,9 @@ def commit(
               "resources": dict(ask.resources), "priority": ask.priority}
     out.append(construct(AllocationDecided, values, set(DECIDED_FIELDS)))
     if app.state == "Accepted":
+        if part.profile is YUNIKORN_1_9:  # no Starting state (YUNIKORN-2495): Accepted → Running
+            part.transition(app, "Running", now_us, state, out)
+            return freed
         part.transition(app, "Starting", now_us, state, out)
         if app.stateaware_disabled:
             part.transition(app, "Running", now_us, state, out)
@@ -387,6 +393,8 @@ def cycle_steps(state: SchedulerState, now_us: int, prev_cycle_us: int | None, o
     decisions = 0
     for name in sorted(state.partitions):
         part = state.partitions[name]
+        if part.profile is YUNIKORN_1_9:
+            part.refresh_fair_max()  # the cluster's capacity may have changed since
         memo = cycle_memo(state, name, prev_cycle_us)
         while max_allocations is None or decisions < max_allocations:
             found = next_step(part, memo, now_us)

@@ -19,7 +19,6 @@ import re
 from bisect import bisect_left, insort
 from collections.abc import Mapping
 
-from projections.queues import QueueNode
 from scheduler.config.resolve import (
     APP_SORT_POLICY,
     APP_SORT_PRIORITY,
@@ -32,6 +31,7 @@ from scheduler.config.resolve import (
     sort_priority,
 )
 from scheduler.config.specs import QueueSpec, TemplateSpec
+from scheduler.core.queues import QueueNode
 
 QUEUE_NAME = re.compile(r"[a-zA-Z0-9_:#/@-]{1,64}")  # YuniKorn configs.QueueNameRegExp
 DYNAMIC_ORDER_BASE = 1 << 20  # dynamic siblings sort after every configured sibling

@@ -24,6 +24,7 @@ from events.models import (
 from events.seen import SeenIds
 from events.times import format_time
 from scheduler.config import SchedulerConfig
+from scheduler.config.profiles import DEFAULT_PROFILE
 from scheduler.core.apply import apply
 from scheduler.core.cycle import run_cycle
 from scheduler.core.rules_version import RULES_VERSION
@@ -87,6 +88,7 @@ class Engine:
                 decisions=decisions,
                 state_digest=self.digest(),
                 rules_version=RULES_VERSION,
+                profiles=self.profiles(),
             )
         )
         cycle = self.state.cycle
@@ -102,6 +104,12 @@ class Engine:
             )
             for i, data in enumerate(outputs)
         ]
+
+    def profiles(self) -> dict[str, str] | None:
+        """The partitions not on the default rules profile, and theirs (None: every one is)."""
+        chosen = {name: part.profile.value for name, part in sorted(self.state.partitions.items())
+                  if part.profile is not DEFAULT_PROFILE}
+        return chosen or None
 
     def state_form(self) -> dict[str, object]:
         """The state in the contract's state form."""

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 
 from events.resources import Resources
 from projections.priority import MIN_PRIORITY
-from projections.queues import QueueNode
 from scheduler.core.asks import Ask as Ask
 from scheduler.core.asks import AskList
+from scheduler.core.queues import QueueNode
 
 
 @dataclass(slots=True, eq=False)

@@ -1,6 +1,6 @@
 """One scheduler partition's state and every mutation of it, each keeping all caches right.
 
-The queue tree (``projections.queues``), the node index (``projections.node_index``), the
+The queue tree (``scheduler.core.queues``), the node index (``projections.node_index``), the
 per-leaf sorted app lists and the apps' sorted asks are only ever changed here, so each
 operation updates all of them together. Operations append their outputs to ``out``.
 """
@@ -13,15 +13,17 @@ from typing import Protocol
 
 from events.models import AllocationRevoked, AppStateChanged, AskReserved, AskUnreserved, OutputData
 from events.resources import Resources, add_into, is_positive, sub_into
-from projections.node_index import NodeIndex, NodeSortPolicy
-from projections.queues import RUNNING_STATES, QueueNode
+from projections.node_index import NodeIndex
+from projections.policies import AppKey, AppSortPolicy, NodeSortPolicy
 from scheduler.config import QueueSpec
+from scheduler.config.profiles import DEFAULT_PROFILE, RulesProfile
 from scheduler.core.draining import chain_of, effective_root
 from scheduler.core.dynamic_queues import QueueSettings, create_path, prune, settings_from_spec
 from scheduler.core.form_cache import FormCache
 from scheduler.core.objects import Allocation, App, Ask, Node
+from scheduler.core.queues import RUNNING_STATES, QueueNode
 from scheduler.core.reserve_candidates import ReserveCandidates
-from scheduler.core.sorting import AppKey, AppSortPolicy, app_sort_key
+from scheduler.core.sorting import leaf_sort_key
 from scheduler.core.user_limits import LimitIndex, UserLimits, charge
 
 STARTING_TIMEOUT_US = 5 * 60 * 1_000_000
@@ -93,6 +95,7 @@ class PartitionState:
         self.settings: dict[str, QueueSettings] = settings_from_spec(root_spec)
         index = LimitIndex.from_spec(root_spec)
         self.limits: UserLimits | None = UserLimits(index) if index is not None else None
+        self.profile: RulesProfile = DEFAULT_PROFILE  # the config's ``rules`` (set by whoever applies it)
 
     # -- dynamic queues -------------------------------------------------------------
 
@@ -105,7 +108,10 @@ class PartitionState:
         existing = self.queues.get(path)
         if existing is not None:
             return existing, False
-        leaf = create_path(self.queues, self.settings, path)[-1]
+        created = create_path(self.queues, self.settings, path)
+        leaf = created[-1]
+        if self.profile is not DEFAULT_PROFILE:
+            self._under_profile(created)
         self.candidates[leaf.path] = []
         self.starting[leaf.path] = {}
         return leaf, True
@@ -448,7 +454,7 @@ class PartitionState:
         elif listed and app.sort_key is not None and leaf.app_sort_policy != "fair":
             return  # a listed fifo/stateaware app whose priority did not change keeps its key
         candidates = self.candidates[leaf.path]
-        new_key = app_sort_key(app, AppSortPolicy.parse(leaf.app_sort_policy), leaf.sort_priority) if listed else None
+        new_key = leaf_sort_key(app, AppSortPolicy.parse(leaf.app_sort_policy), leaf.sort_priority) if listed else None
         if new_key == app.sort_key:
             return
         if app.sort_key is not None:
@@ -460,6 +466,36 @@ class PartitionState:
     def ordered_apps(self, leaf: QueueNode) -> list[App]:
         """The leaf's apps with pending asks, in its sort policy's order."""
         return [self.apps[app_id] for _, app_id in self.candidates[leaf.path]]
+
+    # -- rules profile ------------------------------------------------------------
+
+    def set_profile(self, profile: RulesProfile) -> None:
+        """Run under ``profile`` from now on (the config's ``rules``; a reconfigure rebuilt the tree first)."""
+        self.profile = profile
+        self._under_profile(list(self.queues.values()))
+
+    def _under_profile(self, queues: list[QueueNode]) -> None:
+        """Fresh queues as the partition's profile has them: under yunikorn-1.9 a stateaware
+        leaf sorts and schedules as fifo (YUNIKORN-2483: the policy still parses, with a
+        warning from ``config check``), and every queue has a fair max (``refresh_fair_max``)."""
+        if self.profile is RulesProfile.YUNIKORN_1_9:
+            for q in queues:
+                if q.app_sort_policy == AppSortPolicy.STATEAWARE.value:
+                    q.app_sort_policy = AppSortPolicy.FIFO.value
+            self.refresh_fair_max()
+
+    def refresh_fair_max(self) -> None:
+        """Under yunikorn-1.9, every queue's fair max (``queue.go:GetFairMaxResource``): the
+        cluster's capacity (root's max) with each configured max from root down laid over it,
+        type by type; empty while the cluster is (no nodes), whatever the queues' maxes."""
+        stack: list[tuple[QueueNode, Resources]] = [(self.root, dict(self.cluster_capacity))]
+        while stack:
+            q, limit = stack.pop()
+            fair_max = limit
+            if q.parent is not None and q.max and limit:
+                fair_max = {**limit, **q.max}
+            q.set_fair_max(fair_max)
+            stack.extend((kid, fair_max) for kid in q.children)
 
     # -- reconfiguration ----------------------------------------------------------
 
@@ -516,6 +552,8 @@ class PartitionState:
             if app.state == "Starting":
                 self.starting[leaf.path][app.app_id] = app
             self._refresh(app)
+        if self.profile is not DEFAULT_PROFILE:
+            self._under_profile(list(queues.values()))
         if NodeSortPolicy(node_policy) != self.index.policy or dict(weights) != self.index.weights:
             self.index = NodeIndex(NodeSortPolicy(node_policy), weights)
             self.reserve_candidates = ReserveCandidates()  # node order changed: every heap with it

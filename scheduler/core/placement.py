@@ -13,13 +13,14 @@ The recovery rule never applies here: applications are never force-created.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
-from projections.queues import QueueNode
 from scheduler.config import go_regexp
 from scheduler.config.specs import FilterSpec, RuleSpec
 from scheduler.core.acl import may_submit
 from scheduler.core.dynamic_queues import QUEUE_NAME
+from scheduler.core.queues import QueueNode
 
 ROOT = "root"
 DEFAULT_QUEUE = "root.default"  # YuniKorn common.DefaultPlacementQueue
@@ -128,15 +129,22 @@ def _acceptable(name: str, sub: Submission, queues: dict[str, QueueNode]) -> boo
     return queue is not None and may_submit(queue, sub.user, sub.groups)
 
 
-def place_app(rules: tuple[RuleSpec, ...], sub: Submission, queues: dict[str, QueueNode]) -> Placement:
-    """The leaf for a new app under the partition's rules; raises ``PlacementError``."""
+def place_app(rules: tuple[RuleSpec, ...], sub: Submission, queues: dict[str, QueueNode],
+              skip: Collection[str] = ()) -> Placement:
+    """The leaf for a new app under the partition's rules; raises ``PlacementError``.
+
+    ``skip``: leaves no rule may choose, the next rule is tried instead — the draining ones
+    under yunikorn-1.9 (YUNIKORN-2991, ``placement.go:PlaceApplication`` ``queue.IsDraining()``);
+    the fallback to ``root.default`` is checked the same way.
+    """
     chosen = ""
     for rule in rules or IMPLICIT_RULES:
         name = evaluate(rule, sub, queues)
-        if name and _acceptable(name, sub, queues):
+        if name and name not in skip and _acceptable(name, sub, queues):
             chosen = name
             break
-    if not chosen and DEFAULT_QUEUE in queues and _acceptable(DEFAULT_QUEUE, sub, queues):
+    if (not chosen and DEFAULT_QUEUE in queues and DEFAULT_QUEUE not in skip
+            and _acceptable(DEFAULT_QUEUE, sub, queues)):
         chosen = DEFAULT_QUEUE
     if not chosen:
         raise PlacementError("application rejected: no placement rule matched")

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 
 from events.models import AllocationRevoked, OutputData, Preemptor
 from events.resources import Resources, add_into, min_permissive
-from projections.queues import QueueNode
 from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption_queues import (
@@ -42,6 +41,7 @@ from scheduler.core.preemption_queues import (
     sub_non_negative,
 )
 from scheduler.core.preemption_victims import Candidates, VictimIndex
+from scheduler.core.queues import QueueNode
 
 ATTEMPT_PERIOD_US = 15_000_000  # YuniKorn preemptAttemptFrequency
 MAX_ATTEMPTS_PER_QUEUE = 10  # YuniKorn maxPreemptionsPerQueue: attempts per leaf per step

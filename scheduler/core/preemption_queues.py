@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from events.resources import Resources, min_permissive
-from projections.queues import QueueNode
 from scheduler.core.objects import Allocation
+from scheduler.core.queues import QueueNode
 
 Res = Mapping[str, int]
 

@@ -30,7 +30,7 @@ from bisect import bisect_left, insort
 from collections.abc import Iterable, Iterator
 
 from events.resources import Resources, min_permissive
-from projections.queues import QueueNode
+from scheduler.core.queues import QueueNode
 from scheduler.core.objects import Allocation
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption_queues import (

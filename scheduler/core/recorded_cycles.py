@@ -59,7 +59,7 @@ class RecordedCycle:
 
 
 def parse_record(rec: LogRecord) -> dict[str, Any] | None:
-    """An output record as a JSON object, or None when it is not one."""
+    """A log record (output or input) as a JSON object, or None when it is not one."""
     try:
         obj = orjson.loads(rec.value)
     except orjson.JSONDecodeError:

@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 
 from events.models import AskReserved, AskUnreserved
 from events.resources import Resources, fits
-from projections.queues import QueueNode
 from scheduler.core.asks import Shape, shape_of
 from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.partition import PartitionState
+from scheduler.core.queues import QueueNode
 from scheduler.core.required_node_preemption import required_node_victims
 from scheduler.core.sorting import sort_queues
 

@@ -1,4 +1,8 @@
-"""Sorting policies for queues and applications: enums plus pure key functions.
+"""The orders the allocation walk tries queues and applications in, kept across a cycle's steps.
+
+The policies and their keys are ``projections.policies``; this module applies them to the
+core's objects (``leaf_sort_key``) and keeps each parent's child order (``sort_queues``,
+``KeptOrder``, ``QueueOrder``) up to date as allocations change it.
 
 Every order is total and ends in arrival order (config order for queues, log order for
 apps), so the same state always sorts the same way, whatever the hash seed.
@@ -8,58 +12,31 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
-from enum import Enum
 from operator import ge
 from typing import final
 
 from sortedcontainers import SortedList
 
 from events.resources import dominates, is_positive
-from projections.queues import QueueNode, usage_share
+from projections.policies import AppKey, AppSortPolicy, app_sort_key, usage_share
 from scheduler.core.objects import App
+from scheduler.core.queues import QueueNode
+
+EMPTY_SHARE: tuple[float, ...] = ()  # the share a non-fair app key never reads
 
 
-class AppSortPolicy(Enum):
-    """``application.sort.policy`` of a leaf queue."""
+def leaf_sort_key(app: App, policy: AppSortPolicy, sort_priority: bool) -> AppKey:
+    """The key an app is held under in its leaf's sorted list: ``projections.policies.app_sort_key`` of it.
 
-    FIFO = "fifo"
-    FAIR = "fair"
-    STATEAWARE = "stateaware"
-
-    @classmethod
-    def parse(cls, value: str) -> AppSortPolicy:
-        """Case-sensitive, as YuniKorn: anything unknown is fifo."""
-        return _POLICY_BY_VALUE.get(value, cls.FIFO)
-
-
-_POLICY_BY_VALUE = {member.value: member for member in AppSortPolicy}
-
-AppKey = tuple[object, ...]
-
-
-def app_sort_key(app: App, policy: AppSortPolicy, sort_priority: bool) -> AppKey:
-    """The key apps in a leaf sort by (ascending).
-
-    As YuniKorn ``sorters.go``: fifo+enabled (priority desc, submission), fifo+disabled
-    (submission, priority desc), fair+enabled (priority desc, usage share), fair+disabled
-    (usage share, priority desc). The usage share is vs the leaf's guarantee, dominant
-    component first. Our deterministic tie-breaks follow: submission time (fair only),
-    then arrival order. stateaware sorts as fifo (its filter is ``stateaware_allowed``).
-
-    Worked example (fifo, priority enabled): a (P0, t=1), b (P5, t=2), c (P5, t=3)
-    sort b, c, a; with priority disabled a, b, c. Under fair with priority disabled and
-    equal shares: b, c, a (priority before submission time).
+    Its usage share (read under fair only) is computed once and cached on the app.
     """
+    share = EMPTY_SHARE
     if policy is AppSortPolicy.FAIR:
-        share = app.share
-        if share is None:
-            share = app.share = usage_share(app.allocated, app.queue.guaranteed)
-        if sort_priority:
-            return (-app.priority, share, app.submit_us, app.seq)
-        return (share, -app.priority, app.submit_us, app.seq)
-    if sort_priority:
-        return (-app.priority, app.submit_us, app.seq)
-    return (app.submit_us, -app.priority, app.seq)
+        cached = app.share
+        if cached is None:
+            cached = app.share = usage_share(app.allocated, app.queue.guaranteed)
+        share = cached
+    return app_sort_key(policy, sort_priority, app.priority, share, app.submit_us, app.seq)
 
 
 def stateaware_allowed(apps_in_order: Sequence[App], starting: Sequence[App]) -> set[str]:

@@ -37,6 +37,7 @@ class SchedulerState:
             self.partitions[spec.name] = PartitionState(
                 spec.name, spec.root, spec.node_sort_policy, spec.resource_weights
             )
+            self.partitions[spec.name].set_profile(spec.rules)
         self.priority_classes = PriorityClasses()
         self.seq = 0  # arrival counter of applied inputs
         self.cycle = 0  # number of the last completed cycle

@@ -15,10 +15,10 @@ from typing import Any
 
 from events.resources import Resources, normalized
 from projections.digest import canonical
-from projections.queues import QueueNode
 from scheduler.core.form_cache import EncodedEntries
 from scheduler.core.objects import App, Node
 from scheduler.core.partition import PartitionState
+from scheduler.core.queues import QueueNode
 from scheduler.core.state import SchedulerState
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from projections.queues import QueueNode
 from scheduler.core.objects import App, Ask
 from scheduler.core.partition import PartitionState
+from scheduler.core.queues import QueueNode
 from scheduler.core.reservations import _reserved_by_app
 from scheduler.core.sorting import child_order, sort_queues
 

@@ -16,9 +16,9 @@ from collections.abc import Mapping
 
 from events.resources import Resources, add_into, sub_into
 from events.units import fmt_resources
-from projections.queues import RUNNING_STATES, QueueNode
 from scheduler.config.specs import LimitSpec, QueueSpec
 from scheduler.core.objects import App
+from scheduler.core.queues import RUNNING_STATES, QueueNode
 
 WILDCARD = "*"
 Limit = tuple[Mapping[str, int], int]  # (max resources, max applications)

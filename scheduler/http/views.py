@@ -15,10 +15,10 @@ from typing import Any
 
 from events.resources import normalized
 from events.times import format_time
-from projections.queues import QueueNode
 from scheduler.core.engine import Engine
 from scheduler.core.objects import App, Node
 from scheduler.core.partition import PartitionState
+from scheduler.core.queues import QueueNode
 
 
 class UnknownPartition(KeyError):

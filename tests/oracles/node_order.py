@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from projections.node_index import NodeSortPolicy, policy_key
+from projections.policies import NodeSortPolicy, node_sort_key
 
 
 def sorted_node_ids(
@@ -13,4 +13,4 @@ def sorted_node_ids(
     nodes: Mapping[str, tuple[Mapping[str, int], Mapping[str, int]]],
 ) -> list[str]:
     """From-scratch reference order: ``nodes`` maps id → (capacity, available)."""
-    return sorted(nodes, key=lambda n: (policy_key(policy, nodes[n][0], nodes[n][1], weights), n))
+    return sorted(nodes, key=lambda n: (node_sort_key(policy, nodes[n][0], nodes[n][1], weights), n))

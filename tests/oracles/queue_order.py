@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from events.resources import dominates, is_positive
-from projections.queues import QueueNode
+from scheduler.core.queues import QueueNode
 
 
 def sort_queues_before(children: Sequence[QueueNode], sort_priority: bool) -> list[QueueNode]:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from events.resources import add_into
-from projections.queues import RUNNING_STATES
 from scheduler.core.objects import App
+from scheduler.core.queues import RUNNING_STATES
 from scheduler.core.user_limits import Usage, UsageMap
 
 

@@ -12,11 +12,12 @@ from hypothesis import strategies as st
 
 from events.resources import Resources, add_into, is_positive
 from projections.digest import digest
+from projections.policies import AppSortPolicy
 from projections.priority import MIN_PRIORITY
-from projections.queues import cached, recompute
 from scheduler.config import load_config
 from scheduler.core.engine import Engine
-from scheduler.core.sorting import AppSortPolicy, app_sort_key
+from scheduler.core.queues import cached, recompute
+from scheduler.core.sorting import leaf_sort_key
 from scheduler.core.state_form import state_form
 from scheduler.simulation.simulate import Simulation
 from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
@@ -107,7 +108,7 @@ def check_invariants(engine: Engine) -> None:
         for path, listed in part.candidates.items():  # each leaf's sorted app list, from scratch
             leaf = part.queues[path]
             policy = AppSortPolicy.parse(leaf.app_sort_policy)
-            assert listed == sorted((app_sort_key(a, policy, leaf.sort_priority), a.app_id)
+            assert listed == sorted((leaf_sort_key(a, policy, leaf.sort_priority), a.app_id)
                                     for a in part.apps.values() if a.queue is leaf and is_positive(a.pending))
         for node in part.nodes.values():
             used: Resources = {}

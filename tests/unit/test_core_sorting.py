@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from projections.node_index import NodeIndex, NodeSortPolicy, usage_score
+from projections.node_index import NodeIndex
+from projections.policies import NodeSortPolicy, usage_score
 from tests.oracles.node_order import sorted_node_ids
 from tests.sim import SCHEDULE, app, ask, node, of_type, placements, run
 

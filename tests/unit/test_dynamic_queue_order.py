@@ -15,18 +15,13 @@ from hypothesis import strategies as st
 from scheduler.config import load_config
 from scheduler.core.dynamic_queues import DYNAMIC_ORDER_BASE, create_path, dynamic_order, prune
 from scheduler.core.partition import PartitionState
+from tests.sim import root_queues
 
-CONFIG = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: z
-          - name: b
-            parent: true
-"""
+CONFIG = root_queues("""
+    - name: z
+    - name: b
+      parent: true
+""")
 NAMES = st.text("aAbZ09_:#/@-", min_size=1, max_size=4) | st.sampled_from(["a" * 64, "a" * 63 + "b", "b"])
 
 

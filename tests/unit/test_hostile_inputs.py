@@ -9,7 +9,8 @@ from typing import Any
 import orjson
 import pytest
 
-from projections.node_index import MIN_DEAD, NodeIndex, NodeSortPolicy
+from projections.node_index import MIN_DEAD, NodeIndex
+from projections.policies import NodeSortPolicy
 from scheduler.cli.logging_setup import TextFormatter
 from scheduler.config import check_config, go_regexp, load_config
 from scheduler.config.errors import ConfigError

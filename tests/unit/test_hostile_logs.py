@@ -21,7 +21,7 @@ from scheduler.service.loop import Service
 from scheduler.simulation.workload import WorkloadSpec
 from scheduler.storage.snapshot_files import SnapshotStore, content_hash_problem, with_content_hash
 from tests.contracts.log_contract import run
-from tests.logdrive import copy_log, drive, workload_records, write_inputs
+from tests.logdrive import copy_log, driven_file_log
 from tests.unit.test_audit import audit
 
 SPEC = WorkloadSpec(nodes=6, apps=6, asks=150, leaves=4, seed=11)
@@ -29,11 +29,7 @@ SPEC = WorkloadSpec(nodes=6, apps=6, asks=150, leaves=4, seed=11)
 
 @pytest.fixture(scope="module")
 def driven(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("hostile") / "log"
-    with FileLog(path) as log:
-        write_inputs(log, workload_records(SPEC))
-        drive(log, 30)
-    return path
+    return driven_file_log(tmp_path_factory.mktemp("hostile") / "log", SPEC, 30)
 
 
 def _restamped(src: Path, dst: Path, cycle: int, version: Any, *, completed_too: bool = True) -> Path:

@@ -20,18 +20,14 @@ from scheduler.http import sources
 from scheduler.http.server import HttpServer
 from scheduler.http.sources import LogState
 from scheduler.simulation.workload import WorkloadSpec
-from tests.logdrive import drive, workload_records, write_inputs
+from tests.logdrive import driven_file_log
 
 SPEC = WorkloadSpec(nodes=6, apps=6, asks=150, leaves=4, seed=11)
 
 
 @pytest.fixture(scope="module")
 def driven(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("http") / "log"
-    with FileLog(path) as log:
-        write_inputs(log, workload_records(SPEC))
-        drive(log, 30)  # 6 cycles
-    return path
+    return driven_file_log(tmp_path_factory.mktemp("http") / "log", SPEC, 30)  # 6 cycles
 
 
 async def _request(url: str, path: str) -> tuple[int, dict[str, Any]]:

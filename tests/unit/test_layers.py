@@ -7,7 +7,7 @@ lowest first (``LAYERS``); a module may import its own package and any package o
 layer, never a higher layer nor a sibling package of its own layer:
 
 0. ``events`` — the event model, codec, and the log (file, Kafka, settings, credentials)
-1. ``projections`` — pure read models over events (queues, nodes, priorities, digests)
+1. ``projections`` — pure read models over events (nodes, priorities, digests) and the sort policies
 2. ``scheduler.config`` — the YuniKorn queue configuration: parse, validate, resolve
 3. ``scheduler.core`` — the pure scheduler: state, apply, cycle, snapshots of state
 4. ``scheduler.storage`` | ``scheduler.bridge`` | ``scheduler.simulation`` — snapshot files,

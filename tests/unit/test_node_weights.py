@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from projections.node_index import NodeIndex, NodeSortPolicy
+from projections.node_index import NodeIndex
+from projections.policies import NodeSortPolicy
 from scheduler.config import ConfigError, load_config
 from tests.sim import SCHEDULE, app, ask, node, placements, run
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from projections.queues import QueueNode
+from scheduler.core.queues import QueueNode
 from scheduler.core.sorting import KeptOrder, QueueOrder, sort_queues
 from tests.oracles.queue_order import sort_queues_before
 

@@ -16,18 +16,14 @@ from replay.reader import open_file_log
 from replay.verify import VerifyReport, verify
 from scheduler.cli.replay import main
 from scheduler.simulation.workload import WorkloadSpec
-from tests.logdrive import copy_log, drive, workload_records, write_inputs
+from tests.logdrive import copy_log, drive, driven_file_log, workload_records, write_inputs
 
 SPEC = WorkloadSpec(nodes=6, apps=6, asks=150, leaves=4, seed=11)
 
 
 @pytest.fixture(scope="module")
 def driven(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("replay") / "log"
-    with FileLog(path) as log:
-        write_inputs(log, workload_records(SPEC))
-        drive(log, 30)
-    return path
+    return driven_file_log(tmp_path_factory.mktemp("replay") / "log", SPEC, 30)
 
 
 def run_verify(path: Path) -> VerifyReport:

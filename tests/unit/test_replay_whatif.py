@@ -7,13 +7,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from events.log.file import FileLog
 from replay.reader import open_file_log
 from replay.whatif import WhatIfError, whatif
 from scheduler.cli.replay import main
 from scheduler.config import load_config
 from scheduler.simulation.workload import WorkloadSpec, config_yaml
-from tests.logdrive import drive, workload_records, write_inputs
+from tests.logdrive import driven_file_log
 
 SPEC = WorkloadSpec(nodes=3, apps=9, asks=150, departments=3, leaves=6, seed=4)
 
@@ -26,11 +25,7 @@ def reversed_yaml() -> str:
 
 @pytest.fixture(scope="module")
 def driven(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("whatif") / "log"
-    with FileLog(path) as log:
-        write_inputs(log, workload_records(SPEC))
-        drive(log, 60)
-    return path
+    return driven_file_log(tmp_path_factory.mktemp("whatif") / "log", SPEC, 60)
 
 
 def test_reversed_priorities_move_allocations(driven: Path) -> None:

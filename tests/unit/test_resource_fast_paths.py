@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from events.resources import MAX_QUANTITY, add_into, dominates, is_positive, sub_into
-from projections.queues import usage_share
+from projections.policies import usage_share
 
 names = st.sampled_from(["vcore", "memory", "gpu", "pods"])
 quantity = st.one_of(st.integers(min_value=-3, max_value=3),

@@ -373,18 +373,9 @@ class KafkaLog:
                 if not any(batches.values()):
                     break
                 count += self._take(assigned, batches, got)
-            # The admin topic's records join this batch even when it is full: they are few, and a
-            # config sent before the inputs it governs then applies first (the cycle merges by
-            # event time) rather than a batch later. So this batch also waits (briefly) until every
-            # admin partition's fetch has answered once (its records come with that answer): right
-            # after a start the inputs' fetch may answer first, and a first cycle without the config
-            # rejected every app, then every ask (unknown-app).
             admin = [tp for tp in assigned if tp.topic == self._admin_topic]
             if admin and count:
-                self._take(assigned, await consumer.getmany(*admin, timeout_ms=0, max_records=max_records), got)
-                admin_until = time.monotonic() + _ADMIN_CATCH_UP_S
-                while any(consumer.highwater(tp) is None for tp in admin) and time.monotonic() < admin_until:
-                    self._take(assigned, await consumer.getmany(*admin, timeout_ms=10, max_records=max_records), got)
+                await self._admin_catch_up(consumer, assigned, admin, sought, got, max_records)
         except KafkaError as exc:
             raise LogError(f"reading input records failed: {exc!r}") from exc
         out: list[LogRecord] = []
@@ -396,6 +387,35 @@ class KafkaLog:
                 self._delivered[tp] = records[-1].offset + 1
                 self._recent.remember(tp, records)
         return out
+
+    async def _admin_catch_up(self, consumer: Any, assigned: list[TopicPartition], admin: list[TopicPartition],
+                              sought: list[TopicPartition], got: dict[TopicPartition, list[LogRecord]],
+                              max_records: int) -> None:
+        """Add the admin topic's records to a batch of inputs, waiting (briefly) for a fetch that has
+        not answered yet.
+
+        The admin topic's records join a batch even when it is full: they are few, and a config sent
+        before the inputs it governs then applies first (the cycle merges by event time) rather than a
+        batch later — right after a start the inputs' fetch may answer first, and a first cycle without
+        the config rejects every app, then every ask (unknown-app). A partition has answered when its
+        records are in the batch, or, in the steady state, when a fetch brought its high watermark.
+        Right after a seek that watermark proves nothing: the consumer keeps the one of a fetch from
+        before the seek, whose records the seek dropped (aiokafka's ``Fetcher.seek_to``) — which
+        handed a sharded instance's first cycle the inputs without their config now and then. So a
+        partition sought in this read without records in it asks the broker for its end, and the batch
+        waits for its records when there are any after the position.
+        """
+        self._take(assigned, await consumer.getmany(*admin, timeout_ms=0, max_records=max_records), got)
+        unanswered = [tp for tp in admin
+                      if not got.get(tp) and (tp in sought or consumer.highwater(tp) is None)]
+        if not unanswered:
+            return
+        ends = await self._outputs.end_offsets(unanswered)
+        unanswered = [tp for tp in unanswered if ends[tp] > self._delivered.get(tp, 0)]
+        until = time.monotonic() + _ADMIN_CATCH_UP_S
+        while unanswered and time.monotonic() < until:
+            self._take(assigned, await consumer.getmany(*unanswered, timeout_ms=10, max_records=max_records), got)
+            unanswered = [tp for tp in unanswered if not got.get(tp)]
 
     def _check_not_behind(self, consumer: Any, tp: TopicPartition, records: list[LogRecord] | None) -> None:
         """An input partition never goes back: its end below this instance's position, or a

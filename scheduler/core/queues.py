@@ -1,5 +1,6 @@
-"""The queue tree projection: per-queue pending/allocated roll-ups, running-app counts and
-cached priorities, updated incrementally and pushed up the tree only when they change.
+"""The queue object (``QueueNode``): one queue of the tree, its run-time configuration (ACLs,
+guarantee and max, policies) and apps, with per-queue pending/allocated roll-ups, running-app
+counts and cached priorities, updated incrementally and pushed up the tree only when they change.
 
 A leaf's raw priority is the max of its apps' priorities; a parent's, the max of its
 children's adjusted priorities (``projections.priority.adjusted``). Raising a value is
@@ -11,9 +12,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 from events.resources import Resources, add_into, sub_into
+from projections.policies import fair_max_share, usage_share
 from projections.priority import MIN_PRIORITY, adjusted
 
 RUNNING_STATES: Final = frozenset({"Starting", "Running"})
@@ -45,6 +47,7 @@ class QueueNode:
         "app_sort_policy",
         "apps",
         "children",
+        "fair_max",
         "fence",
         "guaranteed",
         "is_leaf",
@@ -112,6 +115,9 @@ class QueueNode:
         self.raw_priority = MIN_PRIORITY
         self.priority = MIN_PRIORITY
         self._share: tuple[float, ...] | None = None
+        # Under the yunikorn-1.9 rules profile, the queue's fair max (``set_fair_max``): its
+        # fair share is then ``fair_max_share``'s one number. None under yunikorn-1.5.
+        self.fair_max: Resources | None = None
         # How many children (a leaf: apps) have each priority (built on first need): the raw
         # priority is their max, found without rescanning every child or app.
         self._child_priorities: Counter[int] | None = None
@@ -142,8 +148,18 @@ class QueueNode:
         """
         share = self._share
         if share is None:
-            share = self._share = usage_share(self.allocated, self.guaranteed)
+            fair_max = self.fair_max
+            if fair_max is None:
+                share = self._share = usage_share(self.allocated, self.guaranteed)
+            else:
+                share = self._share = fair_max_share(self.allocated, self.guaranteed, fair_max)
         return share
+
+    def set_fair_max(self, fair_max: Resources | None) -> None:
+        """The queue's fair max under yunikorn-1.9 (None: the yunikorn-1.5 share)."""
+        if fair_max != self.fair_max:
+            self.fair_max = fair_max
+            self._share = None
 
     # -- incremental updates --------------------------------------------------------
 
@@ -183,13 +199,7 @@ class QueueNode:
             counts = self._child_priorities = Counter(a.priority for a in self.apps.values())
         else:
             _move(counts, old, new)
-        if new > self.raw_priority:
-            raw = new
-        elif old == self.raw_priority:
-            raw = max(counts)
-        else:
-            return
-        self._set_raw(raw)
+        self._set_raw(_max_after_move(counts, old, new, self.raw_priority))
 
     def app_added(self, app: AppView) -> None:
         """Attach an app (its pending/allocated/running must be rolled up by the caller)."""
@@ -230,13 +240,8 @@ class QueueNode:
                 counts = parent._child_priorities = Counter(c.priority for c in parent.children)
             else:
                 _move(counts, old_adj, new_adj)
-            if new_adj > parent.raw_priority:
-                raw = new_adj
-            elif old_adj == parent.raw_priority:
-                raw = max(counts)
-            else:
-                return
-            q = parent
+            raw = _max_after_move(counts, old_adj, new_adj, parent.raw_priority)
+            q = parent  # the loop's first test ends it where the parent's raw priority stays
 
 
 def _take(counts: Counter[int], value: int) -> None:
@@ -250,54 +255,21 @@ def _move(counts: Counter[int], old: int, new: int) -> None:
     counts[new] += 1
 
 
+def _max_after_move(counts: Counter[int], old: int, new: int, raw: int) -> int:
+    """The max of ``counts`` after one member moved from ``old`` to ``new``, ``raw`` the max before.
+
+    Only a member that rose above the max, or left it, changes it; only the latter rescans.
+    """
+    if new > raw:
+        return new
+    if old == raw:
+        return max(counts)
+    return raw
+
+
 def app_key(app: AppView) -> str:
     """The key under which a leaf holds an app."""
     return app.app_id
-
-
-EXACT: Final = 2**53  # below this an int converts to a double exactly
-
-
-def _share_of(qty: int, g: int) -> float:
-    """``qty / g`` (``float(qty)`` where no guarantee), rounded as Python's int division.
-
-    Compiled, ``int / int`` converts both to doubles first (two roundings past 2**53);
-    there the division goes through Python objects instead.
-    """
-    if g == 0:
-        return qty * 1.0  # == float(qty), exactly
-    if -EXACT < qty < EXACT and -EXACT < g < EXACT:
-        return qty / g  # both exact as doubles: one rounding, as Python's
-    return _divide(qty, g)
-
-
-def _divide(qty: Any, g: Any) -> float:
-    result: float = qty / g
-    return result
-
-
-def usage_share(used: Mapping[str, int], guaranteed: Mapping[str, int]) -> tuple[float, ...]:
-    """used/guaranteed per type (raw used where no guarantee), zeros dropped, largest first."""
-    parts: list[float] = []
-    if isinstance(used, dict) and isinstance(guaranteed, dict):  # compiled: typed, no method calls
-        used_d: Resources = used
-        guaranteed_d: Resources = guaranteed
-        for name, qty in used_d.items():
-            if qty != 0:
-                parts.append(_share_of(qty, guaranteed_d.get(name, 0)))
-    else:
-        for name, qty in used.items():
-            if qty != 0:
-                parts.append(_share_of(qty, guaranteed.get(name, 0)))
-    n = len(parts)
-    if n == 1:
-        return (parts[0],)
-    if n == 2:  # the usual vcore + memory: no sort call (the components are never NaN)
-        a = parts[0]
-        b = parts[1]
-        return (a, b) if a >= b else (b, a)
-    parts.sort(reverse=True)
-    return tuple(parts)
 
 
 def recompute(root: QueueNode) -> dict[str, tuple[int, int, Resources, Resources, int]]:

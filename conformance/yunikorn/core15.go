@@ -1,0 +1,66 @@
+//go:build !yk19
+
+// What differs in yunikorn-core v1.5.2's (and its scheduler interface's) API from v1.9.0's
+// (core19.go, built with -tags yk19): asks are AllocationAsks, allocations carry an id,
+// nodes a ready attribute and an occupied resource, ugm's trackers are named differently.
+package main
+
+import (
+	"github.com/apache/yunikorn-core/pkg/scheduler/ugm"
+	"github.com/apache/yunikorn-core/pkg/webservice/dao"
+	siCommon "github.com/apache/yunikorn-scheduler-interface/lib/go/common"
+	"github.com/apache/yunikorn-scheduler-interface/lib/go/si"
+)
+
+const coreVersion = "v1.5.2"
+
+func nodeReady(attrs map[string]string) { attrs[siCommon.NodeReadyAttribute] = "true" }
+
+// occupyOnNode puts the resources other schedulers' pods use on the node's own record.
+func occupyOnNode(info *si.NodeInfo, occupied map[string]int64) {
+	info.OccupiedResource = siResource(occupied)
+}
+
+// occupyAfterNode: nothing to send once the node is in (the node record carried it).
+func (h *harness) occupyAfterNode(string, map[string]int64) {}
+
+// addAsk asks for one allocation.
+func addAsk(req *si.AllocationRequest, a askSpec) {
+	req.Asks = []*si.AllocationAsk{{
+		AllocationKey: a.key, ApplicationID: a.app, PartitionName: a.part,
+		ResourceAsk: a.res, Priority: a.prio, Tags: a.tags, MaxAllocations: 1,
+		PreemptionPolicy: a.policy, Placeholder: a.placeholder, TaskGroupName: a.group,
+	}}
+}
+
+// removeAsk takes back a pending ask.
+func removeAsk(req *si.AllocationRequest, app, ask, part string) {
+	req.Releases = &si.AllocationReleasesRequest{AllocationAsksToRelease: []*si.AllocationAskRelease{{
+		ApplicationID: app, AllocationKey: ask, PartitionName: part, TerminationType: si.TerminationType_STOPPED_BY_RM,
+	}}}
+}
+
+// allocRelease ends the allocation of an ask (“id“: the one the core gave it).
+func allocRelease(app, ask, id, part string, tt si.TerminationType) *si.AllocationRelease {
+	return &si.AllocationRelease{ApplicationID: app, AllocationKey: ask, AllocationID: id, PartitionName: part,
+		TerminationType: tt}
+}
+
+func allocIDOf(a *si.Allocation) string           { return a.AllocationID }
+func releasedIDOf(r *si.AllocationRelease) string { return r.AllocationID }
+
+// ugmTrees is each user's and group's usage tree.
+func ugmTrees() (users, groups map[string]*dao.ResourceUsageDAOInfo) {
+	users, groups = map[string]*dao.ResourceUsageDAOInfo{}, map[string]*dao.ResourceUsageDAOInfo{}
+	for _, ut := range ugm.GetUserManager().GetUsersResources() {
+		info := ut.GetUserResourceUsageDAOInfo()
+		users[info.UserName] = info.Queues
+	}
+	for _, gt := range ugm.GetUserManager().GetGroupsResources() {
+		info := gt.GetGroupResourceUsageDAOInfo()
+		groups[info.GroupName] = info.Queues
+	}
+	return users, groups
+}
+
+func usageOf(q *dao.ResourceUsageDAOInfo) map[string]int64 { return norm(q.ResourceUsage) }

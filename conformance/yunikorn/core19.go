@@ -1,0 +1,79 @@
+//go:build yk19
+
+// yunikorn-core v1.9.0's API (core15.go has v1.5.2's): an ask is an allocation without a node
+// (YUNIKORN-2457), allocations are known by their key alone (2587), no node ready attribute,
+// and what other schedulers' pods use is a foreign allocation on the node (2791), not an
+// occupied resource.
+package main
+
+import (
+	"github.com/apache/yunikorn-core/pkg/rmproxy/rmevent"
+	"github.com/apache/yunikorn-core/pkg/scheduler/ugm"
+	"github.com/apache/yunikorn-core/pkg/webservice/dao"
+	siCommon "github.com/apache/yunikorn-scheduler-interface/lib/go/common"
+	"github.com/apache/yunikorn-scheduler-interface/lib/go/si"
+)
+
+const coreVersion = "v1.9.0"
+
+func nodeReady(map[string]string) {}
+
+func occupyOnNode(*si.NodeInfo, map[string]int64) {}
+
+// occupyAfterNode records what other schedulers' pods use on the node as one foreign
+// allocation (replaced by each update), as the v1.9 shim reports such pods.
+func (h *harness) occupyAfterNode(nodeID string, occupied map[string]int64) {
+	if occupied == nil {
+		return
+	}
+	ccUpdateAllocations(h.cc, &rmevent.RMUpdateAllocationEvent{Request: &si.AllocationRequest{RmID: rmID,
+		Allocations: []*si.Allocation{{
+			AllocationKey: "evsched-occupied-" + nodeID, NodeID: nodeID, PartitionName: h.part,
+			ResourcePerAlloc: siResource(occupied),
+			AllocationTags:   map[string]string{siCommon.Foreign: siCommon.AllocTypeDefault},
+		}}}})
+}
+
+func addAsk(req *si.AllocationRequest, a askSpec) {
+	req.Allocations = []*si.Allocation{{
+		AllocationKey: a.key, ApplicationID: a.app, PartitionName: a.part,
+		ResourcePerAlloc: a.res, Priority: a.prio, AllocationTags: a.tags,
+		PreemptionPolicy: a.policy, Placeholder: a.placeholder, TaskGroupName: a.group,
+	}}
+}
+
+func removeAsk(req *si.AllocationRequest, app, ask, part string) {
+	req.Releases = &si.AllocationReleasesRequest{AllocationsToRelease: []*si.AllocationRelease{
+		allocRelease(app, ask, ask, part, si.TerminationType_STOPPED_BY_RM),
+	}}
+}
+
+func allocRelease(app, ask, _, part string, tt si.TerminationType) *si.AllocationRelease {
+	return &si.AllocationRelease{ApplicationID: app, AllocationKey: ask, PartitionName: part, TerminationType: tt}
+}
+
+func allocIDOf(a *si.Allocation) string           { return a.AllocationKey }
+func releasedIDOf(r *si.AllocationRelease) string { return r.AllocationKey }
+
+func ugmTrees() (users, groups map[string]*dao.ResourceUsageDAOInfo) {
+	users, groups = map[string]*dao.ResourceUsageDAOInfo{}, map[string]*dao.ResourceUsageDAOInfo{}
+	for _, ut := range ugm.GetUserManager().GetUserTrackers() {
+		info := ut.GetResourceUsageDAOInfo()
+		users[info.UserName] = info.Queues
+	}
+	for _, gt := range ugm.GetUserManager().GetGroupTrackers() {
+		info := gt.GetResourceUsageDAOInfo()
+		groups[info.GroupName] = info.Queues
+	}
+	return users, groups
+}
+
+func usageOf(q *dao.ResourceUsageDAOInfo) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range q.ResourceUsage {
+		if v != 0 {
+			out[k] = v
+		}
+	}
+	return out
+}

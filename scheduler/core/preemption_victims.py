@@ -30,7 +30,6 @@ from bisect import bisect_left, insort
 from collections.abc import Iterable, Iterator
 
 from events.resources import Resources, min_permissive
-from scheduler.core.queues import QueueNode
 from scheduler.core.objects import Allocation
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption_queues import (
@@ -42,6 +41,7 @@ from scheduler.core.preemption_queues import (
     live_max,
     snapshot,
 )
+from scheduler.core.queues import QueueNode
 
 
 class LeafVictims:

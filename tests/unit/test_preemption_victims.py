@@ -22,7 +22,7 @@ from scheduler.core.engine import Engine
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption import Outcome, try_preemption
 from scheduler.core.preemption_victims import VictimIndex
-from tests.sim import app, ask, node
+from tests.sim import app, ask, node, root_queues
 from tests.unit.test_preemption_properties import LEAVES, configs, fill, other, urgent
 
 
@@ -116,3 +116,23 @@ def test_the_cycle_index_finds_what_a_walk_from_scratch_finds(config: str, steps
     for part in drv.engine.state.partitions.values():
         _compare(part, None)
     event(f"attempts compared mid-cycle: {'none' if not drv.compared else 'some'}")
+
+
+def test_the_node_walk_skips_reserved_nodes_but_the_asks_own_and_sees_a_node_come_back() -> None:
+    drv = _Driver(root_queues("""
+        - name: default
+    """))
+    drv.submit(*(node(f"n{i}", 3000, 3000) for i in range(4)), app("a", "root.default"),
+               ask("a", "k0", vcore=9000, memory=9000))
+    part = drv.engine.state.partitions["default"]
+    owner = part.apps["a"]
+    held = owner.asks["k0"]
+    index = VictimIndex(part)
+    part.reserve(owner, held, part.nodes["n0"], 1, "no-fit", None)
+    part.reserve(owner, held, part.nodes["n2"], 1, "no-fit", None)
+    assert list(index.node_order(("b", "k9"))) == ["n1", "n2", "n3"]  # n0 joins the skipped prefix
+    assert list(index.node_order(("a", "k0"))) == ["n0", "n1", "n2", "n3"]
+    part.unreserve(owner, held, "removed", None)
+    part.nodes["n0"].reserved_for = None  # both holds end (the partition keeps one per ask)
+    index.nodes_returned()
+    assert list(index.node_order(("b", "k9"))) == ["n0", "n1", "n2", "n3"]

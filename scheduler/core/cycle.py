@@ -82,12 +82,13 @@ class CycleMemo:
     # an app be hopeless (``_hopeless``), so a cycle with room never asks.
     any_exhausted: bool = False
 
-    def children_in_order(self, queue: QueueNode) -> list[QueueNode]:
-        """``sort_queues`` of a parent's children now, from the order kept for the cycle."""
+    def children_in_order(self, queue: QueueNode) -> Iterator[QueueNode]:
+        """``sort_queues`` of a parent's children now, from the order kept for the cycle (read
+        in place: to be used before the next step changes it)."""
         order = self.child_orders.get(queue.path)
         if order is None:
             order = self.child_orders[queue.path] = child_order(queue.children, queue.sort_priority)
-        return order.sorted()
+        return order.in_order()
 
     def allocated_in(self, leaf: QueueNode) -> None:
         """An allocation changed ``leaf`` and its ancestors: re-order them under their parents."""

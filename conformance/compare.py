@@ -135,6 +135,11 @@ def use_profile(profile: str) -> None:
     _profile = profile
 
 
+def profile_in_use() -> str:
+    """The rules profile evsched runs the scenarios under."""
+    return _profile
+
+
 def under_profile(line: bytes, profile: str) -> bytes:
     """A scenario line with its config's partitions set to ``profile`` (any other line as it is).
 

@@ -1,11 +1,13 @@
-"""Known differences between evsched and yunikorn-core v1.5.2, each with its cause and a test.
+"""Known differences between evsched and yunikorn-core (v1.5.2, or v1.9.0 under the
+yunikorn-1.9 profile), each with its cause and a test.
 
 ``classify`` names the known difference a disagreeing scenario shows: the scenario has the
 feature the difference needs, and the same scenario with exactly that feature taken out
 (only the asks whose required node can never hold them; only the ``maxapplications``
 settings) agrees. Otherwise the difference is new (None). docs/conformance.md
 keeps the same table with the minimal scenarios; remove an entry once evsched is fixed
-and ``make conformance`` agrees on its scenarios.
+and ``make conformance`` agrees on its scenarios. Each entry names the rules profiles it
+holds for (``profiles``): a difference v1.9.0 no longer has is not known under yunikorn-1.9.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Any
 
-from conformance.compare import PREEMPTED, Outcome, first_difference
+from conformance.compare import PREEMPTED, Outcome, first_difference, profile_in_use
 
 Lines = list[dict[str, Any]]
 
@@ -32,6 +34,11 @@ class Known:
     without: Callable[[Lines], Lines] | None = None  # the scenario without the feature
     normalise: Callable[[Lines, Outcome], Outcome] | None = None  # an outcome without its trace
     explains: Callable[[Outcome, Outcome], bool] | None = None  # (evsched's, yunikorn's) show the cause
+    profiles: frozenset[str] = frozenset({"yunikorn-1.5", "yunikorn-1.9"})  # where it holds
+
+
+V15 = frozenset({"yunikorn-1.5"})
+V19 = frozenset({"yunikorn-1.9"})
 
 
 def _fits(request: dict[str, int], capacity: dict[str, int]) -> bool:
@@ -177,6 +184,13 @@ def may_preempt(lines: Lines) -> bool:
     return any(line.get("type") == "ask.added" and (line.get("data") or {}).get("preempt_other") for line in lines)
 
 
+def preemption_dropped(lines: Lines) -> Lines:
+    """The scenario with no ask that may preempt (``preempt_other`` false everywhere)."""
+    return [{**line, "data": {**line["data"], "preempt_other": False}}
+            if line.get("type") == "ask.added" and (line.get("data") or {}).get("preempt_other") else line
+            for line in lines]
+
+
 def victim_picked_twice(ours: Outcome, theirs: Outcome) -> bool:
     """yunikorn-core revoked an allocation it had already revoked (not allocated again since),
     and both sides agree on every decision before that cycle."""
@@ -190,6 +204,47 @@ def victim_picked_twice(ours: Outcome, theirs: Outcome) -> bool:
         else:
             revoked.add((app, ask))
     return False
+
+
+def _occupied_lines(lines: Lines) -> list[int]:
+    """Indexes of the node lines that set ``occupied``."""
+    return [i for i, line in enumerate(lines) if line.get("type") in ("node.added", "node.updated")
+            and (line.get("data") or {}).get("occupied") is not None]
+
+
+def occupied_dropped(lines: Lines) -> Lines:
+    """The scenario without ``occupied`` (a node update that only set it goes)."""
+    out: Lines = []
+    for line in lines:
+        data = line.get("data") or {}
+        if line.get("type") in ("node.added", "node.updated") and "occupied" in data:
+            data = {k: v for k, v in data.items() if k != "occupied"}
+            if line["type"] == "node.updated" and set(data) == {"node_id"}:
+                continue
+            line = {**line, "data": data}
+        out.append(line)
+    return out
+
+
+def shared_required_nodes(lines: Lines) -> set[tuple[str, str]]:
+    """(app, ask) of each required-node ask after the first that names the same node."""
+    first: dict[str, tuple[str, str]] = {}
+    out: set[tuple[str, str]] = set()
+    for line in lines:
+        data = line.get("data") or {}
+        node = data.get("required_node")
+        if line.get("type") == "ask.added" and node:
+            key = (data["app_id"], data["ask_id"])
+            if first.setdefault(node, key) != key:
+                out.add(key)
+    return out
+
+
+def shared_required_asks_dropped(lines: Lines) -> Lines:
+    """The scenario without those asks (nor the lines naming them)."""
+    gone = shared_required_nodes(lines)
+    return [line for line in lines
+            if ((line.get("data") or {}).get("app_id"), (line.get("data") or {}).get("ask_id")) not in gone]
 
 
 EMPTY_QUEUE = {"allocated": {}, "pending": {}, "running_apps": 0}
@@ -234,6 +289,7 @@ KNOWN_DIFFERENCES: tuple[Known, ...] = (
         "deliberate (YuniKorn 1.7 behaviour)",
         lambda lines: bool(apps_into_removed_queues(lines)),
         removed_queue_apps_dropped,
+        profiles=V15,
     ),
     Known(
         "queue-cleanup-delay",
@@ -262,6 +318,43 @@ KNOWN_DIFFERENCES: tuple[Known, ...] = (
         "deliberate (docs/semantics.md)",
         may_preempt,
         explains=victim_picked_twice,
+        profiles=V15,
+    ),
+    Known(
+        "foreign-allocation-node-order",
+        "yunikorn-core 1.9 records what other schedulers' pods use (evsched's occupied) as foreign "
+        "allocations, and node.go:addAllocationInternal notifies no listener for a foreign one "
+        "(UpdateForeignAllocation none at all), so the partition's sorted node collection keeps the "
+        "node at its score from before (node_collection.go:NodeUpdated never runs) until the node's "
+        "next own allocation, release or capacity change; evsched orders nodes by what they have "
+        "free now (deliberate, docs/semantics.md#yunikorn-19)",
+        "deliberate (docs/semantics.md)",
+        lambda lines: bool(_occupied_lines(lines)),
+        occupied_dropped,
+        profiles=V19,
+    ),
+    Known(
+        "required-node-shared-reservation",
+        "yunikorn-core 1.9 lets several required-node asks reserve one node (node.go:Reserve: "
+        "\"allow multiple required node reservations on the same node\"); evsched keeps one "
+        "reservation per node, so a second required-node ask for a held node waits",
+        "evsched core: several reservations per node under yunikorn-1.9 (not implemented)",
+        lambda lines: bool(shared_required_nodes(lines)),
+        shared_required_asks_dropped,
+        profiles=V19,
+    ),
+    Known(
+        "preemption-1.9-rules",
+        "yunikorn-core 1.9 chooses preemption victims by its phase 1 and 2 rules (sibling "
+        "preemption when the preemptor's parent is over its guarantee, YUNIKORN-2769; per resource "
+        "type guarantees, 3113; ancestors' guarantees limiting what a queue can lose, 3240; the "
+        "fence from projected usage, 3241: objects/preemption.go, preemption_queue.go); evsched's "
+        "yunikorn-1.9 profile still chooses them by 1.5's rules. Recognised: the scenario agrees "
+        "once no ask may preempt",
+        "evsched core: 1.9's preemption rules in the yunikorn-1.9 profile (not implemented)",
+        may_preempt,
+        preemption_dropped,
+        profiles=V19,
     ),
 )
 
@@ -301,7 +394,8 @@ def classify(scenario: bytes, outcomes: Outcomes) -> Known | None:
     scenario (``without``: re-run) or out of both outcomes (``normalise``).
     """
     lines = [json.loads(raw) for raw in scenario.splitlines() if raw.strip()]
-    present = [k for k in KNOWN_DIFFERENCES if k.shows(lines)]
+    profile = profile_in_use()
+    present = [k for k in KNOWN_DIFFERENCES if profile in k.profiles and k.shows(lines)]
     if not present:
         return None
     base = outcomes(scenario)

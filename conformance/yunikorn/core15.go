@@ -6,11 +6,17 @@
 package main
 
 import (
+	"strings"
+
+	"github.com/apache/yunikorn-core/pkg/scheduler/objects"
 	"github.com/apache/yunikorn-core/pkg/scheduler/ugm"
 	"github.com/apache/yunikorn-core/pkg/webservice/dao"
 	siCommon "github.com/apache/yunikorn-scheduler-interface/lib/go/common"
 	"github.com/apache/yunikorn-scheduler-interface/lib/go/si"
 )
+
+// askIsAllocation: an ask and its allocation are one object, released by one key.
+const askIsAllocation = false
 
 const coreVersion = "v1.5.2"
 
@@ -64,3 +70,14 @@ func ugmTrees() (users, groups map[string]*dao.ResourceUsageDAOInfo) {
 }
 
 func usageOf(q *dao.ResourceUsageDAOInfo) map[string]int64 { return norm(q.ResourceUsage) }
+
+// reservedNodes is the node each reserved ask of the app holds (keys "nodeID|allocationKey").
+func reservedNodes(app *objects.Application) map[string]string {
+	out := map[string]string{}
+	for _, k := range app.GetReservations() {
+		if i := strings.LastIndex(k, "|"); i >= 0 {
+			out[k[i+1:]] = k[:i]
+		}
+	}
+	return out
+}

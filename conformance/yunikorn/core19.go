@@ -8,11 +8,15 @@ package main
 
 import (
 	"github.com/apache/yunikorn-core/pkg/rmproxy/rmevent"
+	"github.com/apache/yunikorn-core/pkg/scheduler/objects"
 	"github.com/apache/yunikorn-core/pkg/scheduler/ugm"
 	"github.com/apache/yunikorn-core/pkg/webservice/dao"
 	siCommon "github.com/apache/yunikorn-scheduler-interface/lib/go/common"
 	"github.com/apache/yunikorn-scheduler-interface/lib/go/si"
 )
+
+// askIsAllocation: an ask and its allocation are one object, released by one key.
+const askIsAllocation = true
 
 const coreVersion = "v1.9.0"
 
@@ -74,6 +78,15 @@ func usageOf(q *dao.ResourceUsageDAOInfo) map[string]int64 {
 		if v != 0 {
 			out[k] = v
 		}
+	}
+	return out
+}
+
+// reservedNodes is the node each reserved ask of the app holds (keys are allocation keys).
+func reservedNodes(app *objects.Application) map[string]string {
+	out := map[string]string{}
+	for _, ask := range app.GetReservations() {
+		out[ask] = app.NodeReservedForAsk(ask)
 	}
 	return out
 }

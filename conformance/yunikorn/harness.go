@@ -188,6 +188,10 @@ func (h *harness) config(raw json.RawMessage) error {
 		}
 		ccSetEventHandler(cc, h.rec)
 		h.cc = cc
+		evclock.AfterEach = func() { // a timer's releases (placeholder timeouts) confirmed at its time
+			_, _, states := h.takeAll()
+			h.pending = append(h.pending, states...)
+		}
 		return nil
 	}
 	if err := h.cc.UpdateRMSchedulerConfig(rmID, []byte(d.YAML)); err != nil {
@@ -351,6 +355,9 @@ func (h *harness) alloc(typ string, raw json.RawMessage) error {
 			placeholder: d.Placeholder, group: d.TaskGroup,
 		})
 	case "ask.removed":
+		if _, held := h.allocIDs[key(d.AppID, d.AskID)]; held && askIsAllocation {
+			return nil // releasing the key would end the allocation; evsched's ask.removed only withdraws a pending ask
+		}
 		removeAsk(req, d.AppID, d.AskID, h.part)
 	case "allocation.released":
 		id, ok := h.allocIDs[key(d.AppID, d.AskID)]
@@ -387,10 +394,8 @@ func (h *harness) syncReservations() bool {
 	p := h.cc.GetPartition(h.part)
 	now := map[string]string{}
 	for _, app := range p.GetApplications() {
-		for _, k := range app.GetReservations() { // "nodeID|allocationKey"
-			if i := strings.LastIndex(k, "|"); i >= 0 {
-				now[key(app.ApplicationID, k[i+1:])] = k[:i]
-			}
+		for ask, node := range reservedNodes(app) {
+			now[key(app.ApplicationID, ask)] = node
 		}
 	}
 	changed := false

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -61,15 +60,20 @@ func (h *harness) printState() {
 				"pending": norm(app.GetPendingResource()), "allocated": norm(app.GetAllocatedResource()),
 			}
 		}
+		holders := map[string][]string{} // node -> "app/ask" of each reservation on it
+		for _, app := range p.GetApplications() {
+			for ask, node := range reservedNodes(app) {
+				holders[node] = append(holders[node], app.ApplicationID+"/"+ask)
+			}
+		}
 		for _, n := range p.GetNodes() {
 			entry := map[string]interface{}{
 				"capacity": norm(n.GetCapacity()), "allocated": norm(n.GetAllocatedResource()),
 				"available": norm(n.GetAvailableResource()),
 			}
-			// a node reservation's key is "appID|allocationKey"; evsched's state shows "app/ask"
-			if keys := n.GetReservationKeys(); len(keys) > 0 {
+			if keys := holders[n.NodeID]; len(keys) > 0 {
 				sort.Strings(keys)
-				entry["reserved_for"] = strings.Replace(keys[0], "|", "/", 1)
+				entry["reserved_for"] = keys[0]
 			}
 			nodes[n.NodeID] = entry
 		}

@@ -28,6 +28,7 @@ from replay.explain.pending import PendingExplanation, explain_pending
 from replay.explain.report import ask_section, leaf_of, leaf_section, node_section, queue_levels
 from replay.explain.summary import summary
 from replay.explain.walk import Choice, Walker
+from scheduler.config.profiles import DEFAULT_PROFILE
 from scheduler.core.cycle import (
     CycleMemo,
     begin_cycle,
@@ -82,6 +83,7 @@ class Explanation:
     summary: str
     rule: str = RULE_STEP
     notes: list[str] = field(default_factory=list)
+    profile: str = DEFAULT_PROFILE.value  # the partition's rules profile (docs/semantics.md#rules-profiles)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (serialise with sorted keys for a stable text)."""
@@ -156,7 +158,8 @@ def explain_decision(
     part, memo = _advance_to_step(engine, batch, partition, step)
     reserved = reserved_step(part, fits_queue_headroom, held_by_max_applications)
     if reserved is not None:
-        return _reserved_explanation(decision_id, partition, cycle, step, batch, reserved, recorded)
+        return _reserved_explanation(decision_id, partition, cycle, step, batch, reserved, recorded,
+                                     part.profile.value)
     walk = Walker(part).try_queue(part.root)
     engine_choice = _ids(next_step(part, memo, batch.now_us))  # reads the state; only the throwaway memo changes
     mine = _ids(walk.choice)
@@ -186,12 +189,13 @@ def explain_decision(
         nodes=nodes,
         summary=summary(mine, levels, leaf, asks, nodes, problems),
         notes=[] if recorded is not None else ["no recorded decision was given: only checked against the core"],
+        profile=part.profile.value,
     )
 
 
 def _reserved_explanation(
     decision_id: str, partition: str, cycle: int, step: int, batch: CycleBatch, found: Step,
-    recorded: AllocationDecided | None,
+    recorded: AllocationDecided | None, profile: str,
 ) -> Explanation:
     """A decision made by the reserved-asks pass (it runs before the walk from root)."""
     chosen = _ids(found)
@@ -212,4 +216,5 @@ def _reserved_explanation(
         verified=not problems and recorded is not None, problems=problems, queue_walk=[], leaf=None,
         asks=None, nodes=None, summary=text, rule=RULE_RESERVATION,
         notes=[] if recorded is not None else ["no recorded decision was given: only checked against the core"],
+        profile=profile,
     )

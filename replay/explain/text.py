@@ -105,6 +105,7 @@ def render_explanation(e: Explanation, *, raw: bool = False) -> str:
         f"ask {chosen.get('ask_id')} of app {chosen.get('app_id')} → node {chosen.get('node_id')} [{check}]",
     ]
     lines += [f"WARNING: {p}" for p in e.problems]
+    lines += [f"Rules profile: {e.profile} (docs/semantics.md#rules-profiles)"]
     lines += ["", "Summary:", *_wrap(e.summary), "", f"Queues ({e.queue_walk[0]['rule'] if e.queue_walk else ''}):"]
     for level in e.queue_walk:
         lines += _queues(level, raw)

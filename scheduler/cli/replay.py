@@ -201,9 +201,10 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     log = log_settings(args)
     snaps = snapshot_settings(args, log)
     from scheduler.config import ConfigError, SchedulerConfig, load_config
+    from scheduler.config.profiles import RulesProfile
 
     if args.config is None and args.rules is None:
-        return _fail("whatif needs --config NEW.yaml, --rules current, or both")
+        return _fail("whatif needs --config NEW.yaml, --rules current|yunikorn-1.5|yunikorn-1.9, or both")
     config: SchedulerConfig | None = None
     if args.config is not None:
         try:
@@ -217,7 +218,8 @@ def cmd_whatif(args: argparse.Namespace) -> int:
             return _fail(f"config {args.config} is invalid:\n" + "\n".join(f"  - {r}" for r in exc.reasons))
     with open_source(log) as source:
         start = pick_start(source, snaps, args.from_cycle - 1, f"{PROG} whatif") if args.from_cycle > 1 else None
-        report = whatif(source, config, from_cycle=args.from_cycle, start=start)
+        profile = RulesProfile(args.rules) if args.rules not in (None, "current") else None
+        report = whatif(source, config, from_cycle=args.from_cycle, start=start, profile=profile)
     print(dumps(report.to_dict()).decode() if args.json else "\n".join(report.lines()))
     return 0
 
@@ -280,8 +282,10 @@ def add_replay_commands(sub: Any) -> None:
 
     p = rsub.add_parser("whatif", help="re-run the log under another queue configuration or the current rules")
     p.add_argument("--config", metavar="NEW.yaml", help="the queue configuration to try")
-    p.add_argument("--rules", choices=["current"],
-                   help="re-run under this build's scheduling rules (with the recorded configs unless --config)")
+    p.add_argument("--rules", choices=["current", "yunikorn-1.5", "yunikorn-1.9"],
+                   help="re-run under this build's scheduling rules (with the recorded configs unless --config); "
+                        "a profile name re-runs every partition under that rules profile: what upgrading YuniKorn "
+                        "would change")
     p.add_argument("--from-cycle", type=int, default=1, metavar="N", help="apply it from cycle N (default: 1)")
     p.add_argument("--json", action="store_true", help="the report as one JSON object")
     add_source_arguments(p)

@@ -24,7 +24,7 @@ from events.models import (
 from events.seen import SeenIds
 from events.times import format_time
 from scheduler.config import SchedulerConfig
-from scheduler.config.profiles import DEFAULT_PROFILE
+from scheduler.config.profiles import DEFAULT_PROFILE, RulesProfile
 from scheduler.core.apply import apply
 from scheduler.core.cycle import run_cycle
 from scheduler.core.rules_version import RULES_VERSION
@@ -104,6 +104,12 @@ class Engine:
             )
             for i, data in enumerate(outputs)
         ]
+
+    def override_profile(self, profile: RulesProfile) -> None:
+        """Run every partition under ``profile`` from now on, whatever the configs name (what-if)."""
+        self.state.profile_override = profile
+        for part in self.state.partitions.values():
+            part.set_profile(profile)
 
     def profiles(self) -> dict[str, str] | None:
         """The partitions not on the default rules profile, and theirs (None: every one is)."""

@@ -41,6 +41,7 @@ def partitions_view(engine: Engine) -> list[dict[str, Any]]:
         out.append({
             "name": name,
             "nodeSortingPolicy": {"type": part.index.policy.value},
+            "rulesProfile": part.profile.value,  # evsched's own: the config's rules (docs/semantics.md#rules-profiles)
             "capacity": {
                 "capacity": normalized(part.cluster_capacity),
                 "usedCapacity": normalized(part.root.allocated),

@@ -396,6 +396,7 @@ async function refresh() {
     }
     const mine = partitions.find((p) => p.name === state.partition);
     state.capacity = mine ? mine.capacity.capacity : {};
+    $("#profile").textContent = mine ? `rules ${mine.rulesProfile}` : "";
     renderQueues(await api(`/ws/v1/partition/${state.partition}/queues`));
     await Promise.all([loadApps(), loadNodes(), loadDecisions(), loadPending(), loadSeries()]);
     const at = state.cycle === "" ? cycles.latest : state.cycle;

@@ -14,12 +14,14 @@ import ssl
 from collections.abc import Sequence
 from typing import Any
 
+from events.log.names import DEFAULT_REQUEST_TIMEOUT_MS
+
 
 def client_options(
     bootstrap_servers: str | Sequence[str],
     *,
     client_id: str = "evsched",
-    request_timeout_ms: int | None = 30_000,
+    request_timeout_ms: int | None = DEFAULT_REQUEST_TIMEOUT_MS,
     security_protocol: str = "PLAINTEXT",
     sasl_mechanism: str | None = None,
     sasl_plain_username: str | None = None,

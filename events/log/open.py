@@ -19,10 +19,14 @@ from events.log.names import (
     DEFAULT_ADMIN_TOPIC,
     DEFAULT_DEADLETTER_TOPIC,
     DEFAULT_DECISIONS_TOPIC,
+    DEFAULT_FETCH_WAIT_MS,
     DEFAULT_GROUP,
     DEFAULT_INPUT_TOPIC,
     DEFAULT_LOG_DIR,
+    DEFAULT_REQUEST_TIMEOUT_MS,
+    DEFAULT_SESSION_TIMEOUT_MS,
     DEFAULT_SHARD,
+    heartbeat_interval_ms,
 )
 from events.log.port import EventLog, LogError
 
@@ -44,9 +48,9 @@ class KafkaSettings:
     security_protocol: str = "PLAINTEXT"
     sasl_mechanism: str | None = None
     password_file: str | None = None  # the SASL password's file; the password itself never is a setting
-    session_timeout_ms: int | None = None  # None: the client's defaults
-    fetch_wait_ms: int | None = None
-    request_timeout_ms: int | None = None
+    session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS  # 0: the adapter's default
+    fetch_wait_ms: int = DEFAULT_FETCH_WAIT_MS
+    request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
     replication_factor: int | None = None  # of the topics created; None: min(3, brokers)
     ssl_cafile: str | None = None
     ssl_certfile: str | None = None
@@ -72,20 +76,15 @@ class KafkaSettings:
         return kwargs
 
     def group_timing(self) -> dict[str, Any]:
-        """Consumer-group session and heartbeat (no session timeout set: the defaults)."""
+        """Consumer-group session and heartbeat (a session timeout of 0: the adapter's defaults)."""
         session = self.session_timeout_ms
         if not session:
             return {}
-        return {"session_timeout_ms": session, "heartbeat_interval_ms": max(100, min(3_000, session // 3))}
+        return {"session_timeout_ms": session, "heartbeat_interval_ms": heartbeat_interval_ms(session)}
 
     def fetch_tuning(self) -> dict[str, Any]:
-        """KafkaLog's ``fetch_max_wait_ms`` and ``request_timeout_ms`` (unset: the defaults)."""
-        tuning: dict[str, Any] = {}
-        if self.fetch_wait_ms is not None:
-            tuning["fetch_max_wait_ms"] = self.fetch_wait_ms
-        if self.request_timeout_ms is not None:
-            tuning["request_timeout_ms"] = self.request_timeout_ms
-        return tuning
+        """KafkaLog's ``fetch_max_wait_ms`` and ``request_timeout_ms``."""
+        return {"fetch_max_wait_ms": self.fetch_wait_ms, "request_timeout_ms": self.request_timeout_ms}
 
     def topics_of(self, shard: str) -> ShardTopics:
         """The topics of scheduler partition ``shard`` under these base names."""

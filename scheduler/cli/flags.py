@@ -13,6 +13,7 @@ from events.log.names import DEFAULT_INPUT_TOPIC, DEFAULT_LOG_DIR
 from events.log.open import KafkaSettings
 from scheduler.cli.credentials import add_credential_arguments
 from scheduler.cli.settings import default
+from scheduler.service.settings import ServiceSettings
 
 
 class ExitOneParser(argparse.ArgumentParser):
@@ -85,19 +86,23 @@ def add_service_arguments(p: argparse.ArgumentParser) -> None:
                    help="active/standby: run only while holding the lease (Kafka consumer group GROUP.active); "
                    "otherwise wait, then restore state from the decisions topic and take over when the active "
                    "instance stops or its session times out. Exits 1 if the lease is lost while running")
-    p.add_argument("--session-timeout-ms", type=int, default=10_000, metavar="MS",
+    session = default(KafkaSettings, "session_timeout_ms")
+    p.add_argument("--session-timeout-ms", type=int, default=session, metavar="MS",
                    help="Kafka group session timeout: how soon another instance takes over the shards (or the "
-                   "lease) of one that died (default 10000)")
-    p.add_argument("--fetch-wait-ms", type=int, default=5, metavar="MS",
-                   help="Kafka fetch.max.wait: how long the broker may hold a fetch that finds nothing (default 5; "
-                   "Apache Kafka answers as soon as data arrives, so a longer wait saves idle requests there, but "
-                   "Tansu holds the fetch for all of it, which adds to the event→decision latency)")
-    p.add_argument("--request-timeout-ms", type=int, default=None, metavar="MS",
-                   help="Kafka request timeout: a broker silent this long fails the request (default 30000)")
-    p.add_argument("--kafka-outage-s", type=float, default=300.0, metavar="S",
+                   f"lease) of one that died (default {session})")
+    fetch_wait = default(KafkaSettings, "fetch_wait_ms")
+    p.add_argument("--fetch-wait-ms", type=int, default=fetch_wait, metavar="MS",
+                   help="Kafka fetch.max.wait: how long the broker may hold a fetch that finds nothing (default "
+                   f"{fetch_wait}; Apache Kafka answers as soon as data arrives, so a longer wait saves idle requests "
+                   "there, but Tansu holds the fetch for all of it, which adds to the event→decision latency)")
+    request = default(KafkaSettings, "request_timeout_ms")
+    p.add_argument("--request-timeout-ms", type=int, default=request, metavar="MS",
+                   help=f"Kafka request timeout: a broker silent this long fails the request (default {request})")
+    outage = default(ServiceSettings, "kafka_outage_s")
+    p.add_argument("--kafka-outage-s", type=float, default=outage, metavar="S",
                    help="when Kafka fails (broker down or silent past the request timeout), restart in-process "
                    "— restore state from the log and go on — with backoff for up to S seconds of failures, "
-                   "then exit 1 (default 300; 0 exits at the first failure)")
+                   f"then exit 1 (default {outage:g}; 0 exits at the first failure; the embedded log never restarts)")
     txn = p.add_mutually_exclusive_group()
     txn.add_argument("--transactions", action="store_true",
                      help="require exactly-once cycles: exit 1 with the broker's reason when it has no "

@@ -209,7 +209,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         LOG.error("%s", exc)
         return 1
     config = load_config_arg(settings.config)  # None without --config; exits 1 with every reason when invalid
-    outage = KafkaOutage(settings.kafka_outage_s)
+    outage = KafkaOutage(settings.outage_s())
     while True:
         try:
             with CycleCollector() as collector:  # GC between cycles, not inside them

@@ -152,7 +152,7 @@ async def use_transactions(settings: ServiceSettings) -> bool | None:
     from events.log.kafka.clients import diagnose, probe_transactions
     from events.log.kafka_options import client_options
 
-    options = client_options(kafka.bootstrap, **kafka.security())
+    options = client_options(kafka.bootstrap, request_timeout_ms=kafka.request_timeout_ms, **kafka.security())
     refused = await diagnose(options)
     if isinstance(refused, LogRefused):
         raise refused  # an untrusted certificate or a wrong password: say so now, never retry

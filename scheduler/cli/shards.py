@@ -107,7 +107,7 @@ async def run_shards(
     if transactional is None:
         return 1
     membership = ShardMembership(
-        client_options(kafka.bootstrap, **security), group_id=kafka.group,
+        client_options(kafka.bootstrap, request_timeout_ms=kafka.request_timeout_ms, **security), group_id=kafka.group,
         replication_factor=kafka.replication_factor,
         shards={shard: (*t.inputs, t.admin) for shard, t in topics.items()},  # a shard's channels, admin included
         **kafka.group_timing(),

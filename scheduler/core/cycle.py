@@ -316,10 +316,10 @@ def commit(
     for held_app, held in found.cancel:
         part.unreserve(held_app, held, "required-node", out)
     if found.victims:
-        record_preemption(part, app, ask, node, found.victims, state.cycle, out)
+        record_preemption(part, app, ask, node, found.victims, state.cycle, out, now_us)
         return bool(found.cancel)
     if found.reserve is not None:
-        part.reserve(app, ask, node, state.cycle, found.reserve, out)
+        part.reserve(app, ask, node, state.cycle, found.reserve, out, now_us)
         return bool(found.cancel)
     freed = bool(found.cancel) or ask.reserved_node is not None
     did = decision_id(part.name, state.cycle, step)
@@ -364,6 +364,28 @@ def _commit_gang(state: SchedulerState, part: PartitionState, found: Step, did: 
     out.append(construct(GangDecided, values, set(values)))
     if moves_on:
         gang.run_application(part, app, now_us, state, out)
+
+
+RESERVATION_WAIT_TIMEOUT_US: Final = 60 * 60 * 1_000_000  # yunikorn-1.9 application.go reservationWaitTimeout
+
+
+def expire_reservations(part: PartitionState, now_us: int, out: list[OutputData]) -> None:
+    """yunikorn-1.9 (YUNIKORN-3219, ``application.go:tryReservedAllocate``): a reservation of an ask
+    without a required node that is more than 60 minutes old (log time) ends when the ask does
+    not fit its queue's headroom (or its user's): ``ask.unreserved``, reason ``timeout``.
+
+    yunikorn checks it on each step's reserved pass; here once, when the cycle opens (within a
+    cycle headroom only shrinks, so an ask that fits it then is checked again next cycle).
+    """
+    for app_id, ask_id in list(part.reservations):
+        app = part.apps[app_id]
+        ask = app.asks[ask_id]
+        if ask.required_node is not None or now_us - ask.reserved_us <= RESERVATION_WAIT_TIMEOUT_US:
+            continue
+        if fits_queue_headroom(part, app.queue, ask.resources) and (
+                part.limits is None or part.limits.fits(app, ask.resources)):
+            continue
+        part.unreserve(app, ask, "timeout", out)
 
 
 def cycle_memo(state: SchedulerState, partition: str, prev_cycle_us: int | None,
@@ -420,6 +442,7 @@ def cycle_steps(state: SchedulerState, now_us: int, prev_cycle_us: int | None, o
         part = state.partitions[name]
         if part.profile is YUNIKORN_1_9:
             part.refresh_fair_max()  # the cluster's capacity may have changed since
+            expire_reservations(part, now_us, out)
         memo = cycle_memo(state, name, prev_cycle_us)
         while max_allocations is None or decisions < max_allocations:
             found = next_step(part, memo, now_us)

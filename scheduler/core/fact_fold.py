@@ -151,7 +151,7 @@ def _never(data: Mapping[str, Any]) -> bool:
 
 
 def _fold_reserved(cyc: _Cycle, data: Mapping[str, Any]) -> None:
-    reservations.fold(cyc.state.partitions, AskReserved.model_validate(data), cyc.state.cycle)
+    reservations.fold(cyc.state.partitions, AskReserved.model_validate(data), cyc.state.cycle, cyc.now_us)
 
 
 def _fold_revoked(cyc: _Cycle, data: Mapping[str, Any]) -> None:
@@ -213,7 +213,7 @@ def _fold_unreserved(cyc: _Cycle, data: Mapping[str, Any]) -> None:
 
 
 # ask.unreserved reasons a cycle's steps make (the others come from applying inputs)
-_STEP_UNRESERVE = frozenset({"allocated", "required-node"})
+_STEP_UNRESERVE = frozenset({"allocated", "required-node", "timeout"})
 
 
 FOLDS: dict[str, OutputFold] = {

@@ -240,10 +240,13 @@ class PartitionState:
 
     # -- reservations (scheduler.core.reservations decides them) ---------------------
 
-    def reserve(self, app: App, ask: Ask, node: Node, cycle: int, reason: str, out: list[OutputData] | None) -> None:
-        """Hold ``node`` for ``ask``: it leaves the node index, so no other ask is placed there."""
+    def reserve(self, app: App, ask: Ask, node: Node, cycle: int, reason: str, out: list[OutputData] | None,
+                now_us: int = 0) -> None:
+        """Hold ``node`` for ``ask`` (since cycle ``cycle``, at log time ``now_us``): it leaves the node
+        index, so no other ask is placed there."""
         ask.reserved_node = node.node_id
         ask.reserved_cycle = cycle
+        ask.reserved_us = now_us
         ask.fit_checked = -1
         node.reserved_for = (app.app_id, ask.ask_id)
         if (app.app_id, ask.ask_id) not in self.reservations:
@@ -261,6 +264,7 @@ class PartitionState:
             return
         ask.reserved_node = None
         ask.reserved_cycle = 0
+        ask.reserved_us = 0
         ask.fit_checked = -1
         del self.reservations[(app.app_id, ask.ask_id)]
         self._count_reservation(app, ask, -1)

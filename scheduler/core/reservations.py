@@ -276,7 +276,8 @@ def _try_leaf(part: PartitionState, leaf: QueueNode, by_app: _HeldByApp, fits_he
     return None
 
 
-def fold(partitions: Mapping[str, PartitionState], data: AskReserved | AskUnreserved, cycle: int) -> None:
+def fold(partitions: Mapping[str, PartitionState], data: AskReserved | AskUnreserved, cycle: int,
+         now_us: int = 0) -> None:
     """Apply a recorded ``ask.reserved``/``ask.unreserved`` (of cycle ``cycle``) to the state.
 
     Folding a cycle's recorded outputs in order leaves the same reservations as running it.
@@ -287,7 +288,7 @@ def fold(partitions: Mapping[str, PartitionState], data: AskReserved | AskUnrese
         if app is not None and data.ask_id in app.asks:
             ask = app.asks[data.ask_id]
             if isinstance(data, AskReserved):
-                part.reserve(app, ask, part.nodes[data.node_id], cycle, data.reason, None)
+                part.reserve(app, ask, part.nodes[data.node_id], cycle, data.reason, None, now_us)
             else:
                 part.unreserve(app, ask, data.reason, None)
             return

@@ -14,6 +14,7 @@ from typing import Any
 from events.resources import add_into
 from events.seen import SeenIds
 from scheduler.config import load_config
+from scheduler.config.profiles import RulesProfile
 from scheduler.core.engine import Engine
 from scheduler.core.objects import Allocation, App, Ask, Gang, Node, TaskGroup
 from scheduler.core.priorityclass import PriorityClass
@@ -78,7 +79,9 @@ def dump(engine: Engine) -> dict[str, Any]:
             "allocation_seq": part.allocation_seq,
             "draining": part.draining,
             "reservations": [
-                [app_id, ask_id, node_id, part.apps[app_id].asks[ask_id].reserved_cycle]
+                [app_id, ask_id, node_id, part.apps[app_id].asks[ask_id].reserved_cycle,
+                 # its log time, for yunikorn-1.9's reservation timeout (only there: 1.5 snapshots as before)
+                 *([part.apps[app_id].asks[ask_id].reserved_us] if part.profile is RulesProfile.YUNIKORN_1_9 else [])]
                 for (app_id, ask_id), node_id in part.reservations.items()
             ],
             "nodes": [
@@ -147,9 +150,9 @@ def load(data: dict[str, Any]) -> Engine:
             for alloc in allocations:
                 if alloc.preempted:
                     add_into(part.preempting.setdefault(app.queue.path, {}), alloc.resources)
-        for app_id, ask_id, node_id, cycle in pdata["reservations"]:
+        for app_id, ask_id, node_id, cycle, *since in pdata["reservations"]:
             app = part.apps[app_id]
-            part.reserve(app, app.asks[ask_id], part.nodes[node_id], cycle, "", None)
+            part.reserve(app, app.asks[ask_id], part.nodes[node_id], cycle, "", None, since[0] if since else 0)
         part.restore_done()
         part.allocation_seq = pdata["allocation_seq"]
     state._timers = [_Timer(*t) for t in data["timers"]]

@@ -32,7 +32,7 @@ class ServiceSettings:
     standby: bool = False
     transactions: bool = False  # required (exit 1 without); by default used where the broker has them
     no_transactions: bool = False  # at-least-once even where the broker has transactions
-    kafka_outage_s: float = 0.0  # seconds of Kafka failures to ride out (0: exit at the first)
+    kafka_outage_s: float = 300.0  # seconds of Kafka failures to ride out (0: exit at the first); ``outage_s``
     verbose: bool = False
     log_format: str = "text"  # stderr lines: text or json
     log_level: str = "info"
@@ -43,6 +43,11 @@ class ServiceSettings:
     mqtt_key: str | None = None  # … and its key (default: in the certificate file)
     accept_admin_on_inputs: bool = False  # rules changes from any input channel (the old behaviour)
     serial_commits: bool = False  # each cycle's transaction commits before the next cycle is read
+
+    def outage_s(self) -> float:
+        """Seconds of log failures ``run`` rides out by restarting in-process: ``kafka_outage_s`` with
+        Kafka; none with the embedded log (its failures are the disk's, which a restart does not mend)."""
+        return self.kafka_outage_s if self.log.kafka else 0.0
 
     def snapshots(self) -> str:
         """The snapshot directory: ``--snapshot-dir``, else DIR/snapshots of the embedded log; with

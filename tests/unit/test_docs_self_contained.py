@@ -110,3 +110,11 @@ def test_every_source_file_the_docs_name_exists() -> None:
             if not found:
                 missing.append(f"{page.relative_to(ROOT)}: {name}")
     assert missing == []
+
+
+def test_native_md_counts_the_compiled_modules() -> None:
+    """docs/native.md says how many modules are compiled: setup.py's ``NATIVE_MODULES``, whatever was added since."""
+    from tests.pure_selection import native_modules
+
+    stated = re.search(r"`NATIVE_MODULES` in `setup.py` \((\d+) modules", (DOCS / "native.md").read_text())
+    assert stated is not None and int(stated.group(1)) == len(native_modules(ROOT))

@@ -22,6 +22,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError
 from aiokafka.protocol.group import LeaveGroupRequest
 
+from events.log.names import DEFAULT_REQUEST_TIMEOUT_MS
 from events.log.port import LogError, LogRefused
 
 log = logging.getLogger("evsched.kafka")
@@ -70,7 +71,7 @@ async def ensure_topics(
                     raise LogError(f"cannot create topic {topic!r}: error {code} {message}")
         # A new topic's partitions show up in metadata after a moment on real clusters, and their
         # leaders after another: a producer sending before that is refused (aiokafka warns, retries).
-        deadline = time.monotonic() + options.get("request_timeout_ms", 30_000) / 1000
+        deadline = time.monotonic() + options.get("request_timeout_ms", DEFAULT_REQUEST_TIMEOUT_MS) / 1000
         names = list(wanted)
         while True:
             described = await admin.describe_topics(names)

@@ -25,6 +25,7 @@ from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, Cons
 from aiokafka.errors import KafkaError
 
 from events.log.kafka.clients import GroupListener, group_generation, poll_paused, stop_group_member
+from events.log.names import DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_SESSION_TIMEOUT_MS
 from events.log.port import LogError
 
 log = logging.getLogger("evsched.kafka")
@@ -35,7 +36,8 @@ class KafkaLease:
 
     def __init__(
         self, options: Mapping[str, Any], *, topic: str, group_id: str,
-        session_timeout_ms: int = 10_000, heartbeat_interval_ms: int = 3_000,
+        session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
+        heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS,
     ) -> None:
         self._options = dict(options)
         self._tp = TopicPartition(topic, 0)

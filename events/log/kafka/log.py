@@ -50,6 +50,12 @@ from events.log.kafka.outputs import (
 from events.log.kafka.recent import RecentBatches
 from events.log.kafka.topics import channel_name, parse_channel
 from events.log.kafka_options import client_options
+from events.log.names import (
+    DEFAULT_FETCH_WAIT_MS,
+    DEFAULT_HEARTBEAT_INTERVAL_MS,
+    DEFAULT_REQUEST_TIMEOUT_MS,
+    DEFAULT_SESSION_TIMEOUT_MS,
+)
 from events.log.port import LogError, LogFenced, LogRecord, LogRefused
 
 log = logging.getLogger("evsched.kafka")
@@ -94,10 +100,10 @@ class KafkaLog:
         sasl_plain_password: str | None = None,
         ssl_context: ssl.SSLContext | None = None,
         poll_timeout_ms: int = 100,
-        fetch_max_wait_ms: int = 5,
-        request_timeout_ms: int = 30_000,
-        session_timeout_ms: int = 10_000,
-        heartbeat_interval_ms: int = 3_000,
+        fetch_max_wait_ms: int = DEFAULT_FETCH_WAIT_MS,
+        request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS,
+        session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
+        heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS,
         assignment_timeout_s: float = 60.0,
         commit_offsets: OffsetCommitter | None = None,
         now_us: Callable[[], int] | None = None,

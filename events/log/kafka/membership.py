@@ -37,6 +37,7 @@ from events.log.kafka.clients import (
     poll_paused,
     stop_group_member,
 )
+from events.log.names import DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_SESSION_TIMEOUT_MS
 from events.log.port import LogError, LogRefused
 
 log = logging.getLogger("evsched.kafka")
@@ -56,8 +57,8 @@ class ShardMembership:
         shards: Mapping[str, Sequence[str]],
         partitions: int = 1,
         replication_factor: int | None = None,
-        session_timeout_ms: int = 10_000,
-        heartbeat_interval_ms: int = 3_000,
+        session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
+        heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS,
     ) -> None:
         if not shards:
             raise ValueError("a shard member needs at least one shard it may run")

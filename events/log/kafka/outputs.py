@@ -26,6 +26,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from events.log.kafka.topics import channel_name
+from events.log.names import DEFAULT_REQUEST_TIMEOUT_MS
 from events.log.port import LogError, LogRecord
 from events.times import NO_APPEND_TIME_US
 
@@ -95,7 +96,7 @@ class OutputReader:
     def __init__(self, options: Mapping[str, Any], now_us: Callable[[], int]) -> None:
         self._options = dict(options)
         self._now_us = now_us
-        self._timeout_s = self._options.get("request_timeout_ms", 30_000) / 1000
+        self._timeout_s = self._options.get("request_timeout_ms", DEFAULT_REQUEST_TIMEOUT_MS) / 1000
         self._consumer: Any = None
         self._lock = asyncio.Lock()
 

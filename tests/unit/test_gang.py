@@ -304,3 +304,9 @@ def test_the_spark_example_replaces_its_placeholders_and_fails_the_gang_that_doe
     assert replaced == {"tg-driver-0": "driver", **{f"tg-exec-{i}": f"exec-{i}" for i in range(4)}}
     assert _states(outs, "job-1") == ["Accepted", "Starting", "Running"]
     assert _states(outs, "job-2") == ["Accepted", "Failing", "Failed"]
+
+
+def test_replay_verify_rederives_a_gang_log_byte_for_byte(tmp_path: Path) -> None:
+    gang_log(tmp_path / "log")
+    proc = evsched("replay", "verify", "--log", str(tmp_path / "log"))
+    assert proc.returncode == 0

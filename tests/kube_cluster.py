@@ -25,7 +25,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.procs import broker_unavailable, free_port, stop_group
+from tests.procs import broker_unavailable, die_with_parent, free_port, stop_group
 
 K8S_VERSION = "v1.34.2"
 ETCD_VERSION = "v3.6.5"  # Debian's 3.4 lacks RequestWatchProgress: KWOK's watches fail on it
@@ -35,6 +35,12 @@ BINARIES = ("etcd", "kube-apiserver", "kube-scheduler", "kwok")
 BUILD_TIMEOUT_S = 3600.0  # ~5 minutes alone on 2 cores; a loaded shared machine takes several times that
 READY_TIMEOUT_S = 120.0
 TOKEN = "evsched-test-admin-token"
+KWOK_CONFIG = """apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  podPlayStageParallelism: 32
+  nodePlayStageParallelism: 8
+"""
 
 
 def cache_dir() -> Path:
@@ -110,15 +116,6 @@ def kubeconfig_text(server: str, ca_file: Path, token: str) -> str:
     )
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL it when the test process dies, so no control plane outlives a killed run."""
-    import contextlib
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
 @dataclass
 class KubeCluster:
     """etcd, kube-apiserver and KWOK of one test session: ports, files, processes."""
@@ -148,7 +145,7 @@ class KubeCluster:
         try:
             self.procs[name] = subprocess.Popen(
                 [str(self.binaries / name), *args], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                cwd=self.workdir, start_new_session=True, preexec_fn=_die_with_parent,
+                cwd=self.workdir, start_new_session=True, preexec_fn=die_with_parent,
             )
         finally:
             log.close()
@@ -177,7 +174,10 @@ class KubeCluster:
             "--max-requests-inflight=2000", "--max-mutating-requests-inflight=1000",
         )
         self.wait_ready(timeout_s)
-        self._start("kwok", f"--kubeconfig={self.kubeconfig}", "--manage-all-nodes=true",
+        # KWOK's default of 4 pod workers caps every scheduler at ~50 pods/s Running on this machine
+        (self.workdir / "kwok.yaml").write_text(KWOK_CONFIG)
+        self._start("kwok", f"--kubeconfig={self.kubeconfig}", f"--config={self.workdir / 'kwok.yaml'}",
+                    "--manage-all-nodes=true",
                     f"--server-address=127.0.0.1:{self.kwok_port}")
         self._wait(lambda: self._http_ok(f"http://127.0.0.1:{self.kwok_port}/healthz", None), "kwok", timeout_s)
 

@@ -310,7 +310,8 @@ def commit(
     state: SchedulerState, part: PartitionState, found: Step, step: int, now_us: int, out: list[OutputData],
 ) -> bool:
     """Apply a found step: its reservation, or its allocation with the decision and any app state
-    change (``step`` numbers the decision). True when a reservation ended (a node came back)."""
+    change (``step`` numbers the decision). True when a reservation ended (a node came back) or a
+    gang placeholder was replaced (both may let failed asks fit)."""
     app, ask, node = found.app, found.ask, found.node
     for held_app, held in found.cancel:
         part.unreserve(held_app, held, "required-node", out)
@@ -324,7 +325,9 @@ def commit(
     did = decision_id(part.name, state.cycle, step)
     if found.replaces is not None or ask.placeholder or ask.task_group:
         _commit_gang(state, part, found, did, now_us, out)
-        return freed
+        # a replacement frees what the placeholder held beyond the real ask, and takes another ask
+        # than the walk found out of its app's list: a fresh memo, as when a node comes back
+        return freed or found.replaces is not None
     part.unreserve(app, ask, "allocated", out)
     part.allocate(app, ask, node, did)
     values = {"decision_id": did, "cycle": state.cycle, "ask_id": ask.ask_id, "app_id": app.app_id,

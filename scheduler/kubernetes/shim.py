@@ -48,7 +48,7 @@ LOG = logging.getLogger("evsched.k8s")
 SOURCE = "evsched-k8s"
 REPORT_EVERY_S = 30.0  # a pending pod's FailedScheduling event at most this often (kube-scheduler backs off alike)
 REPORT_AFTER_S = 1.0  # pending this long (and through a cycle) before the first report
-REPORTS_PER_ROUND = 100  # explanations per reporting round: explaining costs a walk of the queue
+REPORTS_PER_ROUND = 100  # explanations per reporting round (a second): each costs a walk of the queue
 BIND_CONCURRENCY = 64
 TICK_S = 1.0  # while pods wait, a cycle at least this often (``_tick``)
 TERMINAL_APP_STATES = ("Completed", "Rejected", "Failed")
@@ -563,9 +563,9 @@ class KubeShim:
                 if done >= REPORTS_PER_ROUND:
                     break
                 why = explain_pending(engine, state.ask.app_id, state.ask.ask_id, self.partition)
-                if why.status != "pending":
-                    continue  # not read yet, or decided in a cycle whose outputs are on their way
                 done += 1
+                if why.status != "pending" or not why.reasons:
+                    continue  # not read yet, decided (outputs on their way), or nothing holds it back: not stuck
                 self._spawn(self._report(state, f"{self.scheduler_name}: {why.summary}"))
 
     async def _tick(self) -> None:

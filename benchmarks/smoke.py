@@ -17,7 +17,8 @@ as a test case; this module's command line runs them all (or the named ones) dir
 Arguments may name ``{tmp}`` (a fresh directory per run) and ``{harness}`` (the yunikorn-core
 Go harness, ``make conformance-harness``). ``needs``: ``kafka`` — the script reaches a broker
 through ``KAFKA_BOOTSTRAP_SERVERS`` when it is set (the tests pass their session broker), else
-starts its own; ``go`` — the script needs the Go harness built.
+starts its own; ``go`` — the script needs the Go harness built; ``k8s`` — the Kubernetes binaries
+(tests/kube_cluster.py builds them once).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class Smoke:
     # Anchor each on the words around its count: a bare r"([\d,]+) preemptions" also matched the
     # "0" after the point of a rate ("2,000.0 preemptions/s"), failing a run that had preempted.
     produced: tuple[str, ...]
-    needs: str = ""  # "", "kafka" or "go"
+    needs: str = ""  # "", "kafka", "go" or "k8s"
 
 
 SMOKE: dict[str, Smoke] = {
@@ -60,6 +61,7 @@ SMOKE: dict[str, Smoke] = {
     # 3,000 asks: with 500 a quiet machine's run could take under 0.05 s, which the service prints as
     # "in 0.0 s" (http_overhead then has no rate to report).
     "http_overhead": Smoke(("--asks", "3000", "--runs", "1"), (r"\(([\d,]+) decisions, \d+ scrapes\)",)),
+    "k8s": Smoke(("--nodes", "10", "--shapes", "2x20"), (r"evsched: ([\d,]+) pods bound and Running",), needs="k8s"),
     "memory": Smoke(("--asks", "5000"), (r"with ([\d,]+) pending asks",)),
     "preemption": Smoke(("--nodes", "50", "--asks", "20"), (r"run \d+: ([\d,]+) preemptions",)),
     "recovery": Smoke(("--events", "2000", "--dir", "{tmp}", "--repeat", "1"), (r"([\d,]+) decisions, written by",)),

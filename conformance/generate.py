@@ -55,8 +55,9 @@ FAMILIES = (
     "timers",
     "preemption-delay",
     "churn",
+    "gang",
 )
-TIMED = ("timers", "preemption-delay", "churn")  # families whose scenarios span minutes to hours
+TIMED = ("timers", "preemption-delay", "churn", "gang")  # families whose scenarios span minutes to hours
 
 WAIT = "_wait_us"  # a pseudo-line: the next line's extra delay (folded in by all_lines)
 POWERS_OF_3 = (1, 3, 9, 27, 81, 243, 729, 2187)
@@ -745,6 +746,86 @@ def fam_churn(sc: Scenario) -> None:
         sc.schedule(rng.choice((None, None, 2)))
 
 
+def fam_gang(sc: Scenario) -> None:
+    """Gang scheduling: apps with task groups (a driver, executors) send their placeholders, then
+    real asks that replace them on the same node (some smaller, one more than the placeholders
+    now and then); partial gangs (a group no node can hold) wait; Soft and Hard timeouts of 3 s
+    to 15 minutes in log time (Soft apps send their real asks again afterwards), releases of
+    placeholders and real allocations, and sometimes a preemptor taking work back from a queue
+    over its guarantee, placeholders included. A Hard gang's real allocations are released before
+    its timeout: yunikorn-core keeps a failed app's allocations on their nodes (semantics.md)."""
+    rng = sc.rng
+    for leaf in sc.root.leaves():
+        leaf.properties["application.sort.policy"] = rng.choice(("fifo", "fifo", "stateaware"))
+    if rng.random() < 0.5:
+        sc.node_policy = {"type": "binpacking"}  # a group's placeholders often share a node
+    preempt = rng.random() < 0.3
+    leaves = sc.root.leaves()
+    if preempt:
+        sc.root.properties["preemption.delay"] = "1ns"
+        for leaf in leaves:
+            vcore, memory = rng.randint(1, 3) * 1000, rng.randint(1, 3) * 1000
+            leaf.resources["guaranteed"] = {"vcore": f"{vcore}m", "memory": str(memory)}
+    sc.add_nodes(rng.randint(2, 4), sizes=(4, 6, 8))
+    for _ in range(rng.randint(0, 2)):  # work beside the gangs
+        app_id = sc.add_app(rng.choice(leaves))
+        for _ in range(rng.randint(1, 2)):
+            sc.add_ask(app_id)
+    sc.schedule()
+    gangs: list[tuple[str, bool, dict[str, tuple[int, dict[str, int]]], list[str]]] = []
+    for _ in range(rng.randint(1, 3)):
+        groups: dict[str, tuple[int, dict[str, int]]] = {}
+        for group in ("driver", "exec")[:rng.randint(1, 2)]:
+            size = {"vcore": rng.choice((500, 1000, 2000)), "memory": rng.choice((500, 1000, 2000))}
+            groups[group] = (1 if group == "driver" else rng.randint(1, 2), size)
+        if rng.random() < 0.25:  # a partial gang: a group no node can hold
+            groups["huge"] = (1, {"vcore": 9000, "memory": 1000})
+        total = {t: sum(n * size[t] for n, size in groups.values()) for t in ("vcore", "memory")}
+        hard = rng.random() < 0.4
+        app_id = sc.add_app(rng.choice(leaves))
+        sc.lines[-1]["data"].update({"placeholder_ask": total, "gang_scheduling_style": "Hard" if hard else "Soft",
+                                     "placeholder_timeout_ms": rng.choice((3_000, 10_000, 40_000, 0))})
+        for group, (count, size) in groups.items():
+            for _ in range(count):
+                sc.add_ask(app_id, {"resources": size, "placeholder": True, "task_group": group})
+        gangs.append((app_id, hard, groups, []))
+    sc.schedule()
+    for app_id, _, groups, real in gangs:
+        if rng.random() < 0.25:
+            continue  # its real asks come late, or never
+        for group, (count, size) in groups.items():
+            if group == "huge":
+                continue
+            for _ in range(rng.randint(1, count + (rng.random() < 0.2))):
+                resources = {"vcore": size["vcore"], "memory": rng.choice((size["memory"], size["memory"] // 2))}
+                real.append(sc.add_ask(app_id, {"resources": resources, "task_group": group}))
+        sc.schedule(rng.choice((None, None, 1)))
+    sc.schedule()
+    if preempt:
+        top = max(sc.priorities)  # the preemptor's ask outranks every other
+        sc.priorities.remove(top)
+        sc.priorities.append(top)
+        app_id = sc.add_app(rng.choice(leaves))
+        sc.add_ask(app_id, {"preempt_other": True, "resources": {"vcore": 3000, "memory": 2000}})
+        sc.schedule()
+    sc.wait(rng.choice((1, 5, 20)))
+    for app_id, hard, _, real in gangs:
+        if hard:  # before its timeout (see the docstring), allocated or not
+            for ask_id in real:
+                sc.lines.append({"type": "allocation.released", "data": {"app_id": app_id, "ask_id": ask_id}})
+                sc.lines.append({"type": "ask.removed", "data": {"app_id": app_id, "ask_id": ask_id}})
+    sc.schedule()
+    sc.wait(rng.choice((50, 1000)))  # past the timeouts (1000 s: also past the default 15 minutes)
+    sc.schedule()
+    for app_id, hard, groups, _ in gangs:
+        if not hard and rng.random() < 0.7:  # a resumed app's real asks, sent again
+            for group, (_, size) in groups.items():
+                if group != "huge":
+                    sc.add_ask(app_id, {"resources": size, "task_group": group})
+    sc.schedule()
+    finish(sc)
+
+
 BUILDERS: dict[str, Callable[[Scenario], None]] = {
     "fences": fam_fences,
     "disabled-priority": fam_disabled_priority,
@@ -764,6 +845,7 @@ BUILDERS: dict[str, Callable[[Scenario], None]] = {
     "timers": fam_timers,
     "preemption-delay": fam_preemption_delay,
     "churn": fam_churn,
+    "gang": fam_gang,
 }
 
 

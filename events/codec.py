@@ -14,12 +14,15 @@ from pydantic import BaseModel, ValidationError
 
 from events.fast_decode import fast_event, input_event
 from events.models import (
+    GANG_DECIDED_DEFAULTS,
     INPUT_DATA,
     MAX_RECORD_BYTES,
     OUTPUT_DATA,
+    AllocationDecided,
     CycleCompleted,
     CycleStarted,
     Frozen,
+    GangDecided,
     InputEnvelope,
     InputEvent,
     InputRejected,
@@ -177,7 +180,11 @@ def decode_output(raw: bytes) -> OutputEvent:
     model = OUTPUT_DATA.get(obj.get("type", ""))
     if model is None:
         raise ValueError(f"unknown output type {obj.get('type')!r}")
-    data = model.model_validate(obj.get("data"))
+    raw_data = obj.get("data")
+    gang = isinstance(raw_data, dict) and not GANG_DECIDED_DEFAULTS.keys().isdisjoint(raw_data)
+    if model is AllocationDecided and gang:
+        model = GangDecided  # a gang's decision (additive fields)
+    data = model.model_validate(raw_data)
     return OutputEvent(
         id=obj["id"], source=obj["source"], type=obj["type"], time=obj["time"], data=data  # type: ignore[arg-type]
     )

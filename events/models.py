@@ -260,6 +260,30 @@ class AllocationDecided(Frozen):
     priority: int
 
 
+GANG_DECIDED_DEFAULTS: dict[str, Any] = {"placeholder": False, "task_group": "", "replaced_ask_id": None,
+                                         "replaced_decision_id": None}
+
+
+class GangDecided(AllocationDecided):
+    """An ``allocation.decided`` of a gang (additive, docs/events.md): a placeholder, an ask of a
+    task group, or a real ask that replaced a placeholder (``replaced_*``, on ``node_id``). Its
+    fields at their defaults are left out of the JSON; a decision without any of them is a plain
+    ``AllocationDecided`` (``events.codec.decode_output`` picks), so every other decision keeps its bytes."""
+
+    placeholder: bool = False
+    task_group: str = ""
+    replaced_ask_id: str | None = None  # the placeholder this real allocation replaced (on node_id)
+    replaced_decision_id: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        for key, default in GANG_DECIDED_DEFAULTS.items():
+            if key in out and out[key] == default:
+                del out[key]
+        return out
+
+
 class Preemptor(Frozen):
     """The ask a preemption was made for (in ``allocation.revoked``, reason ``preempted``)."""
 
@@ -269,7 +293,8 @@ class Preemptor(Frozen):
 
 
 class AllocationRevoked(Frozen):
-    """An allocation ends by the scheduler's decision; ``reason``: ``node-removed`` or ``preempted``.
+    """An allocation ends by the scheduler's decision; ``reason``: ``node-removed``, ``preempted``,
+    or a gang's (docs/events.md): ``placeholder-replaced``, ``placeholder-timeout``, ``app-failed``.
 
     For ``preempted`` also ``decision_id`` (the victim's) and ``preemptor`` (additive: both are
     left out of the JSON when absent, so other revocations keep their bytes)."""
@@ -301,7 +326,8 @@ class AskReserved(Frozen):
 
 
 class AskUnreserved(Frozen):
-    """A reservation ends; ``reason``: ``allocated``, ``removed``, ``node-removed``, ``required-node``."""
+    """A reservation ends; ``reason``: ``allocated``, ``removed``, ``node-removed``, ``required-node``,
+    ``timeout`` (yunikorn-1.9 only)."""
 
     app_id: str
     ask_id: str
@@ -309,7 +335,17 @@ class AskUnreserved(Frozen):
     reason: str
 
 
-AppState = Literal["New", "Accepted", "Starting", "Running", "Completing", "Completed", "Rejected", "Failed"]
+class AskReleased(Frozen):
+    """A pending ask the scheduler gave up (additive, docs/events.md); ``reason``:
+    ``placeholder-timeout`` (its app's placeholders timed out before the gang started)."""
+
+    app_id: str
+    ask_id: str
+    reason: str
+
+
+AppState = Literal["New", "Accepted", "Starting", "Running", "Completing", "Completed", "Rejected", "Failed",
+                   "Resuming", "Failing"]
 
 
 class AppStateChanged(Frozen):
@@ -371,9 +407,11 @@ class CycleCompleted(Frozen):
 
 OutputData = (
     AllocationDecided
+    | GangDecided
     | AllocationRevoked
     | AskReserved
     | AskUnreserved
+    | AskReleased
     | AppStateChanged
     | AppPlaced
     | InputRejected
@@ -387,6 +425,7 @@ OUTPUT_DATA: dict[str, type[Frozen]] = {
     "allocation.revoked": AllocationRevoked,
     "ask.reserved": AskReserved,
     "ask.unreserved": AskUnreserved,
+    "ask.released": AskReleased,
     "app.state_changed": AppStateChanged,
     "app.placed": AppPlaced,
     "input.rejected": InputRejected,
@@ -396,6 +435,7 @@ OUTPUT_DATA: dict[str, type[Frozen]] = {
 }
 
 OUTPUT_TYPE: dict[type[Frozen], str] = {model: name for name, model in OUTPUT_DATA.items()}
+OUTPUT_TYPE[GangDecided] = "allocation.decided"
 
 
 class OutputEvent(Frozen):

@@ -22,11 +22,16 @@ before the field existed are version 1 (the field's default when read).
   node with the lowest ``ask.FitInScore(node.available)``; an app sent without groups is in
   a group named after its user; a removed app that held no allocation, or was Completing,
   goes on to Completed at once.
+* 5 — issue 34: gang scheduling (placeholders of task groups, their replacement between the
+  reserved asks and the walk, the placeholder timeout; ``ask.released``, the gang fields of
+  ``allocation.decided``). The fixed scenario set sends no placeholder, so its digest is
+  version 4's; logs with ``placeholder``/``task_group`` asks decide differently (under 4 the
+  fields were rejected as unknown).
 """
 
 from __future__ import annotations
 
-RULES_VERSION = 4
+RULES_VERSION = 5
 LEGACY_RULES_VERSION = 1  # what a cycle record without the field was made by
 KNOWN = frozenset(range(LEGACY_RULES_VERSION, RULES_VERSION + 1))  # every version up to this build's
 

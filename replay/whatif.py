@@ -37,7 +37,14 @@ import orjson
 
 from events.display import printable_lines
 from events.log.port import LogRecord
-from events.models import AllocationDecided, AllocationRevoked, ConfigUpdated, InputEvent, InputRejected
+from events.models import (
+    AllocationDecided,
+    AllocationRevoked,
+    AppStateChanged,
+    ConfigUpdated,
+    InputEvent,
+    InputRejected,
+)
 from replay.reader import LogSource
 from replay.rederive import Rederiver, StartPoint
 from scheduler.config import SchedulerConfig
@@ -91,6 +98,8 @@ class WhatIfReport:
     revoked_after: list[dict[str, Any]] = field(default_factory=list)
     profile: RulesProfile | None = None  # every partition re-run under it (None: the configs')
     recorded_profiles: Counter[str] = field(default_factory=Counter)  # profile -> cycles re-run made under it
+    states_before: dict[str, list[str]] = field(default_factory=dict)  # app -> the states it entered, recorded
+    states_after: dict[str, list[str]] = field(default_factory=dict)
 
     def preemptions(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """``(removed, added)``: preemptions of one run that the other did not make."""
@@ -112,6 +121,16 @@ class WhatIfReport:
 
         b, a = orders(self.before), orders(self.after)
         return [(c, b.get(c, []), a.get(c, [])) for c in sorted(set(b) | set(a)) if b.get(c, []) != a.get(c, [])]
+
+    def state_changes(self) -> list[tuple[str, str, int]]:
+        """``(before, after, apps)``: each way an app's sequence of states changed (``New > Accepted > …``),
+        with how many apps changed that way, most first."""
+        ways: Counter[tuple[str, str]] = Counter()
+        for app in sorted(set(self.states_before) | set(self.states_after)):
+            was, now = self.states_before.get(app, []), self.states_after.get(app, [])
+            if was != now:
+                ways[(" > ".join(was) or "(none)", " > ".join(now) or "(none)")] += 1
+        return [(b, a, n) for (b, a), n in sorted(ways.items(), key=lambda kv: (-kv[1], kv[0]))]
 
     def per_queue(self) -> dict[str, tuple[int, int]]:
         """Allocation counts per queue: ``{queue: (before, after)}``."""
@@ -164,6 +183,7 @@ class WhatIfReport:
             "profile": None if self.profile is None else self.profile.value,
             "recorded_profiles": dict(sorted(self.recorded_profiles.items())),
             "queue_orders": [{"cycle": c, "before": b, "after": a} for c, b, a in self.queue_orders()],
+            "app_states": [{"before": b, "after": a, "apps": n} for b, a, n in self.state_changes()],
             "preemptions": {"before": len(self.revoked_before), "after": len(self.revoked_after),
                             "removed": self.preemptions()[0], "added": self.preemptions()[1]},
         }
@@ -208,6 +228,9 @@ class WhatIfReport:
         out.extend(f"  added:   {_victim(d)}" for d in added)
         if self.profile is not None:
             changed = self.queue_orders()
+            ways = self.state_changes()
+            out.append(f"app states: {sum(n for _, _, n in ways)} apps change their sequence of states")
+            out.extend(f"  {n} apps: {b}  ->  {a}" for b, a, n in ways)
             out.append(f"queue order: {len(changed)} cycles changed")
             out.extend(f"  cycle {c}: {' > '.join(b) or '(none)'}  ->  {' > '.join(a) or '(none)'}"
                        for c, b, a in changed)
@@ -248,7 +271,7 @@ def _is_config_update(rec: LogRecord) -> bool:
 def _recorded(records: list[LogRecord]) -> Iterator[dict[str, Any]]:
     for rec in records:
         if (b"allocation.decided" in rec.value or b"input.rejected" in rec.value
-                or b"allocation.revoked" in rec.value):
+                or b"allocation.revoked" in rec.value or b"app.state_changed" in rec.value):
             obj = parse_record(rec)
             if obj is not None and isinstance(obj.get("data"), dict):
                 yield obj
@@ -324,6 +347,9 @@ def whatif(
                     report.rejections_before += 1
                 elif obj.get("type") == "allocation.revoked" and obj["data"].get("reason") == "preempted":
                     report.revoked_before.append(obj["data"])
+                elif obj.get("type") == "app.state_changed":
+                    app_id, to = str(obj["data"].get("app_id")), str(obj["data"].get("to"))
+                    report.states_before.setdefault(app_id, []).append(to)
             for out in step.derived:
                 if isinstance(out.data, AllocationDecided):
                     report.after.append(out.data.model_dump())
@@ -331,6 +357,8 @@ def whatif(
                     report.rejections_after += 1
                 elif isinstance(out.data, AllocationRevoked) and out.data.reason == "preempted":
                     report.revoked_after.append(out.data.model_dump())
+                elif isinstance(out.data, AppStateChanged):
+                    report.states_after.setdefault(out.data.app_id, []).append(out.data.to)
     except LogStructureError as exc:
         raise WhatIfError(f"cannot re-derive the log: {exc.message}", structural=True) from None
     if report.cycles == 0:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.procs import free_port, stop_group
+from tests.procs import die_with_parent, free_port, stop_group
 
 BROKER_DIR = Path(__file__).resolve().parent / "brokers" / "kafka"
 POM = BROKER_DIR / "pom.xml"
@@ -142,15 +142,6 @@ def _log_tail(path: Path, limit: int = 4000) -> str:
         return path.read_text(errors="replace")[-limit:] or "(empty broker log)"
     except OSError as exc:
         return f"(broker log unreadable: {exc})"
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL it when the test process dies (Linux), so a test run
-    that is itself killed never leaves a broker behind on a shared machine."""
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 @dataclass
@@ -275,7 +266,7 @@ class KafkaCluster:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
 
     def start(self, timeout_s: float = READY_TIMEOUT_S) -> None:

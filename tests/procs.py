@@ -34,6 +34,15 @@ def stop_group(proc: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
         proc.wait(timeout=5)
 
 
+def die_with_parent() -> None:
+    """In a child before exec (``preexec_fn``): SIGKILL it when the test process dies (Linux), so a test run
+    that is itself killed never leaves a broker or a control plane behind on a shared machine."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 def fixed_batch(batch: int) -> list[str]:
     """``evsched run`` flags for cycles of exactly ``batch`` inputs, even on a backlog (batches
     otherwise grow up to ``--max-batch``): for tests that need many cycles to act in."""

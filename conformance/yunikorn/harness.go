@@ -188,6 +188,10 @@ func (h *harness) config(raw json.RawMessage) error {
 		}
 		ccSetEventHandler(cc, h.rec)
 		h.cc = cc
+		evclock.AfterEach = func() { // a timer's releases (placeholder timeouts) confirmed at its time
+			_, _, states := h.takeAll()
+			h.pending = append(h.pending, states...)
+		}
 		return nil
 	}
 	if err := h.cc.UpdateRMSchedulerConfig(rmID, []byte(d.YAML)); err != nil {

@@ -64,6 +64,7 @@ def _count(text: str) -> int:
 def add_commands(sub: Any) -> None:
     """Register every subcommand on the parser's subparsers object."""
     from scheduler.cli.http_wiring import add_http_arguments
+    from scheduler.cli.k8s import add_k8s_command
     from scheduler.cli.logging_setup import add_logging_arguments
     from scheduler.cli.run import cmd_config_apply, cmd_run, cmd_submit
 
@@ -87,8 +88,8 @@ def add_commands(sub: Any) -> None:
                    "submit --config — else input.rejected 'not-authorized'); said at start-up (docs/security.md)")
     p.add_argument("--serial-commits", action="store_true",
                    help="Kafka transactions: commit each cycle before reading the next (by default a cycle's "
-                   "transaction commits while the next cycle is read and decided; cycles commit in order either "
-                   "way)")
+                   "transaction commits while the next cycles are read and decided, and those then commit "
+                   "together in one transaction; cycles commit in order either way)")
     p.add_argument("--batch", type=positive_int, default=default(ServiceSettings, "batch"), metavar="N",
                    help="inputs per cycle (default %(default)s); under a backlog batches double up to --max-batch")
     p.add_argument("--max-batch", type=positive_int, metavar="N",
@@ -139,6 +140,7 @@ def add_commands(sub: Any) -> None:
     add_serve(sub)
     add_pending(sub)
     add_mqtt_commands(sub)
+    add_k8s_command(sub)
 
     p = sub.add_parser("config", help="queue configuration tools")
     csub = p.add_subparsers(dest="config_command", metavar="SUBCOMMAND")

@@ -31,6 +31,7 @@ from events.models import (
 from events.resources import is_positive, normalized
 from scheduler.config import ConfigError, PartitionSpec, find_queue, load_config
 from scheduler.config.profiles import RulesProfile
+from scheduler.core import gang
 from scheduler.core.acl import may_submit
 from scheduler.core.bounds import (
     decision_size_problem,
@@ -134,6 +135,9 @@ def _app_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) 
         problem = Rejected(
             "acl-denied", f"user {data.user!r} (groups {groups}) may not submit to {leaf.path!r}"
         )
+    placeholder_ask = normalized(data.placeholder_ask)
+    if problem is None and leaf is not None and (unfit := gang.unsupported(leaf, placeholder_ask)) is not None:
+        problem = Rejected("gang-unsupported", unfit)
     if problem is not None:
         out.append(reject(event.id, event.type, problem.reason, problem.message))
         out.append(AppStateChanged.model_construct(app_id=data.app_id, from_="New", to="Rejected"))
@@ -151,6 +155,8 @@ def _app_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) 
         state_since_us=event.time_us,
         stateaware_disabled=stateaware_disabled(data.tags),
     )
+    if gang.sends_gang(placeholder_ask, data.gang_scheduling_style, data.placeholder_timeout_ms):
+        app.gang = gang.new_gang(placeholder_ask, data.gang_scheduling_style, data.placeholder_timeout_ms)
     part.add_app(app)
 
 
@@ -213,6 +219,9 @@ def _ask_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) 
         preempt_other=preempt_other if preempt_other is not None else classes.preempts(priority_class),
         allow_preemption=data.allow_preemption,
     )
+    if data.placeholder or data.task_group:
+        ask.placeholder, ask.task_group = data.placeholder, data.task_group
+        gang.ask_added(app, ask)
     part.add_ask(app, ask)
     if app.state == "New":
         part.transition(app, "Accepted", time_us, state, out)
@@ -241,7 +250,10 @@ def _allocation_released(state: SchedulerState, event: InputEvent, out: list[Out
     if alloc is None:
         raise Rejected("unknown-ask", f"ask {data.ask_id!r} of {app.app_id!r} has no allocation")
     part.release(app, alloc)
-    part.maybe_completing(app, event.time_us, state, out)
+    if alloc.placeholder:
+        gang.placeholder_removed(part, app, alloc, event.time_us, state, out, by_owner=True)
+    else:
+        part.maybe_completing(app, event.time_us, state, out, real_only=True)
 
 
 def _node_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) -> None:

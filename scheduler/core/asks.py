@@ -55,6 +55,9 @@ class Ask:
     # The reserved node's ``version`` when this (reserved, plain) ask last failed to fit it
     # (-1: not since reserved); a cache for the reserved step, never state.
     fit_checked: int = -1
+    placeholder: bool = False  # a gang's placeholder (scheduler.core.gang)
+    task_group: str = ""  # its gang's task group ("": none)
+    reserved_us: int = 0  # log time of the cycle that made the reservation (yunikorn-1.9's 60-minute timeout)
 
     # Written out (the dataclass's own would be the same): compiled, a native ``__init__``;
     # the one ``dataclass`` generates is interpreted, at ~0.6 µs per ask of the log.
@@ -63,7 +66,7 @@ class Ask:
         required_node: str | None = None, priority_class: str | None = None, tags: dict[str, str] | None = None,
         reserved_node: str | None = None, reserved_cycle: int = 0, preempt_other: bool = False,
         allow_preemption: bool = True, preempt_check_us: int | None = None, preempt_triggered: bool = False,
-        fit_checked: int = -1,
+        fit_checked: int = -1, placeholder: bool = False, task_group: str = "", reserved_us: int = 0,
     ) -> None:
         self.app_id = app_id
         self.ask_id = ask_id
@@ -81,6 +84,9 @@ class Ask:
         self.preempt_check_us = preempt_check_us
         self.preempt_triggered = preempt_triggered
         self.fit_checked = fit_checked
+        self.placeholder = placeholder
+        self.task_group = task_group
+        self.reserved_us = reserved_us
 
     def sort_key(self) -> tuple[int, int, int]:
         """Asks in an app: priority desc, then creation time asc, then arrival order.

@@ -31,11 +31,13 @@ from itertools import islice
 from typing import Final
 
 from events.model_construct import construct
-from events.models import AllocationDecided, OutputData
+from events.models import AllocationDecided, GangDecided, OutputData
 from events.resources import Resources
 from projections.policies import AppSortPolicy
 from scheduler.config.profiles import RulesProfile
+from scheduler.core import gang
 from scheduler.core.asks import Shape, shape_of
+from scheduler.core.gang import can_replace, replacement_step
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption import MAX_ATTEMPTS_PER_QUEUE, may_attempt, record_preemption, try_preemption
@@ -193,10 +195,13 @@ def _try_app(part: PartitionState, app: App, memo: CycleMemo, now_us: int) -> St
         if not_plain == 0 and _hopeless(part, shapes, memo):
             memo.failed_prefix[app.app_id] = n  # what the loop below would find, ask by ask
             return None
+    app_gang = app.gang
     while i < n:
         ask = asks[i]
         found: Step | None
-        if ask.required_node is None:
+        if app_gang is not None and can_replace(app_gang, ask):
+            found = None  # left to the replacement step (scheduler.core.gang)
+        elif ask.required_node is None:
             found = place(part, app, ask, memo, now_us)
         elif not fits_queue_headroom(part, app.queue, ask.resources) or (
             part.limits is not None and not part.limits.fits(app, ask.resources)
@@ -294,6 +299,10 @@ def next_step(part: PartitionState, memo: CycleMemo, now_us: int) -> Step | None
         if found is not None:
             return found
         memo.reservations_tried = len(reservations)
+    if part.placeholder_allocations:
+        replaced = replacement_step(part, memo.children_in_order)
+        if replaced is not None:
+            return replaced
     return allocate_step(part, memo, now_us)
 
 
@@ -301,19 +310,25 @@ def commit(
     state: SchedulerState, part: PartitionState, found: Step, step: int, now_us: int, out: list[OutputData],
 ) -> bool:
     """Apply a found step: its reservation, or its allocation with the decision and any app state
-    change (``step`` numbers the decision). True when a reservation ended (a node came back)."""
+    change (``step`` numbers the decision). True when a reservation ended (a node came back) or a
+    gang placeholder was replaced (both may let failed asks fit)."""
     app, ask, node = found.app, found.ask, found.node
     for held_app, held in found.cancel:
         part.unreserve(held_app, held, "required-node", out)
     if found.victims:
-        record_preemption(part, app, ask, node, found.victims, state.cycle, out)
+        record_preemption(part, app, ask, node, found.victims, state.cycle, out, now_us)
         return bool(found.cancel)
     if found.reserve is not None:
-        part.reserve(app, ask, node, state.cycle, found.reserve, out)
+        part.reserve(app, ask, node, state.cycle, found.reserve, out, now_us)
         return bool(found.cancel)
     freed = bool(found.cancel) or ask.reserved_node is not None
-    part.unreserve(app, ask, "allocated", out)
     did = decision_id(part.name, state.cycle, step)
+    if found.replaces is not None or ask.placeholder or ask.task_group:
+        _commit_gang(state, part, found, did, now_us, out)
+        # a replacement frees what the placeholder held beyond the real ask, and takes another ask
+        # than the walk found out of its app's list: a fresh memo, as when a node comes back
+        return freed or found.replaces is not None
+    part.unreserve(app, ask, "allocated", out)
     part.allocate(app, ask, node, did)
     values = {"decision_id": did, "cycle": state.cycle, "ask_id": ask.ask_id, "app_id": app.app_id,
               "partition": part.name, "queue": app.queue.path, "node_id": node.node_id,
@@ -329,6 +344,48 @@ def commit(
     elif app.state == "Starting":
         part.transition(app, "Running", now_us, state, out)
     return freed
+
+
+def _commit_gang(state: SchedulerState, part: PartitionState, found: Step, did: str, now_us: int,
+                 out: list[OutputData]) -> None:
+    """``commit`` of a gang's allocation: a placeholder, an ask of a task group, or a replacement
+    (scheduler.core.gang); its decision carries the gang fields."""
+    app, ask, node, ph = found.app, found.ask, found.node, found.replaces
+    if ph is not None:
+        moves_on = gang.replace(part, app, ask, ph, did, now_us, state, out)
+    else:
+        part.unreserve(app, ask, "allocated", out)
+        before = dict(app.gang.placeholders) if app.gang is not None else {}
+        part.allocate(app, ask, node, did)
+        moves_on = not ask.placeholder or gang.placeholder_allocated(app, before, now_us, state)
+    values = {"decision_id": did, "cycle": state.cycle, "ask_id": ask.ask_id, "app_id": app.app_id,
+              "partition": part.name, "queue": app.queue.path, "node_id": node.node_id,
+              "resources": dict(ask.resources), "priority": ask.priority, **gang.decided_values(ask, ph)}
+    out.append(construct(GangDecided, values, set(values)))
+    if moves_on:
+        gang.run_application(part, app, now_us, state, out)
+
+
+RESERVATION_WAIT_TIMEOUT_US: Final = 60 * 60 * 1_000_000  # yunikorn-1.9 application.go reservationWaitTimeout
+
+
+def expire_reservations(part: PartitionState, now_us: int, out: list[OutputData]) -> None:
+    """yunikorn-1.9 (YUNIKORN-3219, ``application.go:tryReservedAllocate``): a reservation of an ask
+    without a required node that is more than 60 minutes old (log time) ends when the ask does
+    not fit its queue's headroom (or its user's): ``ask.unreserved``, reason ``timeout``.
+
+    yunikorn checks it on each step's reserved pass; here once, when the cycle opens (within a
+    cycle headroom only shrinks, so an ask that fits it then is checked again next cycle).
+    """
+    for app_id, ask_id in list(part.reservations):
+        app = part.apps[app_id]
+        ask = app.asks[ask_id]
+        if ask.required_node is not None or now_us - ask.reserved_us <= RESERVATION_WAIT_TIMEOUT_US:
+            continue
+        if fits_queue_headroom(part, app.queue, ask.resources) and (
+                part.limits is None or part.limits.fits(app, ask.resources)):
+            continue
+        part.unreserve(app, ask, "timeout", out)
 
 
 def cycle_memo(state: SchedulerState, partition: str, prev_cycle_us: int | None,
@@ -385,6 +442,7 @@ def cycle_steps(state: SchedulerState, now_us: int, prev_cycle_us: int | None, o
         part = state.partitions[name]
         if part.profile is YUNIKORN_1_9:
             part.refresh_fair_max()  # the cluster's capacity may have changed since
+            expire_reservations(part, now_us, out)
         memo = cycle_memo(state, name, prev_cycle_us)
         while max_allocations is None or decisions < max_allocations:
             found = next_step(part, memo, now_us)

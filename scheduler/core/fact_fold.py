@@ -25,7 +25,7 @@ from typing import Any
 
 from events.log.port import LogRecord
 from events.models import AllocationRevoked, AskReserved, AskUnreserved, OutputData
-from scheduler.core import preemption, reservations
+from scheduler.core import gang, preemption, reservations
 from scheduler.core.engine import Engine
 from scheduler.core.logged_cycle import apply_batch
 from scheduler.core.objects import App, Node
@@ -33,6 +33,9 @@ from scheduler.core.partition import PartitionState
 from scheduler.core.state import SchedulerState
 
 TIMER_TARGET = {"Starting": "Running", "Completing": "Completed"}
+# A gang's placeholder timer: the transitions it starts, and the revocations a gang makes in a cycle
+GANG_TIMER = frozenset({("Accepted", "Resuming"), ("Accepted", "Failing"), ("New", "Resuming"), ("New", "Failing")})
+GANG_REVOKED = frozenset({"placeholder-replaced", "placeholder-timeout", "app-failed"})
 COMPLETED_LEAVES_SINCE = 2  # rules version from which a Completed app leaves its queue and partition
 
 
@@ -52,6 +55,13 @@ class _Cycle:
     unsettled: dict[str, tuple[dict[str, Node], dict[str, App]]] = field(default_factory=dict)  # per partition
     last_partition: str | None = None
     sink: list[OutputData] = field(default_factory=list)  # outputs re-made by the fold: already recorded
+    # app → the time of its placeholder timeout, which its transitions in this cycle happened at
+    timeout_at: dict[str, int] = field(default_factory=dict)
+
+    def note_timeout(self, app: App) -> None:
+        """The app's placeholder timer fired in this cycle (its transitions take the timer's time)."""
+        if app.gang is not None and app.gang.timer_us is not None and app.gang.timer_us <= self.now_us:
+            self.timeout_at.setdefault(app.app_id, app.gang.timer_us)
 
 
 @dataclass(frozen=True)
@@ -88,7 +98,17 @@ def _fold_decided(cyc: _Cycle, data: Mapping[str, Any]) -> None:
             f"decision {data['decision_id']}: ask {data['ask_id']!r} of {data['app_id']!r} or node "
             f"{data['node_id']!r} is not in the state"
         )
-    part.allocate(app, ask, node, data["decision_id"], settle=False)
+    if data.get("replaced_ask_id") is not None:  # the placeholder's revocation came first
+        part.allocate(app, ask, node, data["decision_id"], settle=False)
+        group = app.gang.groups.get(ask.task_group) if app.gang is not None else None
+        if group is not None:
+            group.replaced += 1
+    elif ask.placeholder:
+        before = dict(app.gang.placeholders) if app.gang is not None else {}
+        part.allocate(app, ask, node, data["decision_id"], settle=False)
+        gang.placeholder_allocated(app, before, cyc.now_us, cyc.state)
+    else:
+        part.allocate(app, ask, node, data["decision_id"], settle=False)
     nodes, apps = cyc.unsettled.setdefault(part.name, ({}, {}))
     nodes[node.node_id] = node
     apps[app.app_id] = app
@@ -111,8 +131,14 @@ def _find_app(cyc: _Cycle, app_id: str, frm: str) -> tuple[PartitionState, App]:
 def _fold_state_changed(cyc: _Cycle, data: Mapping[str, Any]) -> None:
     frm, to = data["from"], data["to"]
     part, app = _find_app(cyc, data["app_id"], frm)
-    if (part.name, app.app_id) in cyc.decided:
-        part.transition(app, to, cyc.now_us, cyc.state, cyc.sink)  # caused by a decision (cycle.commit)
+    if (part.name, app.app_id) in cyc.decided or (frm, to) in GANG_TIMER:
+        # caused by a decision (cycle.commit), or by a gang's placeholders (scheduler.core.gang)
+        if (frm, to) in GANG_TIMER:
+            cyc.note_timeout(app)
+        cyc.decided.add((part.name, app.app_id))
+        part.transition(app, to, cyc.timeout_at.get(app.app_id, cyc.now_us), cyc.state, cyc.sink)
+        if to in ("Completed", "Failed"):
+            part.detach(app)  # only a gang's placeholders end an app inside a cycle's steps
     elif TIMER_TARGET.get(frm) == to:
         # A timer that fired at the start of the cycle; under rules 1 a Completed app stayed listed.
         cyc.state.expire(part, app, cyc.sink, leave=cyc.rules_version >= COMPLETED_LEAVES_SINCE)
@@ -125,13 +151,16 @@ def _never(data: Mapping[str, Any]) -> bool:
 
 
 def _fold_reserved(cyc: _Cycle, data: Mapping[str, Any]) -> None:
-    reservations.fold(cyc.state.partitions, AskReserved.model_validate(data), cyc.state.cycle)
+    reservations.fold(cyc.state.partitions, AskReserved.model_validate(data), cyc.state.cycle, cyc.now_us)
 
 
 def _fold_revoked(cyc: _Cycle, data: Mapping[str, Any]) -> None:
     """A preemption victim (``reason: preempted``): marked, counted as preempting, its preemptor
     marked as having preempted (``scheduler.core.preemption.fold``); it stays allocated."""
     revoked = AllocationRevoked.model_validate(data)
+    if revoked.reason in GANG_REVOKED:
+        _fold_gang_revoked(cyc, revoked)
+        return
     if revoked.reason != "preempted":
         raise FoldError(f"allocation.revoked ({revoked.reason}) is made only by applying inputs")
     try:
@@ -140,23 +169,65 @@ def _fold_revoked(cyc: _Cycle, data: Mapping[str, Any]) -> None:
         raise FoldError(f"cannot fold the preemption of {revoked.app_id}/{revoked.ask_id}: {exc}") from None
 
 
+def _fold_gang_revoked(cyc: _Cycle, revoked: AllocationRevoked) -> None:
+    """A gang's placeholder replaced or timed out, or a failed app's allocation: it ends now."""
+    for part in _partitions_first(cyc):
+        app = part.apps.get(revoked.app_id)
+        alloc = app.allocations.get(revoked.ask_id) if app is not None else None
+        if app is None or alloc is None or alloc.node_id != revoked.node_id:
+            continue
+        if revoked.reason == "placeholder-timeout":
+            cyc.note_timeout(app)
+        if revoked.reason == "placeholder-timeout" and app.gang is not None:
+            group = app.gang.groups.get(alloc.task_group)
+            if group is not None:
+                group.timed_out += 1
+        part.release(app, alloc)
+        cyc.decided.add((part.name, app.app_id))
+        cyc.last_partition = part.name
+        return
+    raise FoldError(f"allocation.revoked ({revoked.reason}) of {revoked.app_id}/{revoked.ask_id}: no such allocation")
+
+
+def _partitions_first(cyc: _Cycle) -> list[PartitionState]:
+    names = sorted(cyc.state.partitions)
+    if cyc.last_partition is not None:
+        names.insert(0, cyc.last_partition)
+    return [cyc.state.partitions[n] for n in names]
+
+
+def _fold_ask_released(cyc: _Cycle, data: Mapping[str, Any]) -> None:
+    """A pending ask given up at its app's placeholder timeout (``scheduler.core.gang``)."""
+    for part in _partitions_first(cyc):
+        app = part.apps.get(data["app_id"])
+        ask = app.asks.get(data["ask_id"]) if app is not None else None
+        if app is not None and ask is not None:
+            gang.drop_ask(part, app, ask, cyc.sink)
+            cyc.decided.add((part.name, app.app_id))
+            return
+    raise FoldError(f"ask.released of {data['app_id']}/{data['ask_id']}: no such pending ask")
+
+
 def _fold_unreserved(cyc: _Cycle, data: Mapping[str, Any]) -> None:
     reservations.fold(cyc.state.partitions, AskUnreserved.model_validate(data), cyc.state.cycle)
 
 
 # ask.unreserved reasons a cycle's steps make (the others come from applying inputs)
-_STEP_UNRESERVE = frozenset({"allocated", "required-node"})
+_STEP_UNRESERVE = frozenset({"allocated", "required-node", "timeout"})
 
 
 FOLDS: dict[str, OutputFold] = {
     "allocation.decided": OutputFold(lambda d: True, _fold_decided),
     # Timer transitions open the cycle phase; other changes there follow a decision.
-    "app.state_changed": OutputFold(lambda d: TIMER_TARGET.get(d.get("from", "")) == d.get("to"),
-                                    _fold_state_changed),
+    "app.state_changed": OutputFold(lambda d: TIMER_TARGET.get(d.get("from", "")) == d.get("to")
+                                    or (d.get("from"), d.get("to")) in GANG_TIMER, _fold_state_changed),
     "ask.reserved": OutputFold(lambda d: True, _fold_reserved),
     "ask.unreserved": OutputFold(lambda d: d.get("reason") in _STEP_UNRESERVE, _fold_unreserved),
-    # node-removed: made by applying node.removed; preempted: a cycle's preemption step
-    "allocation.revoked": OutputFold(lambda d: d.get("reason") == "preempted", _fold_revoked),
+    # node-removed: made by applying node.removed; preempted: a cycle's preemption step; a gang's:
+    # a replacement step or a placeholder timer
+    "allocation.revoked": OutputFold(lambda d: d.get("reason") == "preempted" or d.get("reason") in GANG_REVOKED,
+                                     _fold_revoked),
+    "ask.released": OutputFold(lambda d: True, _fold_ask_released),
     "app.placed": OutputFold(_never, None),  # made by applying app.added (placement rules)
     "input.rejected": OutputFold(_never, None),
     "config.applied": OutputFold(_never, None),

@@ -30,12 +30,14 @@ class Allocation:
     allow_preemption: bool = True
     required_node: str | None = None
     preempted: bool = False  # chosen as a victim: counted as "preempting" until released
+    placeholder: bool = False  # a gang's placeholder (scheduler.core.gang)
+    task_group: str = ""
 
     # Written out (as ``Ask.__init__``): compiled, a native ``__init__``, one per decision.
     def __init__(
         self, app_id: str, ask_id: str, node_id: str, resources: Resources, priority: int, decision_id: str,
         seq: int, created_us: int = 0, allow_preemption: bool = True, required_node: str | None = None,
-        preempted: bool = False,
+        preempted: bool = False, placeholder: bool = False, task_group: str = "",
     ) -> None:
         self.app_id = app_id
         self.ask_id = ask_id
@@ -48,7 +50,32 @@ class Allocation:
         self.allow_preemption = allow_preemption
         self.required_node = required_node
         self.preempted = preempted
+        self.placeholder = placeholder
+        self.task_group = task_group
 
+
+@dataclass(slots=True, eq=False)
+class TaskGroup:
+    """A gang's task group in its app (YuniKorn ``PlaceholderData``): placeholders asked for,
+    replaced by real allocations, and given up (timed out, released by the resource manager)."""
+
+    count: int = 0
+    replaced: int = 0
+    timed_out: int = 0
+
+
+@dataclass(slots=True, eq=False)
+class Gang:
+    """An app's gang scheduling (``app.added``'s gang fields and what its placeholders did):
+    present only on apps that use it, so the core without placeholders reads one ``None``."""
+
+    placeholder_ask: Resources  # the total of its placeholder asks, over all task groups
+    hard: bool  # gang_scheduling_style Hard: a timeout fails the app (Soft: it resumes)
+    timeout_us: int  # how long its placeholders may wait to be replaced, from the first allocated
+    placeholders: Resources = field(default_factory=dict)  # allocated placeholders (not in App.allocated)
+    groups: dict[str, TaskGroup] = field(default_factory=dict)
+    timer_us: int | None = None  # when the placeholder timeout fires (armed at the first placeholder)
+    allocating_accepted: bool = False  # allocated placeholders while Accepted (YuniKorn allocatingAcceptedApps)
 
 @dataclass(slots=True, eq=False)
 class App:
@@ -74,6 +101,7 @@ class App:
     sort_key: tuple[object, ...] | None = None  # key under which the leaf's app list holds it
     stateaware_disabled: bool = False
     limit_group: str = ""  # the group its user/group limits track it under ('' = none)
+    gang: Gang | None = None  # gang scheduling: placeholders and task groups (None: none sent)
 
     def head_priority(self) -> int:
         """Priority of the first pending ask: the app's priority (MinPriority with none)."""

@@ -36,6 +36,8 @@ class Timers(Protocol):
 
     def schedule(self, deadline_us: int, app: App) -> None: ...
 
+    def schedule_placeholder(self, deadline_us: int, app: App) -> None: ...
+
 
 def build_tree(spec: QueueSpec, parent: QueueNode | None = None, order: int = 0) -> QueueNode:
     """A fresh queue tree (no apps) from a queue spec."""
@@ -91,6 +93,7 @@ class PartitionState:
         self.reserved_asks: dict[str, dict[str, Ask]] = {}
         self.reserved_under: dict[str, int] = {}
         self.preempting: dict[str, Resources] = {}  # leaf path → resources of victims not yet released
+        self.placeholder_allocations = 0  # gang placeholders allocated: the replacement step runs while any
         self.form = FormCache()  # every app/node change below is marked here for the digest
         self.settings: dict[str, QueueSettings] = settings_from_spec(root_spec)
         index = LimitIndex.from_spec(root_spec)
@@ -201,9 +204,13 @@ class PartitionState:
         app.state = to
         self.form.app_changed(app.app_id)
 
-    def maybe_completing(self, app: App, now_us: int, timers: Timers, out: list[OutputData]) -> None:
-        """All asks and allocations gone: the app starts completing."""
-        if not app.asks and not app.allocations and app.state in ("Accepted", "Starting", "Running"):
+    def maybe_completing(self, app: App, now_us: int, timers: Timers, out: list[OutputData],
+                         *, real_only: bool = False) -> None:
+        """All asks and allocations gone: the app starts completing. ``real_only`` (a real
+        allocation ended): a gang's placeholders left do not count (YuniKorn ``hasZeroAllocations``)."""
+        if app.asks or app.state not in ("Accepted", "Starting", "Running"):
+            return
+        if not app.allocations or (real_only and app.gang is not None and not is_positive(app.allocated)):
             self.transition(app, "Completing", now_us, timers, out)
 
     # -- asks ---------------------------------------------------------------------
@@ -233,10 +240,13 @@ class PartitionState:
 
     # -- reservations (scheduler.core.reservations decides them) ---------------------
 
-    def reserve(self, app: App, ask: Ask, node: Node, cycle: int, reason: str, out: list[OutputData] | None) -> None:
-        """Hold ``node`` for ``ask``: it leaves the node index, so no other ask is placed there."""
+    def reserve(self, app: App, ask: Ask, node: Node, cycle: int, reason: str, out: list[OutputData] | None,
+                now_us: int = 0) -> None:
+        """Hold ``node`` for ``ask`` (since cycle ``cycle``, at log time ``now_us``): it leaves the node
+        index, so no other ask is placed there."""
         ask.reserved_node = node.node_id
         ask.reserved_cycle = cycle
+        ask.reserved_us = now_us
         ask.fit_checked = -1
         node.reserved_for = (app.app_id, ask.ask_id)
         if (app.app_id, ask.ask_id) not in self.reservations:
@@ -254,6 +264,7 @@ class PartitionState:
             return
         ask.reserved_node = None
         ask.reserved_cycle = 0
+        ask.reserved_us = 0
         ask.fit_checked = -1
         del self.reservations[(app.app_id, ask.ask_id)]
         self._count_reservation(app, ask, -1)
@@ -293,20 +304,32 @@ class PartitionState:
 
     # -- allocations --------------------------------------------------------------
 
-    def allocate(self, app: App, ask: Ask, node: Node, decision_id: str, *, settle: bool = True) -> Allocation:
+    def remove_pending(self, app: App, ask: Ask) -> None:
+        """Take an ask out of pending before it is allocated (a gang's replacement: ``allocate(pending=False)``)."""
+        self._drop_ask(app, ask)
+
+    def allocate(self, app: App, ask: Ask, node: Node, decision_id: str, *, settle: bool = True,
+                 pending: bool = True) -> Allocation:
         """Turn a pending ask into an allocation on a node (fit already checked).
 
         ``settle=False`` (folding recorded decisions, where nothing is searched in between)
         leaves the node index and the app's sorted place to one ``settle`` call per cycle.
+        A gang's placeholder counts in its gang's placeholders, not in the app's allocated
+        resources (YuniKorn ``allocatedPlaceholder``); queues, nodes and user limits count both.
         """
-        self._drop_ask(app, ask)
+        if pending:
+            self._drop_ask(app, ask)
         self.allocation_seq += 1
         alloc = Allocation(
             app.app_id, ask.ask_id, node.node_id, ask.resources, ask.priority, decision_id, self.allocation_seq,
-            ask.created_us, ask.allow_preemption, ask.required_node,
+            ask.created_us, ask.allow_preemption, ask.required_node, False, ask.placeholder, ask.task_group,
         )
         app.allocations[ask.ask_id] = alloc
-        add_into(app.allocated, ask.resources)
+        if ask.placeholder and app.gang is not None:
+            add_into(app.gang.placeholders, ask.resources)
+            self.placeholder_allocations += 1
+        else:
+            add_into(app.allocated, ask.resources)
         app.share = None
         app.queue.add_allocated(ask.resources)
         if self.limits is not None:
@@ -334,7 +357,11 @@ class PartitionState:
         """
         for alloc in allocations:
             app.allocations[alloc.ask_id] = alloc
-            add_into(app.allocated, alloc.resources)
+            if alloc.placeholder and app.gang is not None:
+                add_into(app.gang.placeholders, alloc.resources)
+                self.placeholder_allocations += 1
+            else:
+                add_into(app.allocated, alloc.resources)
             node = self.nodes[alloc.node_id]
             add_into(node.allocated, alloc.resources)
             node.allocations[(app.app_id, alloc.ask_id)] = alloc
@@ -342,6 +369,10 @@ class PartitionState:
         app.queue.add_allocated(app.allocated)
         if self.limits is not None:
             self.limits.add_resources(app, app.allocated)
+        if app.gang is not None and app.gang.placeholders:
+            app.queue.add_allocated(app.gang.placeholders)
+            if self.limits is not None:
+                self.limits.add_resources(app, app.gang.placeholders)
         self._set_state_quiet(app, state)
         self._refresh(app)
 
@@ -359,7 +390,13 @@ class PartitionState:
         if alloc.preempted:
             sub_into(self.preempting.setdefault(app.queue.path, {}), alloc.resources)
         del app.allocations[alloc.ask_id]
-        sub_into(app.allocated, alloc.resources)
+        if alloc.placeholder and app.gang is not None:
+            sub_into(app.gang.placeholders, alloc.resources)
+            self.placeholder_allocations -= 1
+            if not app.gang.placeholders:
+                app.gang.timer_us = None  # the last placeholder gone: its timer is cleared (YuniKorn)
+        else:
+            sub_into(app.allocated, alloc.resources)
         app.share = None
         app.queue.sub_allocated(alloc.resources)
         if self.limits is not None:
@@ -547,6 +584,8 @@ class PartitionState:
             leaf.app_added(app)
             leaf.add_pending(app.pending)
             leaf.add_allocated(app.allocated)
+            if app.gang is not None and app.gang.placeholders:
+                leaf.add_allocated(app.gang.placeholders)
             if app.state in RUNNING_STATES:
                 leaf.add_running(1)
             if app.state == "Starting":

@@ -334,7 +334,7 @@ def try_preemption(part: PartitionState, app: App, ask: Ask, nodes_tried: bool, 
 
 
 def record_preemption(part: PartitionState, app: App, ask: Ask, node: Node, victims: list[Allocation],
-                      cycle: int, out: list[OutputData] | None) -> None:
+                      cycle: int, out: list[OutputData] | None, now_us: int = 0) -> None:
     """Mark the victims preempted (one ``allocation.revoked`` each) and reserve the node for the ask.
 
     A victim's resources stay allocated, counted as "preempting" in its queue, until the
@@ -353,7 +353,7 @@ def record_preemption(part: PartitionState, app: App, ask: Ask, node: Node, vict
                 decision_id=victim.decision_id, preemptor=preemptor))
     ask.preempt_triggered = True
     if ask.reserved_node is None:
-        part.reserve(app, ask, node, cycle, "preemption", out)
+        part.reserve(app, ask, node, cycle, "preemption", out, now_us)
 
 
 def fold(partitions: Mapping[str, PartitionState], data: AllocationRevoked) -> None:

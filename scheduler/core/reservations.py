@@ -63,16 +63,19 @@ class Step:
     reserve: str | None = None  # reservation reason; None for an allocation
     cancel: list[tuple[App, Ask]] = field(default_factory=list)
     victims: list[Allocation] = field(default_factory=list)  # preempted for it (reason ``preemption``)
+    replaces: Allocation | None = None  # the gang placeholder this real ask replaces (scheduler.core.gang)
 
     # Written out (as ``Ask.__init__``): compiled, a native ``__init__``, one per step.
     def __init__(self, app: App, ask: Ask, node: Node, reserve: str | None = None,
-                 cancel: list[tuple[App, Ask]] | None = None, victims: list[Allocation] | None = None) -> None:
+                 cancel: list[tuple[App, Ask]] | None = None, victims: list[Allocation] | None = None,
+                 replaces: Allocation | None = None) -> None:
         self.app = app
         self.ask = ask
         self.node = node
         self.reserve = reserve
         self.cancel = [] if cancel is None else cancel
         self.victims = [] if victims is None else victims
+        self.replaces = replaces
 
 
 def may_reserve(ask: Ask, now_us: int) -> bool:
@@ -273,7 +276,8 @@ def _try_leaf(part: PartitionState, leaf: QueueNode, by_app: _HeldByApp, fits_he
     return None
 
 
-def fold(partitions: Mapping[str, PartitionState], data: AskReserved | AskUnreserved, cycle: int) -> None:
+def fold(partitions: Mapping[str, PartitionState], data: AskReserved | AskUnreserved, cycle: int,
+         now_us: int = 0) -> None:
     """Apply a recorded ``ask.reserved``/``ask.unreserved`` (of cycle ``cycle``) to the state.
 
     Folding a cycle's recorded outputs in order leaves the same reservations as running it.
@@ -284,7 +288,7 @@ def fold(partitions: Mapping[str, PartitionState], data: AskReserved | AskUnrese
         if app is not None and data.ask_id in app.asks:
             ask = app.asks[data.ask_id]
             if isinstance(data, AskReserved):
-                part.reserve(app, ask, part.nodes[data.node_id], cycle, data.reason, None)
+                part.reserve(app, ask, part.nodes[data.node_id], cycle, data.reason, None, now_us)
             else:
                 part.unreserve(app, ask, data.reason, None)
             return

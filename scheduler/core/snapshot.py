@@ -14,8 +14,9 @@ from typing import Any
 from events.resources import add_into
 from events.seen import SeenIds
 from scheduler.config import load_config
+from scheduler.config.profiles import RulesProfile
 from scheduler.core.engine import Engine
-from scheduler.core.objects import Allocation, App, Ask, Node
+from scheduler.core.objects import Allocation, App, Ask, Gang, Node, TaskGroup
 from scheduler.core.priorityclass import PriorityClass
 from scheduler.core.state import _Timer
 
@@ -25,13 +26,31 @@ SNAPSHOT_VERSION = 3  # 2: seen input ids grouped by source, in log order; 3: re
 
 
 def _ask(a: Ask) -> list[Any]:
-    return [a.ask_id, a.resources, a.priority, a.created_us, a.seq, a.required_node, a.priority_class, a.tags,
-            a.preempt_other, a.allow_preemption, a.preempt_triggered]
+    row = [a.ask_id, a.resources, a.priority, a.created_us, a.seq, a.required_node, a.priority_class, a.tags,
+           a.preempt_other, a.allow_preemption, a.preempt_triggered]
+    if a.placeholder or a.task_group:  # a gang's ask: two more columns (rows without them: defaults)
+        row += [a.placeholder, a.task_group]
+    return row
 
 
 def _alloc(al: Allocation) -> list[Any]:
-    return [al.ask_id, al.node_id, al.resources, al.priority, al.decision_id, al.seq, al.created_us,
-            al.allow_preemption, al.required_node, al.preempted]
+    row = [al.ask_id, al.node_id, al.resources, al.priority, al.decision_id, al.seq, al.created_us,
+           al.allow_preemption, al.required_node, al.preempted]
+    if al.placeholder or al.task_group:
+        row += [al.placeholder, al.task_group]
+    return row
+
+
+def _gang(g: Gang) -> dict[str, Any]:
+    """An app's gang (its placeholders' total is re-derived from its allocations)."""
+    return {"placeholder_ask": g.placeholder_ask, "hard": g.hard, "timeout_us": g.timeout_us, "timer_us": g.timer_us,
+            "groups": {name: [t.count, t.replaced, t.timed_out] for name, t in sorted(g.groups.items())}}
+
+
+def _load_gang(data: dict[str, Any]) -> Gang:
+    gang = Gang(data["placeholder_ask"], data["hard"], data["timeout_us"], timer_us=data["timer_us"])
+    gang.groups = {name: TaskGroup(*counts) for name, counts in data["groups"].items()}
+    return gang
 
 
 def _load_ask(app_id: str, row: list[Any]) -> Ask:
@@ -39,6 +58,8 @@ def _load_ask(app_id: str, row: list[Any]) -> Ask:
     ask = Ask(app_id, *row[:8])
     if len(row) > 8:
         ask.preempt_other, ask.allow_preemption, ask.preempt_triggered = row[8:11]
+    if len(row) > 11:
+        ask.placeholder, ask.task_group = row[11:13]
     return ask
 
 
@@ -58,7 +79,9 @@ def dump(engine: Engine) -> dict[str, Any]:
             "allocation_seq": part.allocation_seq,
             "draining": part.draining,
             "reservations": [
-                [app_id, ask_id, node_id, part.apps[app_id].asks[ask_id].reserved_cycle]
+                [app_id, ask_id, node_id, part.apps[app_id].asks[ask_id].reserved_cycle,
+                 # its log time, for yunikorn-1.9's reservation timeout (only there: 1.5 snapshots as before)
+                 *([part.apps[app_id].asks[ask_id].reserved_us] if part.profile is RulesProfile.YUNIKORN_1_9 else [])]
                 for (app_id, ask_id), node_id in part.reservations.items()
             ],
             "nodes": [
@@ -70,6 +93,7 @@ def dump(engine: Engine) -> dict[str, Any]:
                     "id": a.app_id, "queue": a.queue.path, "user": a.user, "groups": a.groups, "tags": a.tags,
                     "submit_us": a.submit_us, "seq": a.seq, "state": a.state, "since_us": a.state_since_us,
                     "stateaware_disabled": a.stateaware_disabled,
+                    **({"gang": _gang(a.gang)} if a.gang is not None else {}),
                     "asks": [_ask(x) for x in sorted(a.asks.values(), key=lambda x: x.seq)],
                     "allocations": [_alloc(x) for x in sorted(a.allocations.values(), key=lambda x: x.seq)],
                 }
@@ -116,6 +140,8 @@ def load(data: dict[str, Any]) -> Engine:
                 tags=a["tags"], submit_us=a["submit_us"], seq=a["seq"], state_since_us=a["since_us"],
                 stateaware_disabled=a["stateaware_disabled"],
             )
+            if "gang" in a:
+                app.gang = _load_gang(a["gang"])
             part.add_app(app)
             for row in a["asks"]:
                 part.add_ask(app, _load_ask(app.app_id, row))
@@ -124,9 +150,9 @@ def load(data: dict[str, Any]) -> Engine:
             for alloc in allocations:
                 if alloc.preempted:
                     add_into(part.preempting.setdefault(app.queue.path, {}), alloc.resources)
-        for app_id, ask_id, node_id, cycle in pdata["reservations"]:
+        for app_id, ask_id, node_id, cycle, *since in pdata["reservations"]:
             app = part.apps[app_id]
-            part.reserve(app, app.asks[ask_id], part.nodes[node_id], cycle, "", None)
+            part.reserve(app, app.asks[ask_id], part.nodes[node_id], cycle, "", None, since[0] if since else 0)
         part.restore_done()
         part.allocation_seq = pdata["allocation_seq"]
     state._timers = [_Timer(*t) for t in data["timers"]]

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from events.models import OutputData
 from scheduler.config import SchedulerConfig, default_config
 from scheduler.config.profiles import RulesProfile
+from scheduler.core import gang
+from scheduler.core.gang import PLACEHOLDER_TIMER
 from scheduler.core.objects import App
 from scheduler.core.partition import COMPLETING_TIMEOUT_US, STARTING_TIMEOUT_US, PartitionState
 from scheduler.core.priorityclass import PriorityClasses
@@ -57,6 +59,12 @@ class SchedulerState:
             self._timers, _Timer(deadline_us, app.seq, app.app_id, app.partition, app.state, app.state_since_us)
         )
 
+    def schedule_placeholder(self, deadline_us: int, app: App) -> None:
+        """Arm an app's placeholder timer (``scheduler.core.gang``); kept under the state name
+        ``placeholder``, its own deadline as its ``since``."""
+        heapq.heappush(self._timers, _Timer(deadline_us, app.seq, app.app_id, app.partition, PLACEHOLDER_TIMER,
+                                            deadline_us))
+
     def timer_due(self, now_us: int) -> bool:
         """True when an app timer would fire in a cycle at ``now_us``."""
         return bool(self._timers) and self._timers[0].deadline_us <= now_us
@@ -67,7 +75,13 @@ class SchedulerState:
             timer = heapq.heappop(self._timers)
             part = self.partitions.get(timer.partition)
             app = part.apps.get(timer.app_id) if part else None
-            if app is None or part is None or app.state != timer.state or app.state_since_us != timer.since_us:
+            if app is None or part is None:
+                continue
+            if timer.state == PLACEHOLDER_TIMER:
+                if app.gang is not None and app.gang.timer_us == timer.deadline_us:
+                    gang.timeout(part, app, timer.deadline_us, self, out)
+                continue
+            if app.state != timer.state or app.state_since_us != timer.since_us:
                 continue  # the app moved on since the timer was armed
             self.expire(part, app, out)
 
@@ -85,6 +99,8 @@ class SchedulerState:
         if app.state == "Starting":
             part.transition(app, "Running", app.state_since_us + STARTING_TIMEOUT_US, self, out)
         elif app.state == "Completing":
+            if app.gang is not None and app.gang.placeholders:
+                gang.release_on_completion(part, app, out)
             part.transition(app, "Completed", app.state_since_us + COMPLETING_TIMEOUT_US, self, out)
             if leave:
                 part.detach(app)

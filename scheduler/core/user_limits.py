@@ -202,3 +202,5 @@ def charge(limits: UserLimits | None, app: App) -> None:
     if app.state in RUNNING_STATES:
         limits.set_running(app, True)
     limits.add_resources(app, app.allocated)
+    if app.gang is not None and app.gang.placeholders:
+        limits.add_resources(app, app.gang.placeholders)  # a gang's placeholders count as YuniKorn's ugm counts them

@@ -35,5 +35,13 @@ def test_benchmark_runs_tiny_and_produces(name: str, request: pytest.FixtureRequ
     if needs == "kafka":  # the session's broker, not one more started by the script
         env["KAFKA_BOOTSTRAP_SERVERS"] = request.getfixturevalue("kafka_bootstrap")
     harness = request.getfixturevalue("go_harness") if needs == "go" else None
+    if needs == "k8s":
+        from tests.kube_cluster import build
+        from tests.procs import broker_unavailable
+
+        try:
+            build()
+        except RuntimeError as exc:
+            broker_unavailable(f"the Kubernetes binaries cannot be built: {exc}")
     outcome = smoke.run(name, harness, env)
     assert outcome.failure is None, f"benchmarks/{name}.py: {outcome.failure}\n{outcome.output[-4000:]}"

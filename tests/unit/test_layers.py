@@ -41,7 +41,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("scheduler.core",),
     ("scheduler.storage", "scheduler.bridge", "scheduler.simulation"),
     ("scheduler.service", "replay"),
-    ("scheduler.http",),  # the HTTP surface reads the service's state and replay's explanations
+    ("scheduler.http", "scheduler.kubernetes"),  # surfaces over the service's state and replay's explanations
     ("scheduler.cli",),
 )
 ENTRY = len(LAYERS) - 1  # ``python -m scheduler`` / ``python -m replay`` start the CLI

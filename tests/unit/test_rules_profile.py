@@ -183,6 +183,8 @@ def test_whatif_previews_the_upgrade_to_1_9(tmp_path: Path) -> None:
     assert "  C/c1: not placed -> cycle 3 on n1 in root.default" in text
     assert "  cycle 2: root.b > root.a  ->  root.a > root.b" in text
     assert report.rejections_before > report.rejections_after
+    assert ("Accepted > Starting > Running", "Accepted > Running", 2) in report.state_changes()  # A and B
+    assert "  2 apps: Accepted > Starting > Running  ->  Accepted > Running" in text
     with open_file_log(tmp_path / "log") as source:
         same = whatif(source, None, profile=RulesProfile.YUNIKORN_1_5)
     assert same.differing() == 0 and same.queue_orders() == []
@@ -203,3 +205,61 @@ def test_the_page_and_explain_name_the_profile(tmp_path: Path) -> None:
         explanation = explain_from_log(source, "default-1-1")
     assert explanation.verified and explanation.profile == "yunikorn-1.9"
     assert "Rules profile: yunikorn-1.9 (docs/semantics.md#rules-profiles)" in render_explanation(explanation)
+
+
+def at(seconds: float) -> str:
+    from events.times import format_time
+
+    return format_time(int(seconds * 1_000_000))
+
+
+def held_past_the_headroom() -> list[dict[str, Any]]:
+    """a3 reserves n1 at 3 s (no node has 2 cores free; the cluster has); then n2 shrinks and the
+    cluster's headroom is 1 core: a3 no longer fits it, and its reservation ages."""
+    return [
+        {**node("n1", vcore=4000), "time": at(0)}, {**node("n2", vcore=4000), "time": at(0)},
+        {**app("A", "root.a"), "time": at(0)},
+        {**ask("A", "a1", vcore=3000, priority=3), "time": at(0)},
+        {**ask("A", "a2", vcore=3000, priority=2), "time": at(0)},
+        {**ask("A", "a3", vcore=2000, priority=1), "time": at(0)}, {**SCHEDULE, "time": at(0)},
+        {**SCHEDULE, "time": at(3)},
+        {"type": "node.updated", "data": {"node_id": "n2", "capacity": {"vcore": 3000, "memory": 4000}}, "time": at(4)},
+        {**SCHEDULE, "time": at(3 + 3600)}, {**SCHEDULE, "time": at(3.1 + 3600)},
+    ]
+
+
+def test_a_reservation_short_of_headroom_ends_after_60_minutes_of_log_time_under_1_9() -> None:
+    before, _ = run(held_past_the_headroom(), config())
+    after, _ = run(held_past_the_headroom(), config("yunikorn-1.9"))
+    assert [(r["ask_id"], r["node_id"]) for r in of_type(before, "ask.reserved")] == [("a3", "n1")]
+    assert of_type(before, "ask.unreserved") == []  # 1.5 has no timeout
+    cycles = {o["id"].split("-")[0] for o in after if o["type"] == "ask.unreserved"}
+    assert [(r["ask_id"], r["reason"]) for r in of_type(after, "ask.unreserved")] == [("a3", "timeout")]
+    assert cycles == {"4"}  # exactly 60 minutes after the reservation (cycle 3) is not yet past it
+
+
+def test_replay_verifies_and_recovery_folds_a_reservation_timeout(tmp_path: Path) -> None:
+    from scheduler.core.snapshot import dump, load
+
+    lines = held_past_the_headroom()
+    with LogDriver(tmp_path / "log", config("yunikorn-1.9")) as drv:
+        for line in lines:
+            if line["type"] == "schedule":
+                drv.now_us = max(drv.now_us, int(parse_seconds(line["time"]) * 1_000_000)) - 1000
+                drv.cycle()
+                if drv.engine.cycle_number == 2:
+                    held = load(dump(drv.engine))  # the snapshot keeps the reservation's log time
+                    assert held.state.partitions["default"].apps["A"].asks["a3"].reserved_us > 0
+            else:
+                drv.submit({k: v for k, v in line.items() if k != "time"})
+    with open_file_log(tmp_path / "log") as source:
+        report = verify(source)
+        unreserved = [r.value for r in source.iter_outputs() if b"ask.unreserved" in r.value]
+    assert report.ok and report.cycles == 4
+    assert len(unreserved) == 1 and b'"timeout"' in unreserved[0]
+
+
+def parse_seconds(text: str) -> float:
+    from events.times import parse_time
+
+    return parse_time(text) / 1_000_000

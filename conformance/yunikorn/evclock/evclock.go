@@ -111,6 +111,11 @@ func runDeferred() {
 // clock showing each timer's own time while it runs; timers armed by a callback run too
 // when due. It returns how many ran. Call it holding no lock of the core: the callbacks
 // take the core's locks.
+// AfterEach, when set, runs after each timer a cycle's Fire runs (not the at-once ones), at that
+// timer's time: the harness's shim answers what the callback told it (a placeholder timeout's
+// releases) before the next timer fires, as a shim does in the milliseconds after it.
+var AfterEach func()
+
 func Fire(atOnceOnly bool) int {
 	runDeferred()
 	mu.Lock()
@@ -147,6 +152,9 @@ func Fire(atOnceOnly bool) int {
 		mu.Unlock()
 		t.f()
 		runDeferred()
+		if !atOnceOnly && AfterEach != nil {
+			AfterEach()
+		}
 		ran++
 	}
 }

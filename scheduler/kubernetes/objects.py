@@ -1,0 +1,279 @@
+"""Pods and nodes of the Kubernetes API (plain JSON objects) read as evsched sees them: asks and nodes.
+
+Pure functions, YuniKorn's shim conventions (docs/kubernetes.md):
+
+* the app is the pod's ``applicationId`` label (then ``spark-app-selector``, then the
+  ``yunikorn.apache.org/app-id`` annotation); without one, ``yunikorn-<namespace>-autogen``;
+* the queue is the ``queue`` label (then the ``yunikorn.apache.org/queue`` annotation); without
+  one the partition's placement rules choose (the app carries its namespace as tag ``namespace``);
+* the user is the ``yunikorn.apache.org/user.info`` annotation's ``user`` (default ``nobody``);
+* the ask is what Kubernetes schedules by: the containers' requests summed, the largest init
+  container (sidecars, init containers that restart, counted with the containers), plus the pod's
+  overhead, plus ``pods: 1``; its priority and preemption policy are the pod's (the API server's
+  Priority admission resolved its PriorityClass into ``spec.priority``/``spec.preemptionPolicy``);
+* a DaemonSet's pod (required node affinity on ``metadata.name``) is a required-node ask;
+* a node's capacity is ``status.allocatable``; it is schedulable unless cordoned or not Ready.
+
+What a pod asks that evsched does not model is listed by ``unmodelled`` and reported on the pod.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.kubernetes.quantity import QuantityError, resources_of
+
+APP_LABELS = ("applicationId", "spark-app-selector")
+APP_ANNOTATION = "yunikorn.apache.org/app-id"
+QUEUE_LABEL = "queue"
+QUEUE_ANNOTATION = "yunikorn.apache.org/queue"
+USER_ANNOTATION = "yunikorn.apache.org/user.info"
+ALLOW_PREEMPTION_ANNOTATION = "yunikorn.apache.org/allow-preemption"
+DEFAULT_USER = "nobody"
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+Json = dict[str, Any]
+
+
+def default_app_id(namespace: str) -> str:
+    """YuniKorn's app for pods without an application id: one per namespace."""
+    return f"yunikorn-{namespace}-autogen"
+
+
+def ask_id_of(namespace: str, name: str) -> str:
+    """A pod's ask id: ``<namespace>.<name>`` (a namespace has no dots, so the first one splits them;
+    identifiers may not hold '/')."""
+    return f"{namespace}.{name}"
+
+
+@dataclass(frozen=True, slots=True)
+class PodAsk:
+    """What evsched needs of one pod scheduled by it."""
+
+    uid: str
+    namespace: str
+    name: str
+    app_id: str
+    queue: str  # "": placement rules choose
+    user: str
+    resources: dict[str, int]
+    priority: int
+    preempt_other: bool
+    allow_preemption: bool
+    required_node: str | None
+    unmodelled: tuple[str, ...]
+
+    @property
+    def ask_id(self) -> str:
+        return ask_id_of(self.namespace, self.name)
+
+
+def _meta(obj: Mapping[str, Any]) -> Json:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def _spec(obj: Mapping[str, Any]) -> Json:
+    spec = obj.get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def _status(obj: Mapping[str, Any]) -> Json:
+    status = obj.get("status")
+    return status if isinstance(status, dict) else {}
+
+
+def app_id_of(pod: Mapping[str, Any]) -> str:
+    meta = _meta(pod)
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    for label in APP_LABELS:
+        if labels.get(label):
+            return str(labels[label])
+    if annotations.get(APP_ANNOTATION):
+        return str(annotations[APP_ANNOTATION])
+    return default_app_id(str(meta.get("namespace", "default")))
+
+
+def queue_of(pod: Mapping[str, Any]) -> str:
+    meta = _meta(pod)
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    return str(labels.get(QUEUE_LABEL) or annotations.get(QUEUE_ANNOTATION) or "")
+
+
+def user_of(pod: Mapping[str, Any]) -> str:
+    info = (_meta(pod).get("annotations") or {}).get(USER_ANNOTATION)
+    if info:
+        try:
+            user = json.loads(info).get("user")
+        except (ValueError, AttributeError):
+            user = None
+        if isinstance(user, str) and user:
+            return user
+    return DEFAULT_USER
+
+
+def _requests(container: Mapping[str, Any]) -> dict[str, int]:
+    resources = container.get("resources") or {}
+    return resources_of(resources.get("requests"))
+
+
+def _add(into: dict[str, int], more: Mapping[str, int]) -> None:
+    for name, value in more.items():
+        into[name] = into.get(name, 0) + value
+
+
+def _max(into: dict[str, int], more: Mapping[str, int]) -> None:
+    for name, value in more.items():
+        into[name] = max(into.get(name, 0), value)
+
+
+def pod_requests(pod: Mapping[str, Any]) -> dict[str, int]:
+    """The pod's requests as kube-scheduler computes them (``resourcehelper.PodRequests``): containers
+    summed with the restartable init containers (sidecars), against the largest of each regular init
+    container plus the sidecars started before it; then the overhead. Zero entries are left out.
+
+    Raises ``QuantityError`` for a quantity that is not one."""
+    spec = _spec(pod)
+    containers: dict[str, int] = {}
+    for container in spec.get("containers") or []:
+        _add(containers, _requests(container))
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for container in spec.get("initContainers") or []:
+        requests = _requests(container)
+        if container.get("restartPolicy") == "Always":
+            _add(sidecars, requests)
+            _max(init_peak, sidecars)
+        else:
+            with_sidecars = dict(sidecars)
+            _add(with_sidecars, requests)
+            _max(init_peak, with_sidecars)
+    total = dict(containers)
+    _add(total, sidecars)
+    _max(total, init_peak)
+    _add(total, resources_of(spec.get("overhead")))
+    return {name: value for name, value in total.items() if value}
+
+
+def required_node_of(pod: Mapping[str, Any]) -> str | None:
+    """The node a DaemonSet's pod must run on: required node affinity of one term whose only
+    requirement is ``metadata.name In [node]`` (the DaemonSet controller's form)."""
+    affinity = (_spec(pod).get("affinity") or {}).get("nodeAffinity") or {}
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    terms = required.get("nodeSelectorTerms") or []
+    if len(terms) != 1 or terms[0].get("matchExpressions"):
+        return None
+    fields = terms[0].get("matchFields") or []
+    if len(fields) == 1 and fields[0].get("key") == "metadata.name" and fields[0].get("operator") == "In":
+        values = fields[0].get("values") or []
+        if len(values) == 1:
+            return str(values[0])
+    return None
+
+
+def unmodelled(pod: Mapping[str, Any]) -> tuple[str, ...]:
+    """What the pod asks of its node that evsched's fit check does not model (reported on the pod,
+    never silently ignored): node selectors, node affinity beyond a DaemonSet's, pod (anti-)affinity,
+    topology spread, host ports, volumes that claim storage."""
+    spec = _spec(pod)
+    found: list[str] = []
+    if spec.get("nodeSelector"):
+        found.append("nodeSelector")
+    affinity = spec.get("affinity") or {}
+    node_affinity = affinity.get("nodeAffinity") or {}
+    if node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") and required_node_of(pod) is None:
+        found.append("required node affinity")
+    if affinity.get("podAffinity"):
+        found.append("pod affinity")
+    if affinity.get("podAntiAffinity"):
+        found.append("pod anti-affinity")
+    if spec.get("topologySpreadConstraints"):
+        found.append("topology spread constraints")
+    containers = [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
+    if any(port.get("hostPort") for c in containers for port in c.get("ports") or []):
+        found.append("host ports")
+    if any("persistentVolumeClaim" in v or "ephemeral" in v for v in spec.get("volumes") or []):
+        found.append("volume claims")
+    return tuple(found)
+
+
+def pod_ask(pod: Mapping[str, Any], *, default_priority: int = 0) -> PodAsk:
+    """A pod as an ask (raises ``QuantityError`` for a request that is no quantity)."""
+    meta, spec = _meta(pod), _spec(pod)
+    annotations = meta.get("annotations") or {}
+    resources = pod_requests(pod)
+    resources["pods"] = 1  # every pod takes one of its node's pod slots (YuniKorn's shim does the same)
+    priority = spec.get("priority")
+    return PodAsk(
+        uid=str(meta.get("uid", "")),
+        namespace=str(meta.get("namespace", "default")),
+        name=str(meta.get("name", "")),
+        app_id=app_id_of(pod),
+        queue=queue_of(pod),
+        user=user_of(pod),
+        resources=resources,
+        priority=priority if isinstance(priority, int) else default_priority,
+        preempt_other=spec.get("preemptionPolicy", "PreemptLowerPriority") != "Never",
+        allow_preemption=str(annotations.get(ALLOW_PREEMPTION_ANNOTATION, "true")).lower() != "false",
+        required_node=required_node_of(pod),
+        unmodelled=unmodelled(pod),
+    )
+
+
+def is_terminal(pod: Mapping[str, Any]) -> bool:
+    """A pod that finished (Succeeded or Failed) holds nothing any more."""
+    return _status(pod).get("phase") in TERMINAL_PHASES
+
+
+def node_name_of(pod: Mapping[str, Any]) -> str:
+    return str(_spec(pod).get("nodeName") or "")
+
+
+def scheduler_name_of(pod: Mapping[str, Any]) -> str:
+    return str(_spec(pod).get("schedulerName") or "default-scheduler")
+
+
+def occupying(pod: Mapping[str, Any]) -> dict[str, int]:
+    """What a pod bound by another scheduler takes of its node (nothing once finished)."""
+    if is_terminal(pod) or not node_name_of(pod):
+        return {}
+    try:
+        used = pod_requests(pod)
+    except QuantityError:
+        return {}  # the API server validated it: never reached; a pod we cannot read takes nothing
+    used["pods"] = 1
+    return used
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    """What evsched needs of one node."""
+
+    name: str
+    uid: str
+    capacity: dict[str, int]
+    schedulable: bool
+    labels: dict[str, str]
+
+
+def _ready(node: Mapping[str, Any]) -> bool:
+    for condition in _status(node).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return bool(condition.get("status") == "True")
+    return False
+
+
+def node_info(node: Mapping[str, Any]) -> NodeInfo:
+    """A node's allocatable capacity and whether pods may be placed on it (not cordoned, Ready)."""
+    meta = _meta(node)
+    labels = meta.get("labels") or {}
+    return NodeInfo(
+        name=str(meta.get("name", "")),
+        uid=str(meta.get("uid", "")),
+        capacity=resources_of(_status(node).get("allocatable")),
+        schedulable=not _spec(node).get("unschedulable", False) and _ready(node),
+        labels={str(k): str(v) for k, v in labels.items()},
+    )

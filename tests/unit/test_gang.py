@@ -1,0 +1,200 @@
+"""Gang scheduling (scheduler/core/gang.py): placeholders, their replacement, their timeout.
+
+Each rule is checked on a small log, as a resource manager would send it; the fact fold
+(recovery from recorded outputs) is checked to give the live engine's state on generated gang
+logs (Soft and Hard gangs, partial gangs, real asks, releases, timers). The same scenarios agree
+with yunikorn-core itself in the conformance run's ``gang`` family (docs/conformance.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from events.times import format_time
+from scheduler.core import snapshot
+from scheduler.simulation.simulate import Simulation
+from tests.unit.test_fact_fold import START_US, _live_and_recovered, _next_cycle
+
+R = {"vcore": 1000, "memory": 1000}
+
+
+def _run(lines: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], Simulation]:
+    """Simulate the lines (times 1 s apart unless given); every output as a plain dict."""
+    sim = Simulation()
+    outs: list[dict[str, Any]] = []
+    for i, line in enumerate(lines):
+        line = {"time": format_time(i * 1_000_000), **line}
+        outs.extend(o.model_dump(by_alias=True) for o in sim.feed(orjson.dumps(line)))
+    outs.extend(o.model_dump(by_alias=True) for o in sim.finish())
+    return outs, sim
+
+
+def _of(outs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [o["data"] for o in outs if o["type"] == kind]
+
+
+def _states(outs: list[dict[str, Any]], app: str) -> list[str]:
+    return [d["to"] for d in _of(outs, "app.state_changed") if d["app_id"] == app]
+
+
+def _gang_app(style: str = "Soft", total: dict[str, int] | None = None, timeout_ms: int = 60_000) -> dict[str, Any]:
+    return {"type": "app.added", "data": {"app_id": "g", "queue": "root.default", "user": "u",
+                                          "placeholder_ask": total or {"vcore": 2000, "memory": 2000},
+                                          "gang_scheduling_style": style, "placeholder_timeout_ms": timeout_ms}}
+
+
+def _ask(ask_id: str, *, placeholder: bool = False, group: str = "tg", res: dict[str, int] = R) -> dict[str, Any]:
+    return {"type": "ask.added", "data": {"app_id": "g", "ask_id": ask_id, "resources": res,
+                                          "placeholder": placeholder, "task_group": group}}
+
+
+NODE = {"type": "node.added", "data": {"node_id": "n1", "capacity": {"vcore": 4000, "memory": 4000}}}
+SCHEDULE: dict[str, Any] = {"type": "schedule"}
+
+
+def test_placeholders_start_the_gang_and_a_real_ask_replaces_one_on_its_node() -> None:
+    outs, sim = _run([NODE, _gang_app(), _ask("p1", placeholder=True), _ask("p2", placeholder=True), SCHEDULE,
+                      _ask("r1", res={"vcore": 1000, "memory": 500}), SCHEDULE])
+    decided = _of(outs, "allocation.decided")
+    assert [(d["ask_id"], d.get("placeholder", False)) for d in decided] == [("p1", True), ("p2", True),
+                                                                             ("r1", False)]
+    assert decided[2]["replaced_ask_id"] == "p1" and decided[2]["replaced_decision_id"] == decided[0]["decision_id"]
+    assert decided[2]["node_id"] == decided[0]["node_id"]
+    assert [(d["ask_id"], d["reason"]) for d in _of(outs, "allocation.revoked")] == [("p1", "placeholder-replaced")]
+    # the completed gang moved the app (Starting); its first real allocation does not move it again
+    assert _states(outs, "g") == ["Accepted", "Starting"]
+    app = sim.engine.state.partitions["default"].apps["g"]
+    assert app.allocated == {"vcore": 1000, "memory": 500}  # real allocations only
+    assert app.gang is not None and app.gang.placeholders == R
+    assert sim.engine.state.partitions["default"].nodes["n1"].allocated == {"vcore": 2000, "memory": 1500}
+
+
+def test_a_real_ask_of_a_group_with_placeholders_left_waits_for_the_replacement_step() -> None:
+    # placeholders pending (too large for the cluster): the real ask is not allocated by the walk
+    outs, _ = _run([NODE, _gang_app(total={"vcore": 8000, "memory": 8000}),
+                    _ask("p1", placeholder=True, res={"vcore": 8000, "memory": 8000}), _ask("r1"), SCHEDULE])
+    assert _of(outs, "allocation.decided") == []
+
+
+def test_soft_timeout_resumes_the_app_and_gives_up_its_asks_and_placeholders() -> None:
+    outs, sim = _run([NODE, _gang_app(total={"vcore": 8000, "memory": 8000}, timeout_ms=5_000),
+                      _ask("p1", placeholder=True, res={"vcore": 4000, "memory": 4000}),
+                      _ask("p2", placeholder=True, res={"vcore": 4000, "memory": 4000}), SCHEDULE,
+                      *[SCHEDULE] * 6, _ask("r1"), SCHEDULE])
+    assert _states(outs, "g") == ["Accepted", "Resuming", "Accepted", "Starting"]
+    assert [(d["ask_id"], d["reason"]) for d in _of(outs, "ask.released")] == [("p2", "placeholder-timeout")]
+    assert [(d["ask_id"], d["reason"]) for d in _of(outs, "allocation.revoked")] == [("p1", "placeholder-timeout")]
+    # after the timeout the group has nothing left to replace: the real ask is scheduled normally
+    assert _of(outs, "allocation.decided")[-1]["ask_id"] == "r1"
+    assert "replaced_ask_id" not in _of(outs, "allocation.decided")[-1]
+    assert sim.engine.state.partitions["default"].apps["g"].state == "Starting"
+
+
+def test_hard_timeout_fails_the_app_and_it_leaves() -> None:
+    outs, sim = _run([NODE, _gang_app("Hard", total={"vcore": 8000, "memory": 8000}, timeout_ms=5_000),
+                      _ask("p1", placeholder=True, res={"vcore": 4000, "memory": 4000}),
+                      _ask("p2", placeholder=True, res={"vcore": 4000, "memory": 4000}), SCHEDULE,
+                      *[SCHEDULE] * 6, _ask("r1"), SCHEDULE])
+    assert _states(outs, "g") == ["Accepted", "Failing", "Failed"]
+    assert "g" not in sim.engine.state.partitions["default"].apps
+    assert _of(outs, "input.rejected")[-1]["reason"] == "unknown-app"  # the id is free, the app gone
+    assert sim.engine.state.partitions["default"].nodes["n1"].allocated == {}
+
+
+def test_a_started_app_only_loses_its_placeholders_at_the_timeout() -> None:
+    outs, _ = _run([NODE, _gang_app(timeout_ms=3_000), _ask("p1", placeholder=True),
+                      _ask("p2", placeholder=True), SCHEDULE, _ask("r1"), SCHEDULE, *[SCHEDULE] * 4])
+    assert [(d["ask_id"], d["reason"]) for d in _of(outs, "allocation.revoked")] == [
+        ("p1", "placeholder-replaced"), ("p2", "placeholder-timeout")]
+    assert _states(outs, "g") == ["Accepted", "Starting"]
+    assert _of(outs, "ask.released") == []
+
+
+def test_a_queue_that_cannot_run_task_groups_rejects_the_app() -> None:
+    config = {"type": "config.updated", "data": {"yaml": (
+        "partitions:\n- name: default\n  queues:\n  - name: root\n    submitacl: '*'\n    queues:\n"
+        "    - name: fair\n      properties: {application.sort.policy: fair}\n"
+        "    - name: small\n      resources: {max: {vcore: 1}}\n")}}
+    outs, _ = _run([config, {**_gang_app(), "data": {**_gang_app()["data"], "queue": "root.fair"}},
+                    {**_gang_app(), "data": {**_gang_app()["data"], "app_id": "h", "queue": "root.small"}}])
+    assert [d["reason"] for d in _of(outs, "input.rejected")] == ["gang-unsupported", "gang-unsupported"]
+
+
+def test_without_gang_fields_decisions_have_no_gang_keys() -> None:
+    outs, _ = _run([NODE, {"type": "app.added", "data": {"app_id": "a", "queue": "root.default", "user": "u"}},
+                    {"type": "ask.added", "data": {"app_id": "a", "ask_id": "k", "resources": R}}, SCHEDULE])
+    (decided,) = _of(outs, "allocation.decided")
+    assert not {"placeholder", "task_group", "replaced_ask_id", "replaced_decision_id"} & decided.keys()
+
+
+# -- recovery by fact fold on generated gang logs ----------------------------------------
+
+APPS = ["g0", "g1", "g2"]
+GROUPS = ["driver", "exec"]
+GANG_CONFIG = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: a
+          - name: b
+            properties: {application.sort.policy: stateaware}
+"""
+NODES = [{"type": "node.added", "data": {"node_id": f"n{i}", "capacity": {"vcore": 4000, "memory": 4000}}}
+         for i in range(3)]
+GANG_APP = st.builds(
+    lambda a, q, v, style, t: {"type": "app.added", "data": {
+        "app_id": a, "queue": q, "user": "u", "placeholder_ask": {"vcore": v, "memory": v},
+        "gang_scheduling_style": style, "placeholder_timeout_ms": t}},
+    st.sampled_from(APPS), st.sampled_from(["root.a", "root.b"]), st.sampled_from([1000, 2000, 3000, 6000]),
+    st.sampled_from(["Soft", "Hard"]), st.sampled_from([0, 30_000, 90_000, 400_000]))
+GANG_ASK = st.builds(
+    lambda a, k, ph, g, v: {"type": "ask.added", "data": {
+        "app_id": a, "ask_id": f"{'p' if ph else 'r'}{k}", "resources": {"vcore": v, "memory": v},
+        "placeholder": ph, "task_group": g}},
+    st.sampled_from(APPS), st.integers(0, 3), st.booleans(), st.sampled_from(GROUPS), st.sampled_from([500, 1000]))
+GANG_RELEASE = st.builds(
+    lambda a, k: {"type": "allocation.released", "data": {"app_id": a, "ask_id": k}},
+    st.sampled_from(APPS), st.sampled_from([f"{p}{i}" for p in "pr" for i in range(4)]))
+GANG_REMOVED = st.builds(lambda a: {"type": "app.removed", "data": {"app_id": a}}, st.sampled_from(APPS))
+GANG_LINE = st.one_of(GANG_APP, GANG_ASK, GANG_ASK, GANG_ASK, GANG_RELEASE, GANG_REMOVED)
+TICK = {"type": "node.updated", "data": {"node_id": "n0", "schedulable": True}}
+
+
+def _gang_records(lines: list[dict[str, Any]], batch: int, step_us: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for line in NODES + lines + [TICK] * (3 * batch):
+        n = len(out)
+        out.append({"id": f"i{n}", "source": "rm", "type": line["type"],
+                    "time": format_time(START_US + (n // batch + 1) * step_us + n), "data": line["data"]})
+    return out
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lines=st.lists(GANG_LINE, min_size=10, max_size=60), batch=st.integers(1, 6),
+       step_us=st.sampled_from([1_000, 20_000_000, 100_000_000]))
+def test_fact_fold_of_gang_logs_equals_the_live_state(lines: list[dict[str, Any]], batch: int, step_us: int) -> None:
+    """Replacements, timeouts (Soft and Hard), releases and removals fold back to the live engine:
+    the same digest at every cycle, the same snapshot, the same next cycle."""
+    live, recovered, _ = _live_and_recovered(_gang_records(lines, batch, step_us), batch, step_us, GANG_CONFIG)
+    assert recovered.digest_mismatches == []
+    assert snapshot.dump(recovered.engine) == snapshot.dump(live)
+    assert _next_cycle(recovered.engine) == _next_cycle(live)
+
+
+def test_a_snapshot_keeps_the_gang() -> None:
+    """Taken while placeholders wait: the restored engine decides the replacement and the timeout alike."""
+    lines = [NODE, _gang_app(timeout_ms=5_000), _ask("p1", placeholder=True), _ask("p2", placeholder=True),
+             SCHEDULE]
+    _, sim = _run(lines)
+    restored = snapshot.load(snapshot.dump(sim.engine))
+    assert snapshot.dump(restored) == snapshot.dump(sim.engine)
+    gang = restored.state.partitions["default"].apps["g"].gang
+    assert gang is not None and gang.placeholders == {"vcore": 2000, "memory": 2000} and gang.timer_us is not None
+    assert gang.groups["tg"].count == 2

@@ -25,9 +25,13 @@ cycles); ``--service-arg=--no-transactions`` measures at-least-once instead. Rul
       marker, the consumer's fetch) from the cycle's recorded time and the outputs' append stamp.
 (iii) scale-out (``--shards N``, on 3 brokers): the workload of (i) split over N scheduler
       partitions (shards, each its own topics: N × 1/N of the cluster and the asks), run by one
-      instance and then by ``--instances`` instances in one consumer group (each named its
-      share of the shards); aggregate allocations/s of both (target: ≥ 1.6× one instance), then
-      the latency of (ii) over the shards run by the instances.
+      instance, then by ``--instances`` instances in one consumer group (each named its share
+      of the shards), then by one again (fresh brokers' JIT favours later runs); aggregate
+      allocations/s (target: ≥ 1.6× one instance) and the CPU each run's span took per event —
+      the rate the machine's CPUs could carry at that cost, however many instances share them;
+      then the latency of (ii) over the shards run by the instances.
+(ii) also prints the issue's 50,000-node fleet at 5,000 events/s on paper, from its figures per
+      partition (its rate, the service's and the broker's CPU per event).
 
     python benchmarks/e2e.py [--asks 50000] [--nodes 5000] [--apps 500] [--events N] [--rate 1000]
         [--seconds 10] [--shards 4 --instances 2] [--skip throughput|latency|unsharded ...]
@@ -91,6 +95,7 @@ DECIDED_TAIL = b'"type":"allocation.decided"}'
 COMPLETED_TAIL = b'"type":"cycle.completed"}'
 SERVICE_ARGS: list[str] = []  # extra `evsched run` flags (--service-arg)
 SERVICE_LOGS: list[Path] = []  # (--service-logs DIR) where each instance's whole log goes
+CEILINGS: list[float] = []  # each service run's "CPUs carry at most" rate, in run order (own brokers only)
 
 
 # ---------------------------------------------------------------------------- broker and topics
@@ -207,11 +212,13 @@ async def preload(bootstrap: str, named: ShardTopics, evts: list[dict[str, Any]]
 
 @dataclass
 class Instance:
-    """A running ``evsched run --kafka``: its process, and when it was first ready (recovered, reading)."""
+    """A running ``evsched run --kafka``: its process; ``ready`` once each of its shards is restored and
+    reading, ``ready_at`` then holding when the first of them was (its work starts there)."""
 
     proc: subprocess.Popen[bytes]
     ready: threading.Event
     ready_at: list[float]
+    started: threading.Event  # its first shard is restored and reading
 
 
 def start_service(bootstrap: str, names: dict[str, str], *extra: str, shards: list[str] | None = None) -> Instance:
@@ -237,10 +244,12 @@ def start_service(bootstrap: str, names: dict[str, str], *extra: str, shards: li
                 seen(line)
 
     restored: list[float] = []
+    started = threading.Event()
 
     def seen(line: bytes) -> None:
         if b"inputs waiting" in line:  # one line per shard, once it is restored and reading
             restored.append(time.perf_counter())
+            started.set()
             if len(restored) == len(shards or [None]) and not ready.is_set():
                 ready_at.append(restored[0])  # (the rate counts from the first shard that reads)
                 ready.set()
@@ -248,14 +257,22 @@ def start_service(bootstrap: str, names: dict[str, str], *extra: str, shards: li
             sys.stderr.write("  service: " + line.decode(errors="replace"))
 
     threading.Thread(target=watch, daemon=True).start()
-    return Instance(proc, ready, ready_at)
+    return Instance(proc, ready, ready_at, started)
+
+
+def watch_fetch_wait_ms() -> int:
+    """The decision watcher's fetch.max.wait. Apache Kafka answers a held fetch as soon as data
+    arrives, so a long wait costs no latency there and spares the broker and this script ~200 empty
+    fetches a second (CPU the service shares on a small machine); Tansu (or a broker we do not know)
+    holds the fetch for the whole wait, which would count as latency: 5 ms there."""
+    apache = not os.environ.get("KAFKA_BOOTSTRAP_SERVERS") and os.environ.get("KAFKA_BROKER", "apache") == "apache"
+    return 500 if apache else 5
 
 
 def decisions_consumer(bootstrap: str) -> AIOKafkaConsumer:
-    # A short fetch wait: the broker may hold an empty fetch this long, which would count as latency.
     # read_committed: with transactions a decision counts once its cycle's transaction commits.
     return AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False,
-                            fetch_max_wait_ms=5, isolation_level="read_committed")
+                            fetch_max_wait_ms=watch_fetch_wait_ms(), isolation_level="read_committed")
 
 
 def pct(values: list[float], q: float) -> float:
@@ -324,10 +341,18 @@ async def service_run(bootstrap: str, broker_pids: list[int], names: dict[str, s
     decided = 0
     last = 0.0
     consumed = dict.fromkeys(totals, 0)
+    service_pids = [i.proc.pid for i in instances]
+    # CPU (service, brokers, this watcher) when the first instance is ready and at the last decision:
+    # the work of the span the rate is taken over, without the interpreters' start.
+    at_ready: CpuMark | None = None
+    at_last: CpuMark | None = None
     try:
         while True:
             batches = await consumer.getmany(*tps, timeout_ms=100)
             now = time.perf_counter()
+            if at_ready is None and any(i.started.is_set() for i in instances):
+                at_ready = CpuMark.now(service_pids, broker_pids)
+            before = decided
             for tp, recs in batches.items():
                 for rec in recs:
                     # Outputs are canonical JSON (sorted keys): "type" is the last key. Matching
@@ -337,10 +362,13 @@ async def service_run(bootstrap: str, broker_pids: list[int], names: dict[str, s
                         last = now
                     elif rec.value.endswith(COMPLETED_TAIL):
                         consumed[tps[tp]] = sum(orjson.loads(rec.value)["data"]["inputs_through"].values())
+            if decided > before:
+                at_last = CpuMark.now(service_pids, broker_pids)
             done = all(consumed[s] >= totals[s] for s in totals)
-            if done and all(i.proc.poll() is not None for i in instances):
+            codes = [exit_code(i.proc) for i in instances]
+            if done and all(code is not None for code in codes):
                 break
-            failed = [i.proc.returncode for i in instances if i.proc.poll() not in (None, 0)]
+            failed = [code for code in codes if code not in (None, 0)]
             if failed:
                 raise SystemExit(f"service exited {failed[0]}")
     finally:
@@ -363,7 +391,49 @@ async def service_run(bootstrap: str, broker_pids: list[int], names: dict[str, s
     print(f"      CPU from spawn to the last decision ({last - spawned:.2f} s, {os.cpu_count()} CPUs): service "
           f"{service_cpu:.2f} s, broker {broker_cpu:.2f} s" + (" (not ours to read)" if not broker_pids else "")
           + f", this script's decision watcher {own_cpu:.2f} s")
+    if at_ready is not None and at_last is not None and broker_pids:
+        CEILINGS.append(print_cpu_budget(at_ready, at_last, decided, total, len(totals)))
     return rate
+
+
+def exit_code(proc: subprocess.Popen[bytes]) -> int | None:
+    """The child's exit code once it has exited (None: running), without reaping it: until
+    ``wait()`` its /proc entry, and the CPU time there, stays readable."""
+    found = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    if found is None:
+        return None
+    return found.si_status if found.si_code == os.CLD_EXITED else -found.si_status
+
+
+@dataclass(frozen=True)
+class CpuMark:
+    """CPU seconds used so far by the service processes, the brokers and this script; and when."""
+
+    service: float
+    broker: float
+    watcher: float
+    at: float
+
+    @classmethod
+    def now(cls, service_pids: list[int], broker_pids: list[int]) -> CpuMark:
+        return cls(cpu_seconds(service_pids), cpu_seconds(broker_pids), time.process_time(), time.perf_counter())
+
+
+def print_cpu_budget(start: CpuMark, end: CpuMark, decided: int, events: int, shards: int) -> float:
+    """The CPU a run's span took, per event, and the rate this machine's CPUs could carry at that cost
+    (returned): what any number of instances could reach here while the brokers share the same CPUs."""
+    span = end.at - start.at
+    service, broker, watcher = end.service - start.service, end.broker - start.broker, end.watcher - start.watcher
+    work = service + broker + watcher
+    cpus = os.cpu_count() or 1
+    print(f"      CPU from the first ready to the last decision ({span:.2f} s): service {service:.2f} s, brokers "
+          f"{broker:.2f} s, watcher {watcher:.2f} s = {work:.2f} of the {span * cpus:.2f} CPU-s {cpus} CPUs had "
+          f"({work / (span * cpus):.0%} busy)")
+    print(f"      per event: service {service / events * 1e6:,.0f} µs, brokers {broker / events * 1e6:,.0f} µs, "
+          f"watcher {watcher / events * 1e6:,.0f} µs (per shard: {service / shards:.2f} s of service CPU for "
+          f"{events // shards:,} events); at this cost {cpus} CPUs carry at most {decided / work * cpus:,.0f} "
+          "allocations/s, however many instances share them")
+    return decided / work * cpus
 
 
 async def throughput(bootstrap: str, broker_pids: list[int], spec: WorkloadSpec, partitions: int,
@@ -400,7 +470,8 @@ async def throughput(bootstrap: str, broker_pids: list[int], spec: WorkloadSpec,
 
 async def scale_out(bootstrap: str, broker_pids: list[int], spec: WorkloadSpec, shards: int, instances: int,
                     batch: int, max_batch: int) -> tuple[float, float]:
-    """(iii): allocations/s of one instance, then of ``instances``, over the same ``shards`` shards."""
+    """(iii): allocations/s of one instance, then of ``instances``, then of one again (the better of the
+    two single runs counts), over the same ``shards`` shards."""
     names = shard_names(shards)
     per = WorkloadSpec(nodes=max(1, spec.nodes // shards), apps=max(1, spec.apps // shards),
                        asks=spec.asks // shards, leaves=spec.leaves, departments=spec.departments)
@@ -412,14 +483,26 @@ async def scale_out(bootstrap: str, broker_pids: list[int], spec: WorkloadSpec, 
         await preload(bootstrap, of_shard(base, shard), evts, 1)
         totals[shard] = len(evts)
     print(f"(iii) scale-out: {shards} shards of {per.nodes:,} nodes, {per.apps:,} apps and {per.asks:,} asks each, "
-          f"pre-loaded in {time.perf_counter() - t0:.1f} s; one instance, then {instances} in one consumer group")
+          f"pre-loaded in {time.perf_counter() - t0:.1f} s; one instance, then {instances} in one consumer group, "
+          "then one again")
     shared = {"input": base["input"], "admin": base["admin"]}
     one = await service_run(bootstrap, broker_pids, {**topics("shards"), **shared}, totals, batch, max_batch, [names])
     split = [names[i::instances] for i in range(instances)]
     many = await service_run(bootstrap, broker_pids, {**topics("shards"), **shared}, totals, batch, max_batch, split)
+    ceiling = CEILINGS[-1] if broker_pids and CEILINGS else None
+    # One instance again: the first run met brokers that had just started (their JIT still warming
+    # up, ~1.5x the CPU of a later run); the better of the two is its figure.
+    again = await service_run(bootstrap, broker_pids, {**topics("shards"), **shared}, totals, batch, max_batch,
+                              [names])
+    print(f"    one instance: {one:,.0f}/s first, {again:,.0f}/s after the {instances}; the better counts")
+    one = max(one, again)
     print(f"    {instances} instances: {many:,.0f} allocations/s = {many / one:.2f}× one instance's {one:,.0f}/s "
           f"(each further instance adds {(many - one) / max(1, instances - 1):,.0f}/s; "
           f"{many / shards:,.0f}/s per shard)")
+    if ceiling is not None:
+        print(f"    at the CPU the {instances} instances' run took per event, this machine's {os.cpu_count()} CPUs "
+              f"(brokers included) carry at most {ceiling:,.0f} allocations/s = {ceiling / one:.2f}× one instance's "
+              f"rate: the most any number of instances could reach here")
     return one, many
 
 
@@ -432,6 +515,9 @@ class Latency:
 
     latencies_ms: list[float]
     parts_ms: list[tuple[float, float, float]]
+    rate: float  # asks/s sent, over all shards
+    service_cores: float  # the service's CPU while sending, in cores (all shards)
+    broker_cores: float | None  # the brokers' (None: not ours to read)
 
     @property
     def p50(self) -> float:
@@ -442,7 +528,8 @@ class Latency:
         return pct(self.latencies_ms, 0.99)
 
 
-async def latency(bootstrap: str, rate: int, seconds: float, shards: int = 1, instances: int = 1) -> Latency:
+async def latency(bootstrap: str, broker_pids: list[int], rate: int, seconds: float, shards: int = 1,
+                  instances: int = 1) -> Latency:
     """(ii): ~``rate`` asks/s for ``seconds`` on a 2,000-node cluster (split over ``shards`` shards
     run by ``instances`` instances when sharded); prints the figures and where the time went."""
     names = shard_names(shards)
@@ -469,6 +556,10 @@ async def latency(bootstrap: str, rate: int, seconds: float, shards: int = 1, in
     parts_ms: list[tuple[float, float, float]] = []
     cycle_start_us: dict[tuple[str, int], int] = {}
     per_shard = dict.fromkeys((tp.topic for tp in tps), 0)  # decisions per shard's decisions topic
+    # Cycles, and the transactions that committed them: a commit marker takes an offset, so each gap
+    # in a read_committed consumer's offsets is one (a transaction may hold several cycles).
+    cycles, transactions = [0], [0]
+    next_offset: dict[str, int] = {}
     total = int(rate * seconds)
     try:
         while not all(p.ready.is_set() for p in procs):
@@ -503,7 +594,11 @@ async def latency(bootstrap: str, rate: int, seconds: float, shards: int = 1, in
                 now_us = time.time_ns() // 1000
                 for tp, recs in batches.items():
                     for rec in recs:
+                        if rec.offset != next_offset.get(tp.topic, 0):
+                            transactions[0] += 1
+                        next_offset[tp.topic] = rec.offset + 1
                         obj = orjson.loads(rec.value)
+                        cycles[0] += obj["type"] == "cycle.completed"
                         if obj["type"] == "cycle.started":
                             cycle_start_us[tp.topic, obj["data"]["cycle"]] = parse_time(obj["data"]["time"])
                         if obj["type"] == "allocation.decided" and obj["data"]["ask_id"] in sent_us:
@@ -517,12 +612,12 @@ async def latency(bootstrap: str, rate: int, seconds: float, shards: int = 1, in
 
         t0 = time.perf_counter()
         service_pids = [p.proc.pid for p in procs]
-        cpu0 = cpu_seconds(service_pids)
+        cpu0, broker0 = cpu_seconds(service_pids), cpu_seconds(broker_pids)
         consumer_task = asyncio.create_task(consume())
         await produce()
         await producer.flush()
         sent_s = time.perf_counter() - t0
-        service_cpu = cpu_seconds(service_pids) - cpu0
+        service_cpu, broker_cpu = cpu_seconds(service_pids) - cpu0, cpu_seconds(broker_pids) - broker0
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(consumer_task, 30)
     finally:
@@ -535,17 +630,46 @@ async def latency(bootstrap: str, rate: int, seconds: float, shards: int = 1, in
     idle = [shard for shard in names if not per_shard[of_shard(base, shard).decisions]]
     if idle:  # every shard got its share of the asks: a shard that decided none is a failure
         raise SystemExit(f"no decisions arrived from shard(s) {', '.join(idle)} ({len(latencies_ms):,} in all)")
-    found = Latency(latencies_ms, parts_ms)
+    found = Latency(latencies_ms, parts_ms, total / sent_s, service_cpu / sent_s,
+                    broker_cpu / sent_s if broker_pids else None)
     where = f"{shards} shards run by {instances} instance(s), " if shards > 1 else ""
     print(f"(ii) {total:,} asks sent at {total / sent_s:,.0f}/s over {sent_s:.1f} s on a {spec.nodes * shards:,}-node "
           f"cluster ({where}transactions {'off' if '--no-transactions' in SERVICE_ARGS else 'on'}); "
           f"{len(latencies_ms):,} decided")
-    share = service_cpu / sent_s
-    print(f"    event→decision latency: p50 {found.p50:.1f} ms, p99 {found.p99:.1f} ms, "
-          f"max {max(latencies_ms):.1f} ms; service CPU while sending {share:.0%} of a core ({share / shards:.0%} per "
-          "shard)")
+    share, brokers = service_cpu / sent_s, broker_cpu / sent_s
+    print(f"    event→decision latency: p50 {found.p50:.1f} ms, p99 {found.p99:.1f} ms, max {max(latencies_ms):.1f} ms")
+    print(f"    CPU while sending: service {share:.0%} of a core ({share / shards:.0%} per shard, "
+          f"{service_cpu / total * 1e6:,.0f} µs per ask), broker(s) {brokers:.0%}"
+          + (f" ({broker_cpu / total * 1e6:,.0f} µs per ask)" if broker_pids else " (not ours to read)"))
+    if "--no-transactions" not in SERVICE_ARGS:
+        committed = transactions[0] + len(next_offset)  # (each topic's first transaction follows no marker)
+        print(f"    {cycles[0]:,} cycles committed in {committed:,} transactions: {cycles[0] / committed:.2f} cycles "
+              "per transaction (counted by the commit markers' offsets)")
     print_profile(latencies_ms, parts_ms)
     return found
+
+
+FLEET_NODES, FLEET_EVENTS = 50_000, 5_000  # the issue's fleet: nodes, events/s
+INSTANCE_BUSY = 0.5  # an instance (one process: one core under the GIL) kept this busy, so shards do not queue
+
+
+def print_fleet(found: Latency, nodes: int) -> None:
+    """The issue's fleet on paper from this run's per-partition figures: partitions at the rate and
+    CPU measured here, instances from the service's CPU per partition, brokers' CPU per event."""
+    per_partition = max(1.0, round(found.rate, -2))  # events/s one partition was measured at (its p50/p99)
+    partitions = -(-FLEET_EVENTS // int(per_partition))
+    service = found.service_cores  # per partition at that rate: an upper bound at a lower rate
+    instances = -(-partitions * service // INSTANCE_BUSY)
+    text = (f"{FLEET_NODES:,} nodes at {FLEET_EVENTS:,} events/s: {partitions} partitions of "
+            f"{FLEET_NODES // partitions:,} nodes at {FLEET_EVENTS / partitions:,.0f} events/s (measured here: "
+            f"{per_partition:,.0f}/s on {nodes:,} nodes), each {service:.2f} of a core of service CPU → "
+            f"{partitions * service:.1f} cores; {int(instances)} instances at ≤ {INSTANCE_BUSY:.0%} busy, "
+            f"+1 to take over a failed one's")
+    if found.broker_cores is not None:
+        per_event = found.broker_cores / per_partition
+        text += (f"; brokers {per_event * 1e6:,.0f} µs of CPU per event on one node → "
+                 f"{FLEET_EVENTS * per_event:.1f} cores, ×3 with replication factor 3")
+    info("e2e.fleet", "fleet on paper", text, partitions=partitions, instances=int(instances) + 1)
 
 
 def print_profile(latencies_ms: list[float], parts_ms: list[tuple[float, float, float]]) -> None:
@@ -610,7 +734,7 @@ def main() -> None:
                 rates = asyncio.run(throughput(bootstrap, pids, spec, args.partitions, args.batch, args.max_batch,
                                                args.runs, not args.no_core_rate))
             if "latency" not in args.skip:
-                found = asyncio.run(latency(bootstrap, args.rate, args.seconds))
+                found = asyncio.run(latency(bootstrap, pids, args.rate, args.seconds))
     if args.shards:
         with broker(3) as (bootstrap, pids):
             print(f"broker: {bootstrap} ({kind}, {3 if not os.environ.get('KAFKA_BOOTSTRAP_SERVERS') else '?'} nodes)")
@@ -618,7 +742,8 @@ def main() -> None:
                 scaled = asyncio.run(scale_out(bootstrap, pids, spec, args.shards, args.instances, args.batch,
                                                args.max_batch))
             if "latency" not in args.skip:
-                sharded_latency = asyncio.run(latency(bootstrap, args.rate, args.seconds, args.shards, args.instances))
+                sharded_latency = asyncio.run(latency(bootstrap, pids, args.rate, args.seconds, args.shards,
+                                                              args.instances))
     print(f"\ntargets (load average {os.getloadavg()[0]:.1f} now):")
     if rates is not None:
         report("e2e.share", "end to end through Kafka (transactions) / the same batches in process",
@@ -634,6 +759,8 @@ def main() -> None:
         report("e2e.scale_out", f"{args.instances} instances / one over {args.shards} shards, aggregate allocations/s",
                scaled[1] / scaled[0], "x", SCALE_OUT_TARGET, fmt=".2f",
                note=f"{scaled[1]:,.0f} vs {scaled[0]:,.0f} allocations/s on 3 brokers")
+    if found is not None:
+        print_fleet(found, 2_000)
     if sharded_latency is not None:
         info("e2e.sharded_latency", f"latency over {args.shards} shards, {args.instances} instances",
              f"p50 {sharded_latency.p50:.1f} ms, p99 {sharded_latency.p99:.1f} ms", p50=sharded_latency.p50,

@@ -23,12 +23,17 @@ DEFAULT_REQUEST_TIMEOUT_MS: Final = 30_000  # a broker silent this long fails th
 
 
 def heartbeat_interval_ms(session_timeout_ms: int) -> int:
-    """The consumer-group heartbeat for a session timeout: a third of it, within 100 ms and 3 s.
+    """The consumer-group heartbeat for a session timeout: a third of it, within 100 ms and 0.5 s.
+
+    A member learns that its group is rebalancing (another instance joined or left) only from its
+    next heartbeat's answer, and every member waits until all have rejoined: with a 3 s heartbeat
+    a second instance started beside a running one idled up to 3 s before it got a shard. Half a
+    second bounds that wait for two small requests a second per instance.
 
     >>> heartbeat_interval_ms(DEFAULT_SESSION_TIMEOUT_MS), heartbeat_interval_ms(600)
-    (3000, 200)
+    (500, 200)
     """
-    return max(100, min(3_000, session_timeout_ms // 3))
+    return max(100, min(500, session_timeout_ms // 3))
 
 
 DEFAULT_HEARTBEAT_INTERVAL_MS: Final = heartbeat_interval_ms(DEFAULT_SESSION_TIMEOUT_MS)

@@ -31,6 +31,11 @@ outputs say the scheduler refused) into ``replay.audit.state`` and checks every 
 - ``rules-version``: each cycle's ``rules_version`` is one this build knows (1 up to its own)
   and never below an earlier cycle's (``scheduler.core.rules_version.rules_version_problem``),
   and ``cycle.completed`` repeats ``cycle.started``'s;
+- gang scheduling (``replay.audit.gang``): ``gang-budget`` (no real ask of a task group is
+  allocated by the walk while its group has placeholders left to replace), ``gang-replacement``
+  (a replacement follows its placeholder's revocation, same node, app and group, and fits in
+  it), ``gang-placeholder`` (a placeholder's revocation names a live placeholder);
+  ``ask.released`` ends a pending ask, and a Failed app leaves as a Completed one does;
 - preemption (``replay.audit.preemption``), for each ``allocation.revoked`` with reason
   ``preempted``: ``preemption-victim`` (a live allocation, not already preempted, for a pending
   preemptor), ``preemption-priority`` (the victim's priority is at most the preemptor's, as
@@ -60,6 +65,7 @@ from events.models import (
     AllocationRevoked,
     AppPlaced,
     AppStateChanged,
+    AskReleased,
     AskReserved,
     AskUnreserved,
     CycleCompleted,
@@ -180,22 +186,31 @@ class Auditor:
         if completed is not None:
             self.completed[k] = completed
         self._apply_inputs(cycle)
+        self.state.gang.new_cycle()
         decided = 0
         for event in cycle.outputs:
             if not event.id.startswith(f"{k}-"):
                 self._flag("cycle-number", k, f"output {event.id} in cycle {k} has another cycle's id")
             if isinstance(event.data, AllocationDecided):
                 decided += self._decision(event.data, k)
+            elif isinstance(event.data, AskReleased):
+                d_rel = event.data
+                part = self.state.app_partition.get(d_rel.app_id, "default")
+                self.state.gang.ask_released(d_rel, part)
+                if self.state.pending.pop((part, d_rel.app_id, d_rel.ask_id), None) is not None:
+                    self.state.app_asks.get((part, d_rel.app_id), set()).discard(d_rel.ask_id)
             elif isinstance(event.data, AllocationRevoked) and event.data.reason == "preempted":
                 for rule, message in check_preemption(self.state, event.data):
                     self._flag(rule, k, message, event.data.decision_id)
             elif isinstance(event.data, AllocationRevoked):
                 d = event.data
                 part = self.state.app_partition.get(d.app_id, "default")
+                for rule, message in self.state.gang.revoked(d, part):
+                    self._flag(rule, k, message, d.decision_id)
                 self.state.release((part, d.app_id, d.ask_id))
             elif isinstance(event.data, AskReserved | AskUnreserved):
                 self._reservation(event.data, k)
-            elif isinstance(event.data, AppStateChanged) and event.data.to == "Completed":
+            elif isinstance(event.data, AppStateChanged) and event.data.to in ("Completed", "Failed"):
                 app_id = event.data.app_id
                 self.state.remove_app(self.state.app_partition.get(app_id, "default"), app_id)
         for (part, node_id), key in sorted(self.state.reserved.items()):
@@ -321,6 +336,8 @@ class Auditor:
                        f"{fmt_resources(pending)}", did)
         if d.queue != queue:
             self._flag("decision-mismatch", k, f"decision {did} names queue {d.queue}, the app is in {queue}", did)
+        for rule, message in st.gang.decided(d, d.partition, pending):
+            self._flag(rule, k, message, did)
         node = st.nodes.get((d.partition, d.node_id))
         if node is None:
             self._flag("node-unknown", k, f"decision {did} uses node {d.node_id}, which does not exist", did)

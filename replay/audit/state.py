@@ -30,6 +30,7 @@ from events.models import (
 )
 from events.resources import Resources, add_into, normalized, sub_into
 from events.seen import SeenIds
+from replay.audit.gang import GangAudit
 from replay.audit.user_limits import UserLimitAudit
 from scheduler.config import ConfigError, QueueSpec, SchedulerConfig, default_config, load_config
 
@@ -117,6 +118,7 @@ class AuditState:
         self.default_class: str | None = None
         self.ask_priority: dict[AskKey, int] = {}
         self.preempted: set[AskKey] = set()
+        self.gang = GangAudit()  # task groups' budgets and placeholders (replay.audit.gang)
 
     # -- inputs -----------------------------------------------------------------------
 
@@ -142,6 +144,7 @@ class AuditState:
             if (d.partition, d.app_id) in self.apps and k not in self.allocs and any(v > 0 for v in res.values()):
                 if k not in self.pending and d.required_node is not None:
                     self.required[k] = d.required_node
+                self.gang.ask_added(d, k not in self.pending)
                 self.pending[k] = res
                 self.ask_priority[k] = self._priority(d)
                 self.app_asks.setdefault((d.partition, d.app_id), set()).add(d.ask_id)
@@ -152,6 +155,7 @@ class AuditState:
         elif isinstance(d, AllocationReleased):
             key = (d.partition, d.app_id, d.ask_id)
             if key in self.allocs:
+                self.gang.released_by_owner(key)
                 self.release(key)
                 self.app_asks.get((d.partition, d.app_id), set()).discard(d.ask_id)
         elif isinstance(d, NodeAdded):
@@ -209,6 +213,7 @@ class AuditState:
     def _remove_app(self, partition: str, app_id: str) -> None:
         if self.apps.pop((partition, app_id), None) is None:
             return
+        self.gang.app_left(partition, app_id)
         self.users.pop((partition, app_id), None)
         for ask_id in self.app_asks.pop((partition, app_id), set()):
             k = (partition, app_id, ask_id)

@@ -23,6 +23,7 @@ from replay.explain.format import (
     priority_formula,
     share_list,
 )
+from replay.explain.gang import gang_block, gang_note
 from replay.explain.preemption import pending_preemption
 from replay.explain.report import ASK_ORDER, app_key_names, ask_dict
 from replay.explain.walk import Walker
@@ -119,6 +120,7 @@ def explain_pending(engine: Engine, app_id: str, ask_id: str, partition: str | N
     allowed = walker.stateaware_gate(leaf)
     _, node_block = walker.node_for(ask)
     candidates: list[Blocker | None] = [
+        gang_block(app, ask),
         walker.stateaware_block(app, allowed),
         walker.max_apps_block(app),
         walker.user_apps_block(app),
@@ -160,6 +162,9 @@ def explain_pending(engine: Engine, app_id: str, ask_id: str, partition: str | N
     )
     out.preemption = pending_preemption(part, app, ask, engine.state.cycle_time_us)
     out.summary = _summary(out, app)
+    note = gang_note(app, ask)
+    if note is not None:
+        out.summary += " " + note
     if out.preemption is not None and "attempt" in out.preemption:
         attempt = out.preemption["attempt"]
         finds = (f"would preempt {len(attempt['victims'])} on {attempt['node']} ({attempt.get('why_node', '')})"

@@ -88,8 +88,8 @@ def add_commands(sub: Any) -> None:
                    "submit --config — else input.rejected 'not-authorized'); said at start-up (docs/security.md)")
     p.add_argument("--serial-commits", action="store_true",
                    help="Kafka transactions: commit each cycle before reading the next (by default a cycle's "
-                   "transaction commits while the next cycle is read and decided; cycles commit in order either "
-                   "way)")
+                   "transaction commits while the next cycles are read and decided, and those then commit "
+                   "together in one transaction; cycles commit in order either way)")
     p.add_argument("--batch", type=positive_int, default=default(ServiceSettings, "batch"), metavar="N",
                    help="inputs per cycle (default %(default)s); under a backlog batches double up to --max-batch")
     p.add_argument("--max-batch", type=positive_int, metavar="N",

@@ -19,6 +19,7 @@ from events.codec import dumps
 from events.display import printable_lines
 from replay.explain.decision import ExplainError
 from replay.explain.from_log import explain_ask_from_log, explain_from_log
+from replay.explain.gang import explain_placeholder_release, render_gang_revocation
 from replay.explain.rejections import rejections_of
 from replay.explain.revocation import explain_revocation_from_log
 from replay.explain.text import render_explanation, render_pending, render_revocation
@@ -40,7 +41,8 @@ def add_explain(replay_subparsers: Any) -> None:
     )
     p.add_argument("decision_id", nargs="?", metavar="DECISION_ID", help="e.g. default-12-3")
     p.add_argument("--ask", metavar="APP/ASK", help="explain a pending ask instead of a decision")
-    p.add_argument("--revoked", metavar="APP/ASK", help="explain why that allocation was preempted")
+    p.add_argument("--revoked", metavar="APP/ASK",
+                   help="explain why that allocation was preempted, or a gang's placeholder released")
     add_source_arguments(p)
     add_snapshot_arguments(p)
     p.add_argument("--json", action="store_true", help="print the explanation as one JSON object")
@@ -69,6 +71,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
     try:
         with open_source(log) as source:
             if args.revoked is not None:
+                gang_report = explain_placeholder_release(source, app_id, ask_id)
+                if gang_report is not None:  # a placeholder replaced or timed out, a failed app's allocation
+                    sys.stdout.write(dumps(gang_report).decode() + "\n" if args.json
+                                     else render_gang_revocation(gang_report))
+                    return 0
                 report = explain_revocation_from_log(source, app_id, ask_id, pick_start(source, snaps, None, PROG))
                 sys.stdout.write(dumps(report).decode() + "\n" if args.json else render_revocation(report))
                 return 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 
 from scheduler.config.godurations import PREEMPTION_POLICIES, go_duration_us
+from scheduler.config.profiles import RulesProfile
 from scheduler.config.resolve import (
     APP_SORT_POLICIES,
     APP_SORT_POLICY,
@@ -78,6 +79,10 @@ priority.policy)"])
                 warnings.append(f"{prefix}{where}: property {key!r} is not one evsched reads (known: {known})")
             elif not rule[0](value):
                 errors.append(f"{prefix}{where}: {key}: {value!r} is not {rule[1]}")
+            elif (key == "application.sort.policy" and value == "stateaware"
+                  and partition.rules is RulesProfile.YUNIKORN_1_9):
+                warnings.append(f"{prefix}{where}: application.sort.policy stateaware is fifo under the rules "
+                                "profile yunikorn-1.9 (YUNIKORN-2483: removed, as YuniKorn 1.9 warns)")
     return errors, warnings
 
 

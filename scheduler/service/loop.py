@@ -36,6 +36,9 @@ LOG = logging.getLogger("evsched.service")
 FENCE_FRESH_S = 1.0  # an end offset that took longer to arrive is asked for again (``_fence``)
 FENCE_TRIES = 10
 ONCE_STALL_S = 30.0  # run(once=True): give up on inputs the log reports but never delivers
+# Overlapped commits: how many decided cycles may wait for the transaction in flight before the loop
+# waits too. They then commit together, in one transaction (``_CycleWrite``).
+MAX_QUEUED_CYCLES = 16
 
 
 class CycleListener(Protocol):
@@ -52,6 +55,19 @@ def next_batch(asked: int, got: int, base: int, maximum: int) -> int:
     [10, 20, 5]
     """
     return min(2 * asked, maximum) if got >= asked else base
+
+
+@dataclass(frozen=True)
+class _CycleWrite:
+    """One decided cycle waiting to be made durable: what ``Service._write_cycles`` writes for it."""
+
+    cycle: int
+    records: list[LogRecord]
+    outputs: list[OutputEvent]
+    encoded: list[bytes]
+    through: dict[str, int]
+    unreadable: list[tuple[LogRecord, str]]
+    began: float
 
 
 @dataclass
@@ -118,8 +134,11 @@ class Service:
         self._between.set()
         self.progress = Progress()
         self._commit: asyncio.Task[None] | None = None
-        # The last cycle's write, committing while the next cycle is read and decided (None: none).
+        # Overlapped commits: the writer task committing decided cycles while the loop reads and decides
+        # the next (None: none running), and the cycles decided meanwhile, which it commits next — all
+        # of them in one transaction (``_writer``).
         self._pending: asyncio.Task[None] | None = None
+        self._queued: list[_CycleWrite] = []
         self._snapshot_write: asyncio.Task[Path] | None = None  # a snapshot file written meanwhile
         # Whether a transactional cycle's commit may overlap the next cycle's read and decide
         # (``run``): off when a listener reads the engine in ``cycle_done`` (the MQTT bridge's
@@ -185,8 +204,12 @@ class Service:
     async def run_cycle_once(self, *, overlap: bool = False) -> int:
         """Read one batch and run one cycle over it; returns the number of inputs consumed.
         Its outputs are durable on return (and any cycle's before it) — unless ``overlap`` (``run``
-        asks for it) and ``overlap_commits`` on a transactional log: then the cycle's transaction is
-        left committing while the loop reads and decides the next cycle, which awaits it before its own.
+        asks for it) and ``overlap_commits`` on a transactional log: then the cycle goes to the writer
+        task and the loop reads and decides the next cycle while it commits. Cycles decided while a
+        transaction is in flight wait for it and then commit together, in one transaction (a group
+        commit: fewer transactions — each costs the broker several writes and markers — the longer
+        commits take, and the loop never idles on a commit while inputs wait). Cycles still commit in
+        order, and a failed commit stops the loop at its next cycle, before anything later is written.
 
         With no new inputs a cycle still runs when an app timer is due (so Starting apps
         time out and Completing apps complete); otherwise nothing is written.
@@ -212,46 +235,66 @@ class Service:
             outputs, encoded = await asyncio.to_thread(self._cycle, records, now, through, unreadable)
         finally:
             self._between.set()
-        # Cycles commit in order: the last one's transaction first (a failure stops here, before
-        # this cycle writes anything; its decisions, never written, are re-derived on restart).
-        await self.written()
         snapshot_due = (self.snapshots is not None
                         and self.engine.cycle_number - self._snapshot_cycle >= self.snapshot_every)
-        overlapped = overlap and self.overlap_commits and self.transactional
-        write = self._write(self.engine.cycle_number, records, outputs, encoded, through, unreadable, began,
-                            overlapped=overlapped)
-        if overlapped and snapshot_due:
-            # The snapshot must hold this cycle's state and output offset, so it waits for the commit
-            # and is captured before the next cycle; its file is written while the next cycles run.
-            self.positions = through
-            await write
-            await self._snapshot_in_background()
-        elif overlapped:
+        write = _CycleWrite(self.engine.cycle_number, records, outputs, encoded, through, unreadable, began)
+        if overlap and self.overlap_commits and self.transactional:
             # The producer epoch fences this log (no end-offset check to wait for), and the next
             # read starts after these inputs whether or not their transaction has committed yet.
             self.positions = through
-            self._pending = asyncio.create_task(write)
+            await self._enqueue(write)
+            if snapshot_due:
+                # The snapshot must hold this cycle's state and output offset, so it waits for the commit
+                # and is captured before the next cycle; its file is written while the next cycles run.
+                await self.written()
+                await self._snapshot_in_background()
         else:
-            await write
+            # Cycles commit in order: the last one's transaction first (a failure stops here, before
+            # this cycle writes anything; its decisions, never written, are re-derived on restart).
+            await self.written()
+            await self._write_cycles([write], overlapped=False)
             if snapshot_due:
                 await asyncio.to_thread(self._snapshot)  # CPU work too: off the event loop
         decisions = sum(1 for o in outputs if o.type == "allocation.decided")
         await self._count(len(records), decisions)
         return len(records)
 
-    async def _write(self, cycle: int, records: list[LogRecord], outputs: list[OutputEvent], encoded: list[bytes],
-                     through: dict[str, int], unreadable: list[tuple[LogRecord, str]], began: float, *,
-                     overlapped: bool) -> None:
-        """Make cycle ``cycle``'s outputs durable (with its input offsets, in one transaction where the
-        log has them), then dead-letter its unreadable inputs and tell the listeners. ``overlapped``:
-        the next cycle is being read and decided meanwhile (the positions are already past these inputs)."""
+    async def _enqueue(self, write: _CycleWrite) -> None:
+        """Hand a decided cycle to the writer task (started when none runs). While a transaction is in
+        flight the cycles decided meanwhile queue up and then commit together; the loop waits only
+        when ``MAX_QUEUED_CYCLES`` are queued, or when the writer failed (raising its error)."""
+        if self._pending is not None and self._pending.done():
+            await self.written()  # raises the writer's error, if it failed
+        if len(self._queued) >= MAX_QUEUED_CYCLES:
+            await self.written()
+        self._queued.append(write)
+        if self._pending is None:
+            self._pending = asyncio.create_task(self._writer())
+
+    async def _writer(self) -> None:
+        """Commit the queued cycles, in order: each transaction takes every cycle queued when it
+        begins. A failure ends the writer; the cycles still queued are never written (the loop stops
+        on the error, and a restart re-derives them)."""
+        while self._queued:
+            group, self._queued = self._queued, []
+            await self._write_cycles(group, overlapped=True)
+
+    async def _write_cycles(self, group: list[_CycleWrite], *, overlapped: bool) -> None:
+        """Make the cycles' outputs durable — in one transaction with the last one's input offsets where
+        the log has transactions — then dead-letter their unreadable inputs and tell the listeners.
+        ``overlapped``: later cycles are being read and decided meanwhile (the positions are already
+        past these inputs)."""
         if not self.transactional:
             # Without transactions nothing else fences a second writer; a transactional log is
             # fenced by its producer epoch (and its commit markers take offsets of their own).
             await self._fence()
-        what = f"cycle {cycle}: writing outputs"
-        # `run -v`: the kill tests aim at the write by this line (tests.progress)
-        self._log.debug("cycle %d writing %d outputs", cycle, len(encoded))
+        first, last = group[0].cycle, group[-1].cycle
+        cycles = f"cycle {last}" if first == last else f"cycles {first}-{last}"
+        what = f"{cycles}: writing outputs"
+        encoded = [value for write in group for value in write.encoded]
+        through = group[-1].through
+        for write in group:  # `run -v`: the kill tests aim at the write by these lines (tests.progress)
+            self._log.debug("cycle %d writing %d outputs", write.cycle, len(write.encoded))
         offsets: dict[str, int] = {}
         try:
             if isinstance(self.log, TransactionalLog) and self.log.transactional:  # one commit, or none
@@ -263,25 +306,28 @@ class Service:
         except LogFenced:
             raise
         except LogError as exc:  # e.g. a full disk: stop rather than run on with state the log lacks
-            raise LogError(f"cycle {cycle}: outputs not written ({exc}); stopping — "
-                           "a restart re-runs this cycle from the log") from exc
+            again = "this cycle" if first == last else "these cycles"
+            raise LogError(f"{cycles}: outputs not written ({exc}); stopping — "
+                           f"a restart re-runs {again} from the log") from exc
         if self.output_offset == 0 and encoded and self.snapshots is not None:  # the log's first output
             self.snapshots.log_identity = log_identity(encoded[0])
-        await self._dead_letter(unreadable)
+        await self._dead_letter([bad for write in group for bad in write.unreadable])
         # With transactions, commit markers take offsets too: the next cycle's first output is
         # not at end + 1 but the offset after this one's last output is known from the ack.
-        self.output_offset = end if end is not None else self.output_offset + len(outputs)
-        self.last_cycle_s = time.perf_counter() - began
+        self.output_offset = end if end is not None else self.output_offset + len(encoded)
+        self.last_cycle_s = time.perf_counter() - group[-1].began
         if offsets:
             self._committed_positions = dict(offsets)
         if self._log.isEnabledFor(logging.DEBUG):  # `run -v`: tests pace themselves by these lines
-            self._log.debug("cycle %d written: %d inputs, %d outputs; %d inputs consumed",
-                            cycle, len(records), len(outputs), sum(through.values()))
+            for write in group:
+                self._log.debug("cycle %d written: %d inputs, %d outputs; %d inputs consumed",
+                                write.cycle, len(write.records), len(write.outputs), sum(write.through.values()))
         if not overlapped:  # (overlapped: the transaction committed the offsets; the positions are further on)
             self.positions = through
             await self._commit_positions(force=False)
-        for listener in self.listeners:
-            listener.cycle_done(self.engine, outputs)
+        for write in group:
+            for listener in self.listeners:
+                listener.cycle_done(self.engine, write.outputs)
 
     async def _offsets_due(self, through: dict[str, int]) -> dict[str, int]:
         """The input offsets a cycle's transaction commits: ``through`` at most every
@@ -295,10 +341,10 @@ class Service:
         return dict(through)
 
     async def written(self) -> None:
-        """Wait until the last cycle's outputs are durable (raises its write's error)."""
+        """Wait until every decided cycle's outputs are durable (raises the writer's error)."""
         task, self._pending = self._pending, None
         if task is not None:
-            await task
+            await task  # (the writer commits what is queued before it ends)
 
     @property
     def between_cycles(self) -> bool:
@@ -460,6 +506,7 @@ class Service:
                 if task is not None:  # the loop failed: nobody will wait for this commit
                     task.cancel()
             self._pending = self._snapshot_write = None
+            self._queued = []  # decided, never written: a restart re-derives them
             raise
         self.running = False
         await self._commit_positions(force=True)

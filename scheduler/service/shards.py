@@ -78,11 +78,11 @@ class ShardHost:
         self._changed.set()
 
     async def revoke(self, shards: set[str]) -> None:
-        """Before a rebalance: finish each shard's cycle in hand and pause it."""
+        """Before a rebalance: finish each shard's cycle in hand and pause it — all at once: the
+        whole group waits for this member's rejoin, so for its slowest cycle, not for their sum."""
         self._desired = None
         async with self._lock:
-            for name in sorted(shards & set(self.shards)):
-                await self._pause(name)
+            await asyncio.gather(*(self._pause(name) for name in sorted(shards & set(self.shards))))
 
     def stop(self, *_: object) -> None:
         """Finish every shard's cycle in hand, then return from ``run``."""

@@ -8,15 +8,22 @@ with yunikorn-core itself in the conformance run's ``gang`` family (docs/conform
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from events.log.file import FileLog
 from events.times import format_time
 from scheduler.core import snapshot
 from scheduler.simulation.simulate import Simulation
+from tests.cli import evsched
+from tests.explain_logdrive import LogDriver, copy_log
+from tests.sim import app, ask, node
+from tests.unit.test_audit import audit
 from tests.unit.test_fact_fold import START_US, _live_and_recovered, _next_cycle
 
 R = {"vcore": 1000, "memory": 1000}
@@ -198,3 +205,108 @@ def test_a_snapshot_keeps_the_gang() -> None:
     gang = restored.state.partitions["default"].apps["g"].gang
     assert gang is not None and gang.placeholders == {"vcore": 2000, "memory": 2000} and gang.timer_us is not None
     assert gang.groups["tg"].count == 2
+
+
+# -- the audit's gang invariants (replay/audit/gang.py) ------------------------------------
+
+
+def gang_log(directory: Path) -> None:
+    """A Spark-like job replacing its placeholders, a Soft gang and a Hard gang timing out."""
+    with LogDriver(directory, GANG_CONFIG) as drv:
+        drv.submit(node("n1", 4000, 4000), node("n2", 4000, 4000),
+                   app("spark", "root.a", placeholder_ask={"vcore": 3000, "memory": 3000}),
+                   *[ask("spark", f"ph-{i}", placeholder=True, task_group="exec") for i in range(3)],
+                   app("soft", "root.a", placeholder_ask={"vcore": 9000, "memory": 2000}, placeholder_timeout_ms=1),
+                   ask("soft", "ph-big", vcore=9000, placeholder=True, task_group="big"),
+                   ask("soft", "ph-1", placeholder=True, task_group="w"),
+                   app("hard", "root.a", placeholder_ask={"vcore": 9000, "memory": 2000}, placeholder_timeout_ms=1,
+                       gang_scheduling_style="Hard"),
+                   ask("hard", "ph-big", vcore=9000, placeholder=True, task_group="big"),
+                   ask("hard", "ph-1", placeholder=True, task_group="w"))
+        drv.cycle()
+        drv.submit(*[ask("spark", f"exec-{i}", memory=500, task_group="exec") for i in range(3)],
+                   ask("soft", "w-1", task_group="w"))
+        drv.cycle()
+        drv.cycle()
+
+
+def test_a_gang_log_audits_clean(tmp_path: Path) -> None:
+    gang_log(tmp_path / "log")
+    with FileLog(tmp_path / "log", readonly=True) as log:
+        outs = [orjson.loads(r.value) for r in log.iter_outputs()]
+    reasons = {o["data"].get("reason") for o in outs if o["type"] in ("allocation.revoked", "ask.released")}
+    assert {"placeholder-replaced", "placeholder-timeout"} <= reasons
+    assert [o["data"]["to"] for o in outs if o["type"] == "app.state_changed" and o["data"]["app_id"] == "hard"] == [
+        "Accepted", "Failing", "Failed"]
+    assert audit(tmp_path / "log").violations == []
+
+
+def _tampered(tmp_path: Path, edit: Callable[[list[list[dict[str, Any]]]], None]) -> list[str]:
+    gang_log(tmp_path / "orig")
+    copy_log(tmp_path / "orig", tmp_path / "copy", edit)
+    return [v.rule for v in audit(tmp_path / "copy").violations]
+
+
+def test_a_replacement_on_another_node_is_flagged(tmp_path: Path) -> None:
+    def move(batches: list[list[dict[str, Any]]]) -> None:
+        for o in batches[1]:
+            if o["type"] == "allocation.decided" and o["data"]["ask_id"] == "exec-0":
+                o["data"]["node_id"] = "n2" if o["data"]["node_id"] == "n1" else "n1"
+
+    assert "gang-replacement" in _tampered(tmp_path, move)
+
+
+def test_a_real_ask_placed_by_the_walk_while_its_group_has_placeholders_is_flagged(tmp_path: Path) -> None:
+    def no_swap(batches: list[list[dict[str, Any]]]) -> None:
+        batches[1][:] = [o for o in batches[1] if not (o["type"] == "allocation.revoked"
+                                                       and o["data"]["ask_id"] == "ph-0")]
+        for o in batches[1]:
+            if o["type"] == "allocation.decided" and o["data"].get("replaced_ask_id") == "ph-0":
+                del o["data"]["replaced_ask_id"], o["data"]["replaced_decision_id"]
+
+    assert "gang-budget" in _tampered(tmp_path, no_swap)
+
+
+# -- replay explain: why a job waits for its gang, why a placeholder was released -------------
+
+
+def test_explain_says_why_a_placeholder_was_released(tmp_path: Path) -> None:
+    gang_log(tmp_path / "log")
+    replaced = evsched("replay", "explain", "--revoked", "spark/ph-0", "--log", str(tmp_path / "log")).stdout.decode()
+    assert "replaced by the real ask exec-0" in replaced and "same node" in replaced
+    timed_out = evsched("replay", "explain", "--revoked", "soft/ph-1", "--log", str(tmp_path / "log")).stdout.decode()
+    assert "placeholder timeout" in timed_out and "w-1" in timed_out and "Accepted → Resuming" in timed_out
+    failed = orjson.loads(evsched("replay", "explain", "--revoked", "hard/ph-1", "--json", "--log",
+                                  str(tmp_path / "log")).stdout)
+    assert failed["reason"] == "placeholder-timeout" and "Failing → Failed" in failed["states"]
+
+
+def test_explain_says_a_real_ask_waits_for_its_gang(tmp_path: Path) -> None:
+    with LogDriver(tmp_path / "log", GANG_CONFIG) as drv:
+        drv.submit(node("n1", 4000, 4000), app("job", "root.a", placeholder_ask={"vcore": 8000, "memory": 2000}),
+                   ask("job", "ph-0", placeholder=True, task_group="exec"),
+                   ask("job", "ph-1", vcore=7000, placeholder=True, task_group="exec"),
+                   ask("job", "exec-0", vcore=7000, task_group="exec"))
+        drv.cycle()
+    text = evsched("replay", "explain", "--ask", "job/exec-0", "--log", str(tmp_path / "log")).stdout.decode()
+    assert "task group 'exec', which has 2 placeholder(s) left to replace" in text
+    assert "none as large as this ask" in text and "gang-scheduling" in text
+    text = evsched("replay", "explain", "--ask", "job/ph-1", "--log", str(tmp_path / "log")).stdout.decode()
+    assert "placeholder of task group 'exec'" in text and "time out at" in text
+
+
+def test_the_spark_example_replaces_its_placeholders_and_fails_the_gang_that_does_not_fit() -> None:
+    """examples/spark (README, "A Spark job as a gang")."""
+    root = Path(__file__).resolve().parents[2] / "examples" / "spark"
+    proc = evsched("simulate", "--config", str(root / "queues.yaml"), str(root / "job.jsonl"))
+    outs = [orjson.loads(line) for line in proc.stdout.splitlines()]
+    replaced = {d["replaced_ask_id"]: d["ask_id"] for d in _of(outs, "allocation.decided") if "replaced_ask_id" in d}
+    assert replaced == {"tg-driver-0": "driver", **{f"tg-exec-{i}": f"exec-{i}" for i in range(4)}}
+    assert _states(outs, "job-1") == ["Accepted", "Starting", "Running"]
+    assert _states(outs, "job-2") == ["Accepted", "Failing", "Failed"]
+
+
+def test_replay_verify_rederives_a_gang_log_byte_for_byte(tmp_path: Path) -> None:
+    gang_log(tmp_path / "log")
+    proc = evsched("replay", "verify", "--log", str(tmp_path / "log"))
+    assert proc.returncode == 0

@@ -263,3 +263,13 @@ def parse_seconds(text: str) -> float:
     from events.times import parse_time
 
     return parse_time(text) / 1_000_000
+
+
+def test_config_check_warns_that_stateaware_is_fifo_under_1_9() -> None:
+    from scheduler.config.check import check_config
+
+    props = "application.sort.policy: stateaware"
+    code, lines = check_config(config("yunikorn-1.9", leaf_props=props).encode())
+    assert code == 0 and any("stateaware is fifo under the rules profile yunikorn-1.9" in line for line in lines)
+    code, lines = check_config(config(leaf_props=props).encode())
+    assert code == 0 and not any("stateaware" in line for line in lines)

@@ -43,7 +43,7 @@ def test_the_kafka_adapter_defaults_are_the_settings_defaults() -> None:
 
     settings = KafkaSettings("b")
     timing = settings.group_timing()
-    assert timing == {"session_timeout_ms": 10_000, "heartbeat_interval_ms": 3_000}
+    assert timing == {"session_timeout_ms": 10_000, "heartbeat_interval_ms": 500}
     for built in (KafkaLog, ShardMembership, KafkaLease):
         parameters = inspect.signature(built.__init__).parameters
         for name, value in timing.items():

@@ -18,13 +18,12 @@ from hypothesis import strategies as st
 
 from events.log.file import FileLog
 from events.times import format_time
-from replay.audit.checks import Auditor
-from scheduler.cli.audit import source_inputs
 from scheduler.core import snapshot
 from scheduler.simulation.simulate import Simulation
 from tests.cli import evsched
 from tests.explain_logdrive import LogDriver, copy_log
 from tests.sim import app, ask, node
+from tests.unit.test_audit import audit
 from tests.unit.test_fact_fold import START_US, _live_and_recovered, _next_cycle
 
 R = {"vcore": 1000, "memory": 1000}
@@ -231,14 +230,6 @@ def gang_log(directory: Path) -> None:
         drv.cycle()
 
 
-def _gang_audit(directory: Path) -> Auditor:
-    with FileLog(directory, readonly=True) as log:
-        auditor = Auditor(source_inputs(log))
-        for rec in log.iter_outputs():
-            auditor.feed(rec)
-    return auditor
-
-
 def test_a_gang_log_audits_clean(tmp_path: Path) -> None:
     gang_log(tmp_path / "log")
     with FileLog(tmp_path / "log", readonly=True) as log:
@@ -247,13 +238,13 @@ def test_a_gang_log_audits_clean(tmp_path: Path) -> None:
     assert {"placeholder-replaced", "placeholder-timeout"} <= reasons
     assert [o["data"]["to"] for o in outs if o["type"] == "app.state_changed" and o["data"]["app_id"] == "hard"] == [
         "Accepted", "Failing", "Failed"]
-    assert _gang_audit(tmp_path / "log").violations == []
+    assert audit(tmp_path / "log").violations == []
 
 
 def _tampered(tmp_path: Path, edit: Callable[[list[list[dict[str, Any]]]], None]) -> list[str]:
     gang_log(tmp_path / "orig")
     copy_log(tmp_path / "orig", tmp_path / "copy", edit)
-    return [v.rule for v in _gang_audit(tmp_path / "copy").violations]
+    return [v.rule for v in audit(tmp_path / "copy").violations]
 
 
 def test_a_replacement_on_another_node_is_flagged(tmp_path: Path) -> None:
@@ -313,3 +304,9 @@ def test_the_spark_example_replaces_its_placeholders_and_fails_the_gang_that_doe
     assert replaced == {"tg-driver-0": "driver", **{f"tg-exec-{i}": f"exec-{i}" for i in range(4)}}
     assert _states(outs, "job-1") == ["Accepted", "Starting", "Running"]
     assert _states(outs, "job-2") == ["Accepted", "Failing", "Failed"]
+
+
+def test_replay_verify_rederives_a_gang_log_byte_for_byte(tmp_path: Path) -> None:
+    gang_log(tmp_path / "log")
+    proc = evsched("replay", "verify", "--log", str(tmp_path / "log"))
+    assert proc.returncode == 0

@@ -25,8 +25,8 @@ native: $(STAMP)
 venv: native
 
 # The tests of the compiled modules again on the pure-Python build (EVSCHED_PURE_PYTHON=1), as the
-# container image runs: every unit test file importing a module of setup.py's NATIVE_MODULES, derived
-# by tests/pure_selection.py (docs/native.md).
+# container image runs: the unit test files that test compiled code (setup.py's NATIVE_MODULES), not
+# the shell's tests that only use the core for their input; derived by tests/pure_selection.py (docs/native.md).
 PURE_SELECTION := $(PY) -m tests.pure_selection
 
 demo: native

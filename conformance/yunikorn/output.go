@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -137,8 +139,10 @@ func cpuSeconds() float64 {
 // more step than cycle would (one step that finds nothing). apply is the seconds spent reading
 // and applying the inputs, untimed cycles included.
 //
-// budget > 0 bounds the timed cycle's CPU seconds: a cycle that takes longer is stopped after
-// the step that passed it ("timed_out": its figures are lower bounds) and no idle step runs.
+// budget > 0 bounds the timed cycle's CPU seconds: a cycle that takes longer is stopped
+// ("timed_out": its figures are lower bounds) and no idle step runs — after the step that
+// passed it, or, when one step alone runs past it (a full cluster where no step succeeds),
+// by a watchdog that reports at once and exits.
 func (h *harness) bench(apply float64, idle int, budget float64) {
 	if err := h.needCore(); err != nil {
 		fail("%v", err)
@@ -159,9 +163,30 @@ func (h *harness) bench(apply float64, idle int, budget float64) {
 	cpu0 := cpuSeconds()
 	start := time.Now()
 	timedOut := false
+	var report sync.Once // one JSON line, from the loop's end or from the watchdog
+	var decided int64    // n, for the watchdog
+	var finished int32   // the timed loop is over: the watchdog stops
+	if budget > 0 {
+		go func() {
+			for atomic.LoadInt32(&finished) == 0 {
+				time.Sleep(100 * time.Millisecond)
+				// untimed work is counted here (the watchdog only stops a step far past the budget)
+				if cpu := cpuSeconds() - cpu0; cpu > budget && atomic.LoadInt32(&finished) == 0 {
+					report.Do(func() {
+						b, _ := json.Marshal(map[string]interface{}{"allocations": atomic.LoadInt64(&decided),
+							"seconds": time.Since(start).Seconds(), "cpu_seconds": cpu, "apply_seconds": apply,
+							"timed_out": true})
+						fmt.Fprintln(os.Stdout, string(b))
+						os.Exit(0)
+					})
+				}
+			}
+		}()
+	}
 	for {
 		if ccSchedule(h.cc) {
 			n += count()
+			atomic.StoreInt64(&decided, int64(n))
 			if budget > 0 && cpuSeconds()-cpu0-untimedCPU > budget {
 				timedOut = true
 				break
@@ -178,6 +203,7 @@ func (h *harness) bench(apply float64, idle int, budget float64) {
 		}
 		before = after
 	}
+	atomic.StoreInt32(&finished, 1)
 	wall := (time.Since(start) - untimedWall).Seconds()
 	cpu := cpuSeconds() - cpu0 - untimedCPU
 	firstPreempted := preempted // the victims of the timed loop (the idle steps' are not reported)
@@ -195,5 +221,5 @@ func (h *harness) bench(apply float64, idle int, budget float64) {
 		"per_second": float64(n) / wall, "apply_seconds": apply, "idle_seconds": idleWall,
 		"idle_cpu_seconds": idleCPU, "idle_allocations": idleAllocs, "preemptions": firstPreempted,
 		"timed_out": timedOut})
-	fmt.Fprintln(os.Stdout, string(b))
+	report.Do(func() { fmt.Fprintln(os.Stdout, string(b)) })
 }

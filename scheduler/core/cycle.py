@@ -41,6 +41,7 @@ from scheduler.core.gang import can_replace, replacement_step
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption import MAX_ATTEMPTS_PER_QUEUE, may_attempt, record_preemption, try_preemption
+from scheduler.core.preemption_victims import VictimIndex
 from scheduler.core.queues import QueueNode
 from scheduler.core.reservations import Step, may_reserve, required_node_passes, required_node_step, reserved_step
 from scheduler.core.sorting import ChildOrder, child_order, stateaware_allowed
@@ -68,6 +69,9 @@ class CycleMemo:
     prev_cycle_us: int | None = None
     preempt_tried: set[tuple[str, str]] = field(default_factory=set)
     attempts_left: int = MAX_ATTEMPTS_PER_QUEUE
+    # The cycle's candidate victims and node order, built at its first attempt and told of
+    # every step after it (``scheduler.core.preemption_victims``).
+    victims: VictimIndex | None = None
     # Each parent's child order, kept across the steps (an allocation changes one lineage).
     child_orders: dict[str, ChildOrder] = field(default_factory=dict)
     # How many of the partition's reservations (in the order they were made) the reserved
@@ -80,12 +84,13 @@ class CycleMemo:
     # an app be hopeless (``_hopeless``), so a cycle with room never asks.
     any_exhausted: bool = False
 
-    def children_in_order(self, queue: QueueNode) -> list[QueueNode]:
-        """``sort_queues`` of a parent's children now, from the order kept for the cycle."""
+    def children_in_order(self, queue: QueueNode) -> Iterator[QueueNode]:
+        """``sort_queues`` of a parent's children now, from the order kept for the cycle (read
+        in place: to be used before the next step changes it)."""
         order = self.child_orders.get(queue.path)
         if order is None:
             order = self.child_orders[queue.path] = child_order(queue.children, queue.sort_priority)
-        return order.sorted()
+        return order.in_order()
 
     def allocated_in(self, leaf: QueueNode) -> None:
         """An allocation changed ``leaf`` and its ancestors: re-order them under their parents."""
@@ -136,7 +141,9 @@ def _preempt(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, nodes_tr
         return None
     memo.attempts_left -= 1
     memo.preempt_tried.add((app.app_id, ask.ask_id))
-    outcome = try_preemption(part, app, ask, nodes_tried)
+    if memo.victims is None:
+        memo.victims = VictimIndex(part)
+    outcome = try_preemption(part, app, ask, nodes_tried, index=memo.victims)
     if outcome.node is None:
         return None
     return Step(app, ask, outcome.node, "preemption", victims=outcome.victims)
@@ -402,8 +409,10 @@ def cycle_memo(state: SchedulerState, partition: str, prev_cycle_us: int | None,
     spec = next((p for p in state.config.partitions if p.name == partition), None)
     if memo is None:
         return CycleMemo(preemption=spec is None or spec.preemption_enabled, prev_cycle_us=prev_cycle_us)
+    if memo.victims is not None:
+        memo.victims.nodes_returned()
     return CycleMemo(preemption=spec is None or spec.preemption_enabled, prev_cycle_us=prev_cycle_us,
-                     preempt_tried=memo.preempt_tried, child_orders=memo.child_orders)
+                     preempt_tried=memo.preempt_tried, child_orders=memo.child_orders, victims=memo.victims)
 
 
 def commit_step(state: SchedulerState, part: PartitionState, found: Step, step: int, now_us: int,
@@ -417,6 +426,11 @@ def commit_step(state: SchedulerState, part: PartitionState, found: Step, step: 
     freed = commit(state, part, found, step, now_us, out)
     for app in (found.app, *(held_app for held_app, _ in found.cancel)):
         memo.allocated_in(app.queue)
+    if memo.victims is not None:
+        if found.victims:
+            memo.victims.taken(found.victims)
+        elif found.reserve is None:
+            memo.victims.changed(found.app.queue)  # an allocation: the leaf may give victims now
     if freed:
         return cycle_memo(state, part.name, memo.prev_cycle_us, memo)
     return memo

@@ -9,6 +9,7 @@ these fragments; a property test proves it equal to the digest of a from-scratch
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -25,9 +26,11 @@ class EncodedEntries:
     def __init__(self) -> None:
         self.fragments: dict[str, bytes] = {}
         self.keys: SortedList = SortedList()
+        self.version = 0  # bumped by every ``put``: equal versions, equal bytes (``DigestMemo``)
 
     def put(self, key: str, entry: dict[str, Any] | None) -> None:
         """Store the encoded entry for ``key``; ``None`` removes it."""
+        self.version += 1
         if entry is None:
             if self.fragments.pop(key, None) is not None:
                 self.keys.remove(key)
@@ -45,6 +48,26 @@ class EncodedEntries:
     def joined(self) -> bytes:
         """All fragments in key order, comma-separated (one partition's object body)."""
         return b",".join(map(self.fragments.__getitem__, self.keys))
+
+
+class DigestMemo:
+    """The state digest's hash as far as the apps' and the nodes' bodies, with the entries and
+    versions it read (a cache, never state): an idle cycle hashes only what follows them.
+
+    A key holds the ``EncodedEntries`` themselves (compared by identity, so a partition made
+    anew never matches an old key) and their versions."""
+
+    def __init__(self) -> None:
+        self.apps_key: tuple[tuple[EncodedEntries, int], ...] = ()
+        self.after_apps: hashlib._Hash | None = None  # copied, never updated in place
+        self.nodes_key: tuple[tuple[EncodedEntries, int], ...] = ()
+        self.after_nodes: hashlib._Hash | None = None
+        # The queues' canonical bytes, kept while no app entry changed under the same config:
+        # a queue's entry (priority, pending, allocated, running apps) moves only with an app's
+        # (its priority, pending, allocated, state) or with the config (offsets, the tree).
+        self.queues_key: tuple[tuple[EncodedEntries, int], ...] = ()
+        self.queues_config: object = None
+        self.queues_bytes: bytes | None = None
 
 
 class FormCache:

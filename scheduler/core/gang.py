@@ -98,7 +98,8 @@ def unsupported(leaf: QueueNode, placeholder_ask: Resources) -> str | None:
 # -- the replacement step -----------------------------------------------------------------
 
 
-def replacement_step(part: PartitionState, children_in_order: Callable[[QueueNode], list[QueueNode]]) -> Step | None:
+def replacement_step(part: PartitionState,
+                     children_in_order: Callable[[QueueNode], Iterable[QueueNode]]) -> Step | None:
     """The first real ask that replaces an allocated placeholder: queues in order, their apps
     holding placeholders in app order, each app's real asks of a task group in ask order,
     its placeholders of that group in allocation order (YuniKorn ``TryPlaceholderAllocate``)."""
@@ -109,7 +110,7 @@ def replacement_step(part: PartitionState, children_in_order: Callable[[QueueNod
 
 
 def _walk(part: PartitionState, queue: QueueNode, leaves: set[str],
-          children_in_order: Callable[[QueueNode], list[QueueNode]]) -> Step | None:
+          children_in_order: Callable[[QueueNode], Iterable[QueueNode]]) -> Step | None:
     if queue.is_leaf:
         return _try_leaf(part, queue) if queue.path in leaves else None
     prefix = queue.path + "."

@@ -22,7 +22,7 @@ allocation order, nodes by id. A victim already preempted is not chosen again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from events.models import AllocationRevoked, OutputData, Preemptor
@@ -31,15 +31,16 @@ from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption_queues import (
     QueueSnap,
+    duplicate,
     equals_or_empty,
     fit_in,
     live_guaranteed,
     live_max,
-    preempting_of,
-    queue_max,
+    snapshot,
     sub,
     sub_non_negative,
 )
+from scheduler.core.preemption_victims import Candidates, VictimIndex
 from scheduler.core.queues import QueueNode
 
 ATTEMPT_PERIOD_US = 15_000_000  # YuniKorn preemptAttemptFrequency
@@ -100,21 +101,10 @@ def fence_root(leaf: QueueNode, priority: int) -> tuple[QueueNode, dict[str, int
         queue = queue.parent
 
 
-def _snapshot(part: PartitionState, queue: QueueNode, cache: dict[str, QueueSnap]) -> QueueSnap:
-    found = cache.get(queue.path)
-    if found is not None:
-        return found
-    parent = _snapshot(part, queue.parent, cache) if queue.parent is not None else None
-    snap = QueueSnap(queue.path, parent, queue.is_leaf, queue.allocated, preempting_of(queue, part.preempting),
-                     queue_max(queue, part.cluster_capacity), queue.guaranteed or None, [])
-    cache[queue.path] = snap
-    return snap
-
-
 def _collect(part: PartitionState, queue: QueueNode, ask_path: str, priorities: dict[str, int],
              priority: int, fenced: bool, out: dict[str, QueueSnap]) -> None:
     if queue.path == ask_path:
-        _snapshot(part, queue, out)
+        snapshot(queue, part.preempting, part.cluster_capacity, out)
         return
     if queue.is_leaf:
         if queue.preemption_policy == "disabled":
@@ -124,7 +114,7 @@ def _collect(part: PartitionState, queue: QueueNode, ask_path: str, priorities: 
         guaranteed = min_permissive(live_guaranteed(queue), live_max(queue, part.cluster_capacity))
         if fit_in(guaranteed, queue.allocated, True):
             return  # within its guarantee
-        snap = _snapshot(part, queue, out)
+        snap = snapshot(queue, part.preempting, part.cluster_capacity, out)
         for app_id in queue.apps:
             for alloc in part.apps[app_id].allocations.values():
                 if alloc.required_node is not None or alloc.preempted:
@@ -156,29 +146,6 @@ def find_victims(part: PartitionState, leaf: QueueNode, ask: Ask) -> tuple[Queue
     return fence, out
 
 
-def duplicate(queues: dict[str, QueueSnap]) -> dict[str, QueueSnap]:
-    """``duplicateQueueSnapshots``."""
-    cache: dict[str, QueueSnap] = {}
-    for snap in queues.values():
-        snap.duplicate(cache)
-    return cache
-
-
-def check_queue_guarantees(queues: dict[str, QueueSnap], leaf: str, request: Resources) -> bool:
-    """``checkPreemptionQueueGuarantees``: can removing victims bring the ask's queue within its guarantee?"""
-    copy = duplicate(queues)
-    current = copy.get(leaf)
-    if current is None:
-        return False
-    current.add(request)
-    for snap in copy.values():
-        for alloc in snap.victims:
-            snap.remove(alloc.resources)
-            if current.within_guaranteed():
-                return True
-    return False
-
-
 def victim_order(alloc: Allocation) -> tuple[bool, int, int]:
     """``sortVictimsForPreemption``: preemptable first, then the newest first, then allocation
     order (where YuniKorn's stable sort keeps Go's map order)."""
@@ -190,7 +157,7 @@ def full_available(node: Node) -> dict[str, int]:
     return sub(sub(node.capacity, node.allocated), node.occupied)
 
 
-def victims_on_node(queues: dict[str, QueueSnap], by_alloc: Mapping[str, str], leaf: str, request: Resources,
+def victims_on_node(queues: dict[str, QueueSnap], leaf_of: Callable[[str], str], leaf: str, request: Resources,
                     available: Resources, candidates: list[Allocation]) -> tuple[int, list[Allocation] | None]:
     """``calculateVictimsByNode``: (start index, victims) — (-1, []) when the ask fits already,
     (-1, None) when preempting here cannot make it fit."""
@@ -206,7 +173,7 @@ def victims_on_node(queues: dict[str, QueueSnap], by_alloc: Mapping[str, str], l
     head: list[Allocation] = []
     tail: list[Allocation] = []
     for victim in candidates:
-        snap = snaps[by_alloc[victim.app_id]]
+        snap = snaps[leaf_of(victim.app_id)]
         snap.remove(victim.resources)
         if snap.at_or_above_guaranteed():
             shortfall = sub_non_negative(request, current)
@@ -230,7 +197,7 @@ def victims_on_node(queues: dict[str, QueueSnap], by_alloc: Mapping[str, str], l
     results: list[Allocation] = []
     index = -1
     for victim in head:
-        snap = snaps[by_alloc[victim.app_id]]
+        snap = snaps[leaf_of(victim.app_id)]
         snap.remove(victim.resources)
         if snap.at_or_above_guaranteed():
             for name, value in victim.resources.items():
@@ -245,9 +212,10 @@ def victims_on_node(queues: dict[str, QueueSnap], by_alloc: Mapping[str, str], l
     return index, results
 
 
-def additional_victims(queues: dict[str, QueueSnap], by_alloc: Mapping[str, str], leaf: str, request: Resources,
-                       chosen: list[Allocation]) -> list[Allocation] | None:
-    """``calculateAdditionalVictims``: more victims until the ask's queue is within its guarantee."""
+def additional_victims(queues: dict[str, QueueSnap], leaf_of: Callable[[str], str], leaf: str, request: Resources,
+                       chosen: list[Allocation], victims: Callable[[], list[Allocation]]) -> list[Allocation] | None:
+    """``calculateAdditionalVictims``: more victims (of ``victims()``, every candidate) until the ask's
+    queue is within its guarantee."""
     snaps = duplicate(queues)
     ask_queue = snaps.get(leaf)
     if ask_queue is None:
@@ -255,16 +223,16 @@ def additional_victims(queues: dict[str, QueueSnap], by_alloc: Mapping[str, str]
     ask_queue.add(request)
     seen = {id(v) for v in chosen}
     for victim in chosen:
-        snaps[by_alloc[victim.app_id]].remove(victim.resources)
+        snaps[leaf_of(victim.app_id)].remove(victim.resources)
     if ask_queue.within_guaranteed():
         return []  # the loop below would stop before its first candidate
-    candidates = [v for snap in queues.values() for v in snap.victims if id(v) not in seen]
+    candidates = [v for v in victims() if id(v) not in seen]
     candidates.sort(key=victim_order)  # compareAllocationLess, then allocation order
     extra: list[Allocation] = []
     for victim in candidates:
         if ask_queue.within_guaranteed():
             break
-        snap = snaps[by_alloc[victim.app_id]]
+        snap = snaps[leaf_of(victim.app_id)]
         remaining = ask_queue.remaining_guaranteed()
         snap.remove(victim.resources)
         if snap.at_or_above_guaranteed() and not equals_or_empty(remaining, ask_queue.remaining_guaranteed()):
@@ -274,29 +242,37 @@ def additional_victims(queues: dict[str, QueueSnap], by_alloc: Mapping[str, str]
     return extra if ask_queue.within_guaranteed() else None
 
 
-def try_preemption(part: PartitionState, app: App, ask: Ask, nodes_tried: bool, exhaustive: bool = False) -> Outcome:
+def try_preemption(part: PartitionState, app: App, ask: Ask, nodes_tried: bool, exhaustive: bool = False,
+                   index: VictimIndex | None = None) -> Outcome:
     """``TryPreemption`` without side effects: the node and victims, or a failed ``Outcome``.
 
     ``exhaustive`` tries every node (for explain); otherwise nodes that cannot beat the best
-    found so far are skipped — the chosen node and victims are the same.
+    found so far are skipped — the chosen node and victims are the same. With the cycle's
+    ``index`` the candidates come from it (``scheduler.core.preemption_victims``: the same
+    outcome, but ``queues`` without their victims); without, ``find_victims`` gathers them.
     """
     leaf = app.queue
-    fence, queues = find_victims(part, leaf, ask)
+    own = (app.app_id, ask.ask_id)
+    found: Candidates
+    node_ids: Iterable[str]
+    if index is None:
+        fence, queues = find_victims(part, leaf, ask)
+        found = Candidates(part, queues, leaf)
+        node_ids = sorted(part.nodes)
+    else:
+        fence, priorities = fence_root(leaf, ask.priority)
+        found = index.givers(fence, priorities, leaf)
+        queues = found.queues
+        node_ids = index.node_order(own)
     outcome = Outcome(fence.path, queues)
-    if not check_queue_guarantees(queues, leaf.path, ask.resources):
+    if not found.guarantee_reachable(ask.resources):
         outcome.reason = "guarantee"  # no set of victims brings the ask's queue within its guarantee
         return outcome
-    by_alloc: dict[str, str] = {}  # app → its leaf: the snapshot a victim belongs to
-    eligible: set[int] = set()
-    for path, snap in queues.items():
-        for alloc in snap.victims:
-            eligible.add(id(alloc))
-            by_alloc[alloc.app_id] = path
-    own = (app.app_id, ask.ask_id)
+    leaf_of, eligible = found.leaf_of, found.eligible
     fits_somewhere = part.index.first_fit(ask.resources) is not None or (
         ask.reserved_node is not None and fit_in(full_available(part.nodes[ask.reserved_node]), ask.resources, False))
     lowest = 1 << 62  # the lowest start index so far (nodes go in id order, so ties keep the first)
-    for node_id in sorted(part.nodes):
+    for node_id in node_ids:
         if lowest <= 0 and not exhaustive and (lowest < 0 or nodes_tried or not fits_somewhere):
             # Nothing left can win: (0, a later id) loses to (0, this id), and only a node where
             # the ask fits outright (start index -1, offered when nodes were not tried) could
@@ -311,17 +287,17 @@ def try_preemption(part: PartitionState, app: App, ask: Ask, nodes_tried: bool, 
                 outcome.tried.append(NodeTry(node_id, -1, []))
                 lowest = -1
             continue
-        candidates = sorted((a for a in node.allocations.values() if id(a) in eligible), key=victim_order)
-        index, victims = victims_on_node(queues, by_alloc, leaf.path, ask.resources, available, candidates)
+        candidates = sorted((a for a in node.allocations.values() if eligible(a)), key=victim_order)
+        start, victims = victims_on_node(queues, leaf_of, leaf.path, ask.resources, available, candidates)
         if victims is not None and (victims or not nodes_tried):
-            outcome.tried.append(NodeTry(node_id, index, victims))
-            lowest = min(lowest, index)
+            outcome.tried.append(NodeTry(node_id, start, victims))
+            lowest = min(lowest, start)
     if not outcome.tried:
         outcome.reason = "no-node"
         return outcome
     best = min(outcome.tried, key=lambda t: (t.start_index, t.node_id))
     chosen = best.victims[: best.start_index + 1]
-    extra = additional_victims(queues, by_alloc, leaf.path, ask.resources, chosen)
+    extra = additional_victims(queues, leaf_of, leaf.path, ask.resources, chosen, found.all_victims)
     if extra is None:
         outcome.reason = "additional"  # the ask's queue would stay outside its guarantee
         return outcome

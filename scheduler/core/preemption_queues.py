@@ -158,6 +158,42 @@ class QueueSnap:
             snap = snap.parent
 
 
+def snapshot(queue: QueueNode, preempting: Mapping[str, Resources], cluster: Resources,
+             cache: dict[str, QueueSnap]) -> QueueSnap:
+    """A queue's snapshot in ``cache`` (made with its ancestors' on first need, ancestors first)."""
+    found = cache.get(queue.path)
+    if found is not None:
+        return found
+    parent = snapshot(queue.parent, preempting, cluster, cache) if queue.parent is not None else None
+    snap = QueueSnap(queue.path, parent, queue.is_leaf, queue.allocated, preempting_of(queue, preempting),
+                     queue_max(queue, cluster), queue.guaranteed or None, [])
+    cache[queue.path] = snap
+    return snap
+
+
+def duplicate(queues: dict[str, QueueSnap]) -> dict[str, QueueSnap]:
+    """``duplicateQueueSnapshots``."""
+    cache: dict[str, QueueSnap] = {}
+    for snap in queues.values():
+        snap.duplicate(cache)
+    return cache
+
+
+def check_queue_guarantees(queues: dict[str, QueueSnap], leaf: str, request: Resources) -> bool:
+    """``checkPreemptionQueueGuarantees``: can removing victims bring the ask's queue within its guarantee?"""
+    copy = duplicate(queues)
+    current = copy.get(leaf)
+    if current is None:
+        return False
+    current.add(request)
+    for snap in copy.values():
+        for alloc in snap.victims:
+            snap.remove(alloc.resources)
+            if current.within_guaranteed():
+                return True
+    return False
+
+
 def queue_max(queue: QueueNode, cluster: Resources) -> Res | None:
     """A queue's own max as YuniKorn holds it: root's is the cluster; unset is nil."""
     if queue.parent is None:

@@ -43,7 +43,7 @@ RESERVATION_DELAY_US = 2_000_000
 
 HeadroomCheck = Callable[[PartitionState, QueueNode, Resources], bool]
 HeldCheck = Callable[[App], bool]
-ChildrenInOrder = Callable[[QueueNode], list[QueueNode]]
+ChildrenInOrder = Callable[[QueueNode], Iterable[QueueNode]]
 
 
 def _sorted_children(queue: QueueNode) -> list[QueueNode]:

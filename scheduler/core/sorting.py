@@ -11,7 +11,7 @@ apps), so the same state always sorts the same way, whatever the hash seed.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from operator import ge
 from typing import final
 
@@ -195,6 +195,10 @@ class KeptOrder:
         items.insert(lo, q)
         self.ties += _tied(entries, lo) + _tied(entries, lo + 1)
 
+    def in_order(self) -> Iterator[QueueNode]:
+        """``sorted()`` as an iterator (``QueueOrder.in_order``'s counterpart)."""
+        return iter(self.sorted())
+
     def sorted(self) -> list[QueueNode]:
         """The children with pending resources, in ``sort_queues`` order (not to be changed)."""
         if self.ties == 0:
@@ -272,6 +276,15 @@ class QueueOrder:
                 out.extend(self.runs[key].out())
             self._result = out
         return self._result
+
+    def in_order(self) -> Iterator[QueueNode]:
+        """``sorted()`` read in place, without building the list: a cycle's walk stops at the
+        first child that allocates, and every step changes the order (building the whole
+        list anew each step made a cycle of many waiting children quadratic)."""
+        runs = self.runs
+        for key in self.run_keys:
+            for block in runs[key].blocks:
+                yield from block.members
 
     def _join(self, q: QueueNode, *, defer: bool) -> None:
         if not is_positive(q.pending):

@@ -13,6 +13,7 @@ from events.models import OutputData
 from scheduler.config import SchedulerConfig, default_config
 from scheduler.config.profiles import RulesProfile
 from scheduler.core import gang
+from scheduler.core.form_cache import DigestMemo
 from scheduler.core.gang import PLACEHOLDER_TIMER
 from scheduler.core.objects import App
 from scheduler.core.partition import COMPLETING_TIMEOUT_US, STARTING_TIMEOUT_US, PartitionState
@@ -47,6 +48,7 @@ class SchedulerState:
         self.cycle = 0  # number of the last completed cycle
         self.cycle_time_us: int | None = None  # time of the last cycle (preemption attempt ticks)
         self._timers: list[_Timer] = []
+        self.digest_memo = DigestMemo()  # a cache of ``state_digest``, never state
 
     def next_seq(self) -> int:
         """The next arrival number (the final tie-break of every sort)."""

@@ -131,20 +131,35 @@ def _body(entries: list[EncodedEntries]) -> bytes:
 
 
 def state_digest(state: SchedulerState) -> str:
-    """``sha256:<hex>`` of the canonical state form, re-encoding only what changed.
+    """``sha256:<hex>`` of the canonical state form, re-encoding only what changed and hashing
+    the apps' and nodes' bodies again only when an entry of them changed (``state.digest_memo``).
 
     Canonical form has sorted keys at every level: ``apps``, ``nodes``, ``queues``, ``type``.
     """
     parts = [(pname, state.partitions[pname]) for pname in sorted(state.partitions)]
     for pname, part in parts:
         _refreshed(pname, part)
-    queues = {_key(pname, q.path): queue_entry(q) for pname, part in parts for q in part.root.walk()}
-    h = hashlib.sha256(b'{"apps":{')
-    h.update(_body([part.form.apps for _, part in parts]))
-    h.update(b'},"nodes":{')
-    h.update(_body([part.form.nodes for _, part in parts]))
+    memo = state.digest_memo
+    apps_key = tuple((part.form.apps, part.form.apps.version) for _, part in parts)
+    queues = memo.queues_bytes
+    if queues is None or memo.queues_key != apps_key or memo.queues_config is not state.config:
+        # sorts the keys itself
+        queues = canonical({_key(pname, q.path): queue_entry(q) for pname, part in parts for q in part.root.walk()})
+        memo.queues_key, memo.queues_config, memo.queues_bytes = apps_key, state.config, queues
+    nodes_key = tuple((part.form.nodes, part.form.nodes.version) for _, part in parts)
+    after_apps, after_nodes = memo.after_apps, memo.after_nodes
+    if after_apps is None or memo.apps_key != apps_key:
+        after_apps = hashlib.sha256(b'{"apps":{')
+        after_apps.update(_body([part.form.apps for _, part in parts]))
+        memo.apps_key, memo.after_apps, after_nodes = apps_key, after_apps, None
+    if after_nodes is None or memo.nodes_key != nodes_key:
+        after_nodes = after_apps.copy()
+        after_nodes.update(b'},"nodes":{')
+        after_nodes.update(_body([part.form.nodes for _, part in parts]))
+        memo.nodes_key, memo.after_nodes = nodes_key, after_nodes
+    h = after_nodes.copy()
     h.update(b'},"queues":')
-    h.update(canonical(queues))  # sorts the keys itself
+    h.update(queues)
     h.update(b',"type":"state"')
     usage = usage_form(state)
     if usage is not None:

@@ -24,6 +24,7 @@ any of them could not be re-derived byte for byte from the log.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -301,3 +302,14 @@ def test_the_purity_check_catches_each_way_out() -> None:
     ]
     assert is_pure("scheduler.core.cycle") and is_pure("events.codec") and is_pure("projections")
     assert not is_pure("events.log.file") and not is_pure("events.native") and not is_pure("replay.verify")
+
+
+def test_the_architecture_page_lists_these_layers() -> None:
+    """docs/architecture.md's layer table names the packages of ``LAYERS``, layer by layer, and counts them."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\d+) \| ([^|]+) \|", text, re.M)
+    documented = [(int(n), sorted(p for p in re.findall(r"`([a-z_.]+)`", cells) if p != "__main__"))
+                  for n, cells in rows]
+    assert documented == [(i, sorted(packages)) for i, packages in enumerate(LAYERS)]
+    words = {8: "Eight", 9: "Nine", 10: "Ten"}
+    assert f"{words.get(len(LAYERS), len(LAYERS))} layers, lowest first" in text

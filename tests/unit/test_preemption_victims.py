@@ -1,0 +1,138 @@
+"""Property: a preemption attempt read from the cycle's victim index finds what ``find_victims`` finds.
+
+``scheduler.core.preemption_victims.VictimIndex`` is built at a cycle's first attempt and then
+told of every step (allocations, victims taken, nodes coming back). At every step of random
+preemption workloads (``test_preemption_properties``' generators), every ask that may preempt
+is tried three ways — through the cycle's own index as the steps left it, through an index
+built now, and from scratch — and the three outcomes (node, victims, every node tried, the
+reason of a failure) must be the same.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from events.times import format_time
+from scheduler.core.cycle import begin_cycle, cycle_steps, fits_queue_headroom
+from scheduler.core.engine import Engine
+from scheduler.core.partition import PartitionState
+from scheduler.core.preemption import Outcome, try_preemption
+from scheduler.core.preemption_victims import VictimIndex
+from tests.sim import app, ask, node, root_queues
+from tests.unit.test_preemption_properties import LEAVES, configs, fill, other, urgent
+
+
+def _seen(outcome: Outcome) -> tuple[Any, ...]:
+    return outcome.node, outcome.victims, outcome.reason, [(t.node_id, t.start_index, t.victims) for t in outcome.tried]
+
+
+def _compare(part: PartitionState, index: VictimIndex | None) -> int:
+    """Try every ask that may preempt three ways; returns how many were compared."""
+    compared = 0
+    for a in part.apps.values():
+        for k in a.asks.values():
+            if not k.preempt_other or k.preempt_triggered or k.required_node is not None:
+                continue
+            tried = fits_queue_headroom(part, a.queue, k.resources)
+            scratch = _seen(try_preemption(part, a, k, tried))
+            assert _seen(try_preemption(part, a, k, tried, index=VictimIndex(part))) == scratch
+            if index is not None:
+                assert _seen(try_preemption(part, a, k, tried, index=index)) == scratch
+                compared += 1
+    return compared
+
+
+@st.composite
+def storms(draw: st.DrawFn) -> list[tuple[Any, ...]]:
+    """Work that fills the nodes, a cycle, then many asks that may preempt in one cycle, then anything."""
+    return [*draw(st.lists(fill, min_size=4, max_size=20)), ("cycle",),
+            *draw(st.lists(st.one_of(urgent, urgent, fill), min_size=2, max_size=12)), ("cycle",),
+            *draw(st.lists(st.one_of(urgent, fill, other), max_size=12))]
+
+
+def _summary(index: VictimIndex) -> tuple[Any, ...]:
+    """What the index holds: each giving leaf's candidates and per-priority counts and sums."""
+    index.refresh()
+    gives = {path: ([id(a) for a in entry.allocs],
+                    {p: (count[0], {k: v for k, v in held.items() if v})
+                     for p, (count, held) in entry.by_priority.items() if count[0]})
+             for path, entry in index.gives.items()}
+    owners = {n.reserved_for for n in index.part.nodes.values()} | {("", "")}
+    return gives, index.giving_positions, \
+        {o: list(index.node_order(o)) for o in owners if o is not None}
+
+
+class _Driver:
+    def __init__(self, config: str) -> None:
+        self.engine = Engine()
+        self.now_us = 0
+        self.count = 0
+        self.compared = 0
+        self.submit({"type": "config.updated", "data": {"yaml": config}})
+
+    def submit(self, *events: dict[str, Any]) -> None:
+        for e in events:
+            self.count += 1
+            self.now_us += 1000
+            raw = orjson.dumps({"id": f"in-{self.count}", "source": "test", "time": format_time(self.now_us), **e})
+            self.engine.ingest(raw, append_time_us=self.now_us, position=f"inputs:{self.count}")
+
+    def cycle(self) -> None:
+        self.now_us += 5_000
+        state = self.engine.state
+        out: list[Any] = []
+        prev = begin_cycle(state, self.now_us, out)
+        for part, memo, _, _ in cycle_steps(state, self.now_us, prev, out):
+            if memo.victims is not None:
+                assert _summary(memo.victims) == _summary(VictimIndex(part))
+            self.compared += _compare(part, memo.victims)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(configs(), storms(), st.integers(1, 4))
+def test_the_cycle_index_finds_what_a_walk_from_scratch_finds(config: str, steps: list[tuple[Any, ...]],
+                                                              nodes: int) -> None:
+    drv = _Driver(config)
+    drv.submit(*(node(f"n{i}", 3000, 3000) for i in range(nodes)),
+               *(app(leaf, f"root.{'left' if leaf in 'ab' else 'right'}.{leaf}") for leaf in LEAVES))
+    asks: list[tuple[str, str]] = []
+    for s in steps:
+        if s[0] == "ask":
+            _, leaf, prio, size, preempt, allow = s
+            ask_id = f"k{len(asks)}"
+            asks.append((leaf, ask_id))
+            drv.submit(ask(leaf, ask_id, vcore=size, memory=size, priority=prio * 100,
+                           preempt_other=preempt, allow_preemption=allow))
+        elif s[0] == "release" and asks:
+            leaf, ask_id = asks[s[1] % len(asks)]
+            drv.submit({"type": "allocation.released", "data": {"app_id": leaf, "ask_id": ask_id}})
+        else:
+            drv.cycle()
+    drv.cycle()
+    for part in drv.engine.state.partitions.values():
+        _compare(part, None)
+    event(f"attempts compared mid-cycle: {'none' if not drv.compared else 'some'}")
+
+
+def test_the_node_walk_skips_reserved_nodes_but_the_asks_own_and_sees_a_node_come_back() -> None:
+    drv = _Driver(root_queues("""
+        - name: default
+    """))
+    drv.submit(*(node(f"n{i}", 3000, 3000) for i in range(4)), app("a", "root.default"),
+               ask("a", "k0", vcore=9000, memory=9000))
+    part = drv.engine.state.partitions["default"]
+    owner = part.apps["a"]
+    held = owner.asks["k0"]
+    index = VictimIndex(part)
+    part.reserve(owner, held, part.nodes["n0"], 1, "no-fit", None)
+    part.reserve(owner, held, part.nodes["n2"], 1, "no-fit", None)
+    assert list(index.node_order(("b", "k9"))) == ["n1", "n2", "n3"]  # n0 joins the skipped prefix
+    assert list(index.node_order(("a", "k0"))) == ["n0", "n1", "n2", "n3"]
+    part.unreserve(owner, held, "removed", None)
+    part.nodes["n0"].reserved_for = None  # both holds end (the partition keeps one per ask)
+    index.nodes_returned()
+    assert list(index.node_order(("b", "k9"))) == ["n0", "n1", "n2", "n3"]

@@ -95,6 +95,7 @@ DECIDED_TAIL = b'"type":"allocation.decided"}'
 COMPLETED_TAIL = b'"type":"cycle.completed"}'
 SERVICE_ARGS: list[str] = []  # extra `evsched run` flags (--service-arg)
 SERVICE_LOGS: list[Path] = []  # (--service-logs DIR) where each instance's whole log goes
+CEILINGS: list[float] = []  # each service run's "CPUs carry at most" rate, in run order (own brokers only)
 
 
 # ---------------------------------------------------------------------------- broker and topics
@@ -391,7 +392,7 @@ async def service_run(bootstrap: str, broker_pids: list[int], names: dict[str, s
           f"{service_cpu:.2f} s, broker {broker_cpu:.2f} s" + (" (not ours to read)" if not broker_pids else "")
           + f", this script's decision watcher {own_cpu:.2f} s")
     if at_ready is not None and at_last is not None and broker_pids:
-        print_cpu_budget(at_ready, at_last, decided, total, len(totals))
+        CEILINGS.append(print_cpu_budget(at_ready, at_last, decided, total, len(totals)))
     return rate
 
 
@@ -418,9 +419,9 @@ class CpuMark:
         return cls(cpu_seconds(service_pids), cpu_seconds(broker_pids), time.process_time(), time.perf_counter())
 
 
-def print_cpu_budget(start: CpuMark, end: CpuMark, decided: int, events: int, shards: int) -> None:
-    """The CPU a run's span took, per event, and the rate this machine's CPUs could carry at that cost:
-    what any number of instances could reach here while the brokers share the same CPUs."""
+def print_cpu_budget(start: CpuMark, end: CpuMark, decided: int, events: int, shards: int) -> float:
+    """The CPU a run's span took, per event, and the rate this machine's CPUs could carry at that cost
+    (returned): what any number of instances could reach here while the brokers share the same CPUs."""
     span = end.at - start.at
     service, broker, watcher = end.service - start.service, end.broker - start.broker, end.watcher - start.watcher
     work = service + broker + watcher
@@ -432,6 +433,7 @@ def print_cpu_budget(start: CpuMark, end: CpuMark, decided: int, events: int, sh
           f"watcher {watcher / events * 1e6:,.0f} µs (per shard: {service / shards:.2f} s of service CPU for "
           f"{events // shards:,} events); at this cost {cpus} CPUs carry at most {decided / work * cpus:,.0f} "
           "allocations/s, however many instances share them")
+    return decided / work * cpus
 
 
 async def throughput(bootstrap: str, broker_pids: list[int], spec: WorkloadSpec, partitions: int,
@@ -487,6 +489,7 @@ async def scale_out(bootstrap: str, broker_pids: list[int], spec: WorkloadSpec, 
     one = await service_run(bootstrap, broker_pids, {**topics("shards"), **shared}, totals, batch, max_batch, [names])
     split = [names[i::instances] for i in range(instances)]
     many = await service_run(bootstrap, broker_pids, {**topics("shards"), **shared}, totals, batch, max_batch, split)
+    ceiling = CEILINGS[-1] if broker_pids and CEILINGS else None
     # One instance again: the first run met brokers that had just started (their JIT still warming
     # up, ~1.5x the CPU of a later run); the better of the two is its figure.
     again = await service_run(bootstrap, broker_pids, {**topics("shards"), **shared}, totals, batch, max_batch,
@@ -496,6 +499,10 @@ async def scale_out(bootstrap: str, broker_pids: list[int], spec: WorkloadSpec, 
     print(f"    {instances} instances: {many:,.0f} allocations/s = {many / one:.2f}× one instance's {one:,.0f}/s "
           f"(each further instance adds {(many - one) / max(1, instances - 1):,.0f}/s; "
           f"{many / shards:,.0f}/s per shard)")
+    if ceiling is not None:
+        print(f"    at the CPU the {instances} instances' run took per event, this machine's {os.cpu_count()} CPUs "
+              f"(brokers included) carry at most {ceiling:,.0f} allocations/s = {ceiling / one:.2f}× one instance's "
+              f"rate: the most any number of instances could reach here")
     return one, many
 
 

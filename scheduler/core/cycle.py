@@ -383,14 +383,16 @@ def _commit_gang(state: SchedulerState, part: PartitionState, found: Step, did: 
 RESERVATION_WAIT_TIMEOUT_US: Final = 60 * 60 * 1_000_000  # yunikorn-1.9 application.go reservationWaitTimeout
 
 
-def expire_reservations(part: PartitionState, now_us: int, out: list[OutputData]) -> None:
+def expire_reservations(part: PartitionState, now_us: int, out: list[OutputData]) -> list[App]:
     """yunikorn-1.9 (YUNIKORN-3219, ``application.go:tryReservedAllocate``): a reservation of an ask
     without a required node that is more than 60 minutes old (log time) ends when the ask does
-    not fit its queue's headroom (or its user's): ``ask.unreserved``, reason ``timeout``.
+    not fit its queue's headroom (or its user's): ``ask.unreserved``, reason ``timeout``. The
+    apps whose reservations ended.
 
-    yunikorn checks it on each step's reserved pass; here once, when the cycle opens (within a
-    cycle headroom only shrinks, so an ask that fits it then is checked again next cycle).
+    yunikorn checks on each step's reserved pass: here when the cycle opens and after each
+    committed step (nothing changes in between).
     """
+    ended: list[App] = []
     for app_id, ask_id in list(part.reservations):
         app = part.apps[app_id]
         ask = app.asks[ask_id]
@@ -400,6 +402,8 @@ def expire_reservations(part: PartitionState, now_us: int, out: list[OutputData]
                 part.limits is None or part.limits.fits(app, ask.resources)):
             continue
         part.unreserve(app, ask, "timeout", out)
+        ended.append(app)
+    return ended
 
 
 def cycle_memo(state: SchedulerState, partition: str, prev_cycle_us: int | None,
@@ -424,7 +428,9 @@ def commit_step(state: SchedulerState, part: PartitionState, found: Step, step: 
     memo, with the child orders kept.
     """
     freed = commit(state, part, found, step, now_us, out)
-    for app in (found.app, *(held_app for held_app, _ in found.cancel)):
+    expired = expire_reservations(part, now_us, out) if part.profile is YUNIKORN_1_9 and part.reservations else []
+    freed = freed or bool(expired)
+    for app in (found.app, *(held_app for held_app, _ in found.cancel), *expired):
         memo.allocated_in(app.queue)
     if memo.victims is not None:
         if found.victims:

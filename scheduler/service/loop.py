@@ -306,8 +306,9 @@ class Service:
         except LogFenced:
             raise
         except LogError as exc:  # e.g. a full disk: stop rather than run on with state the log lacks
+            again = "this cycle" if first == last else "these cycles"
             raise LogError(f"{cycles}: outputs not written ({exc}); stopping — "
-                           "a restart re-runs them from the log") from exc
+                           f"a restart re-runs {again} from the log") from exc
         if self.output_offset == 0 and encoded and self.snapshots is not None:  # the log's first output
             self.snapshots.log_identity = log_identity(encoded[0])
         await self._dead_letter([bad for write in group for bad in write.unreadable])

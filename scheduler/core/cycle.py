@@ -107,10 +107,15 @@ def decision_id(partition: str, cycle: int, step: int) -> str:
 
 
 def held_by_max_applications(app: App) -> bool:
-    """An Accepted app waits while its queue or an ancestor has its maxapplications running."""
+    """An Accepted app waits while its queue or an ancestor has its maxapplications running; a
+    gang's Accepted apps holding placeholders count as running, and are never held (YuniKorn
+    ``canRunApp``: ``allocatingAcceptedApps``)."""
     if app.state != "Accepted":
         return False
-    return any(q.max_applications and q.running_apps >= q.max_applications for q in app.queue.ancestry())
+    if app.gang is not None and app.gang.allocating_accepted:
+        return False
+    return any(q.max_applications and q.running_apps + q.allocating_accepted >= q.max_applications
+               for q in app.queue.ancestry())
 
 
 def fits_queue_headroom(part: PartitionState, leaf: QueueNode, request: dict[str, int]) -> bool:
@@ -371,6 +376,8 @@ def _commit_gang(state: SchedulerState, part: PartitionState, found: Step, did: 
     out.append(construct(GangDecided, values, set(values)))
     if moves_on:
         gang.run_application(part, app, now_us, state, out)
+    if ask.placeholder:
+        gang.allocating_while_accepted(app)
 
 
 RESERVATION_WAIT_TIMEOUT_US: Final = 60 * 60 * 1_000_000  # yunikorn-1.9 application.go reservationWaitTimeout

@@ -397,9 +397,10 @@ def _row(shape: Shape, rows: list[tuple[int, Timing, Timing | None]]) -> str:
     over = yk is not None and yk.timed_out  # the figure is a lower bound, the ratio an upper one
     yk_text = (">" if over else "") + _fmt(yk_first, ".0f" if over else ".3f")
     ratio_text = ("<" if over else "") + _fmt(_ratio(ev.first_cpu, yk_first), ".2f")
+    # steady cycles with nothing to do take microseconds on both sides: five decimals
     out = (f"{shape.name:<9} {size:>7,} | {ev.first_cpu:>8.3f} {ev.first_wall:>7.3f} {yk_text:>8} "
            f"{ratio_text:>6} {_fmt(exp_first, '.2f'):>5} | "
-           f"{_fmt(ev.steady):>8} {_fmt(yk_steady):>8} {_fmt(_ratio(ev.steady, yk_steady), '.2f'):>6} "
+           f"{_fmt(ev.steady, '.5f'):>8} {_fmt(yk_steady, '.5f'):>8} {_fmt(_ratio(ev.steady, yk_steady), '.2f'):>6} "
            f"{_fmt(exp_steady, '.2f'):>5} | {decisions:>13}")
     if shape.apply_timed:
         out += f" | apply {ev.apply_cpu:.2f} s (yunikorn {_fmt(yk.apply_cpu if yk else math.nan, '.2f')} s wall)"

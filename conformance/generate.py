@@ -751,9 +751,10 @@ def fam_gang(sc: Scenario) -> None:
     real asks that replace them on the same node (some smaller, one more than the placeholders
     now and then); partial gangs (a group no node can hold) wait; Soft and Hard timeouts of 3 s
     to 15 minutes in log time (Soft apps send their real asks again afterwards), releases of
-    placeholders and real allocations, and sometimes a preemptor taking work back from a queue
-    over its guarantee, placeholders included. A Hard gang's real allocations are released before
-    its timeout: yunikorn-core keeps a failed app's allocations on their nodes (semantics.md)."""
+    placeholders and real allocations, sometimes a preemptor taking work back from a queue
+    over its guarantee, placeholders included, and sometimes a leaf's maxapplications. A Hard
+    gang's real allocations are released before its timeout: yunikorn-core keeps a failed app's
+    allocations on their nodes (semantics.md)."""
     rng = sc.rng
     for leaf in sc.root.leaves():
         leaf.properties["application.sort.policy"] = rng.choice(("fifo", "fifo", "stateaware"))
@@ -761,6 +762,8 @@ def fam_gang(sc: Scenario) -> None:
         sc.node_policy = {"type": "binpacking"}  # a group's placeholders often share a node
     preempt = rng.random() < 0.3
     leaves = sc.root.leaves()
+    if rng.random() < 0.3:  # an Accepted app holding placeholders counts as running here
+        rng.choice(leaves).maxapplications = rng.randint(1, 2)
     if preempt:
         sc.root.properties["preemption.delay"] = "1ns"
         for leaf in leaves:

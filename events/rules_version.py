@@ -27,6 +27,10 @@ before the field existed are version 1 (the field's default when read).
   ``allocation.decided``). The fixed scenario set sends no placeholder, so its digest is
   version 4's; logs with ``placeholder``/``task_group`` asks decide differently (under 4 the
   fields were rejected as unknown).
+  Also issue 35, the rules profiles: a partition's config may name ``rules: yunikorn-1.9``
+  (under 4 the key was refused) and its cycles then decide by yunikorn-core v1.9.0's rules
+  (``cycle.completed`` ``profiles`` says so); under the default ``yunikorn-1.5`` nothing
+  changed.
 """
 
 from __future__ import annotations

@@ -107,10 +107,15 @@ def decision_id(partition: str, cycle: int, step: int) -> str:
 
 
 def held_by_max_applications(app: App) -> bool:
-    """An Accepted app waits while its queue or an ancestor has its maxapplications running."""
+    """An Accepted app waits while its queue or an ancestor has its maxapplications running; a
+    gang's Accepted apps holding placeholders count as running, and are never held (YuniKorn
+    ``canRunApp``: ``allocatingAcceptedApps``)."""
     if app.state != "Accepted":
         return False
-    return any(q.max_applications and q.running_apps >= q.max_applications for q in app.queue.ancestry())
+    if app.gang is not None and app.gang.allocating_accepted:
+        return False
+    return any(q.max_applications and q.running_apps + q.allocating_accepted >= q.max_applications
+               for q in app.queue.ancestry())
 
 
 def fits_queue_headroom(part: PartitionState, leaf: QueueNode, request: dict[str, int]) -> bool:
@@ -371,19 +376,23 @@ def _commit_gang(state: SchedulerState, part: PartitionState, found: Step, did: 
     out.append(construct(GangDecided, values, set(values)))
     if moves_on:
         gang.run_application(part, app, now_us, state, out)
+    if ask.placeholder:
+        gang.allocating_while_accepted(app)
 
 
 RESERVATION_WAIT_TIMEOUT_US: Final = 60 * 60 * 1_000_000  # yunikorn-1.9 application.go reservationWaitTimeout
 
 
-def expire_reservations(part: PartitionState, now_us: int, out: list[OutputData]) -> None:
+def expire_reservations(part: PartitionState, now_us: int, out: list[OutputData]) -> list[App]:
     """yunikorn-1.9 (YUNIKORN-3219, ``application.go:tryReservedAllocate``): a reservation of an ask
     without a required node that is more than 60 minutes old (log time) ends when the ask does
-    not fit its queue's headroom (or its user's): ``ask.unreserved``, reason ``timeout``.
+    not fit its queue's headroom (or its user's): ``ask.unreserved``, reason ``timeout``. The
+    apps whose reservations ended.
 
-    yunikorn checks it on each step's reserved pass; here once, when the cycle opens (within a
-    cycle headroom only shrinks, so an ask that fits it then is checked again next cycle).
+    yunikorn checks on each step's reserved pass: here when the cycle opens and after each
+    committed step (nothing changes in between).
     """
+    ended: list[App] = []
     for app_id, ask_id in list(part.reservations):
         app = part.apps[app_id]
         ask = app.asks[ask_id]
@@ -393,6 +402,8 @@ def expire_reservations(part: PartitionState, now_us: int, out: list[OutputData]
                 part.limits is None or part.limits.fits(app, ask.resources)):
             continue
         part.unreserve(app, ask, "timeout", out)
+        ended.append(app)
+    return ended
 
 
 def cycle_memo(state: SchedulerState, partition: str, prev_cycle_us: int | None,
@@ -417,7 +428,9 @@ def commit_step(state: SchedulerState, part: PartitionState, found: Step, step: 
     memo, with the child orders kept.
     """
     freed = commit(state, part, found, step, now_us, out)
-    for app in (found.app, *(held_app for held_app, _ in found.cancel)):
+    expired = expire_reservations(part, now_us, out) if part.profile is YUNIKORN_1_9 and part.reservations else []
+    freed = freed or bool(expired)
+    for app in (found.app, *(held_app for held_app, _ in found.cancel), *expired):
         memo.allocated_in(app.queue)
     if memo.victims is not None:
         if found.victims:

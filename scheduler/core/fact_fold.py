@@ -107,6 +107,7 @@ def _fold_decided(cyc: _Cycle, data: Mapping[str, Any]) -> None:
         before = dict(app.gang.placeholders) if app.gang is not None else {}
         part.allocate(app, ask, node, data["decision_id"], settle=False)
         gang.placeholder_allocated(app, before, cyc.now_us, cyc.state)
+        gang.allocating_while_accepted(app)  # a state change recorded after it ends this if it moves on
     else:
         part.allocate(app, ask, node, data["decision_id"], settle=False)
     nodes, apps = cyc.unsettled.setdefault(part.name, ({}, {}))

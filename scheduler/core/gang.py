@@ -171,6 +171,15 @@ def placeholder_allocated(app: App, before: Resources, now_us: int, timers: Time
     return _equal(gang.placeholders, gang.placeholder_ask)
 
 
+def allocating_while_accepted(app: App) -> None:
+    """After a placeholder's step: an app still Accepted counts as running for maxapplications
+    until it leaves Accepted for Starting/Running or leaves its queue (YuniKorn ``setAllocatingAccepted``)."""
+    gang = app.gang
+    if gang is not None and app.state == "Accepted" and not gang.allocating_accepted:
+        gang.allocating_accepted = True
+        app.queue.add_allocating_accepted(1)
+
+
 def _equal(a: Resources, b: Resources) -> bool:
     """YuniKorn ``resources.Equals``: the same quantity of every type (a missing type is 0)."""
     return all(a.get(k, 0) == b.get(k, 0) for k in a.keys() | b.keys())

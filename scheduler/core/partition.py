@@ -165,6 +165,7 @@ class PartitionState:
         A draining queue left without apps disappears (and so do draining ancestors left empty).
         """
         self._refresh(app)
+        self._stop_allocating_accepted(app)
         leaf = app.queue
         leaf.app_removed(app)
         self.starting[leaf.path].pop(app.app_id, None)
@@ -196,6 +197,8 @@ class PartitionState:
             app.queue.add_running(1 if is_running else -1)
             if self.limits is not None:
                 self.limits.set_running(app, is_running)
+            if is_running:
+                self._stop_allocating_accepted(app)
         starting = self.starting[app.queue.path]
         if to == "Starting":
             starting[app.app_id] = app
@@ -203,6 +206,14 @@ class PartitionState:
             starting.pop(app.app_id, None)
         app.state = to
         self.form.app_changed(app.app_id)
+
+    def _stop_allocating_accepted(self, app: App) -> None:
+        """A gang app counted as allocating while Accepted runs now, or leaves (YuniKorn
+        ``incRunningApps``, ``RemoveApplication``): it no longer counts for maxapplications."""
+        gang = app.gang
+        if gang is not None and gang.allocating_accepted:
+            gang.allocating_accepted = False
+            app.queue.add_allocating_accepted(-1)
 
     def maybe_completing(self, app: App, now_us: int, timers: Timers, out: list[OutputData],
                          *, real_only: bool = False) -> None:
@@ -588,6 +599,8 @@ class PartitionState:
                 leaf.add_allocated(app.gang.placeholders)
             if app.state in RUNNING_STATES:
                 leaf.add_running(1)
+            if app.gang is not None and app.gang.allocating_accepted:
+                leaf.add_allocating_accepted(1)
             if app.state == "Starting":
                 self.starting[leaf.path][app.app_id] = app
             self._refresh(app)

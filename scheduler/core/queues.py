@@ -44,6 +44,7 @@ class QueueNode:
         "_share",
         "admin_acl",
         "allocated",
+        "allocating_accepted",
         "app_sort_policy",
         "apps",
         "children",
@@ -112,6 +113,9 @@ class QueueNode:
         self.pending: Resources = {}
         self.allocated: Resources = {}
         self.running_apps = 0
+        # Accepted apps of a gang that hold placeholders, at or below this queue: they count as
+        # running for maxapplications (YuniKorn ``allocatingAcceptedApps``), not in running_apps.
+        self.allocating_accepted = 0
         self.raw_priority = MIN_PRIORITY
         self.priority = MIN_PRIORITY
         self._share: tuple[float, ...] | None = None
@@ -189,6 +193,11 @@ class QueueNode:
         """An app of this leaf entered (+1) or left (-1) Starting/Running."""
         for q in self.ancestry():
             q.running_apps += delta
+
+    def add_allocating_accepted(self, delta: int) -> None:
+        """A gang app of this leaf began (+1) or stopped (-1) allocating placeholders while Accepted."""
+        for q in self.ancestry():
+            q.allocating_accepted += delta
 
     def app_priority_changed(self, old: int, new: int) -> None:
         """An app of this leaf changed its priority from old to new: update and push up."""

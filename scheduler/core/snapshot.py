@@ -44,11 +44,13 @@ def _alloc(al: Allocation) -> list[Any]:
 def _gang(g: Gang) -> dict[str, Any]:
     """An app's gang (its placeholders' total is re-derived from its allocations)."""
     return {"placeholder_ask": g.placeholder_ask, "hard": g.hard, "timeout_us": g.timeout_us, "timer_us": g.timer_us,
-            "groups": {name: [t.count, t.replaced, t.timed_out] for name, t in sorted(g.groups.items())}}
+            "groups": {name: [t.count, t.replaced, t.timed_out] for name, t in sorted(g.groups.items())},
+            "allocating_accepted": g.allocating_accepted}
 
 
 def _load_gang(data: dict[str, Any]) -> Gang:
-    gang = Gang(data["placeholder_ask"], data["hard"], data["timeout_us"], timer_us=data["timer_us"])
+    gang = Gang(data["placeholder_ask"], data["hard"], data["timeout_us"], timer_us=data["timer_us"],
+                allocating_accepted=data.get("allocating_accepted", False))
     gang.groups = {name: TaskGroup(*counts) for name, counts in data["groups"].items()}
     return gang
 
@@ -143,6 +145,8 @@ def load(data: dict[str, Any]) -> Engine:
             if "gang" in a:
                 app.gang = _load_gang(a["gang"])
             part.add_app(app)
+            if app.gang is not None and app.gang.allocating_accepted:
+                leaf.add_allocating_accepted(1)
             for row in a["asks"]:
                 part.add_ask(app, _load_ask(app.app_id, row))
             allocations = [_load_alloc(app.app_id, row) for row in a["allocations"]]

@@ -4,7 +4,8 @@ Queues and nodes of partitions other than ``default`` are keyed ``partition/name
 that names never collide; apps are keyed by id (unique per partition, likewise).
 ``state_digest`` gives the same value as ``projections.digest.digest(state_form(s))``
 without encoding the whole state: apps and nodes come from each partition's
-``FormCache`` (re-encoded only when changed), queues are few and encoded afresh.
+``FormCache`` (re-encoded only when changed), queues are encoded afresh when an app entry
+or the config changed; ``DigestMemo`` keeps what an unchanged state hashes to.
 """
 
 from __future__ import annotations

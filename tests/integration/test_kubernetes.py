@@ -31,6 +31,11 @@ WAIT_S = 240.0  # a bound on hangs only: progress is polled, never timed
 CONFIG = """
 partitions:
 - name: default
+  placementrules:
+  - name: provided
+  - name: tag
+    value: namespace
+    create: true
   queues:
   - name: root
     submitacl: '*'
@@ -213,7 +218,7 @@ def test_pods_of_several_apps_and_queues_run(scenario: Scenario) -> None:
             await scenario.pod(api, f"a-{i}", app="app-a", queue="root.low")
         for i in range(2):
             await scenario.pod(api, f"b-{i}", app="app-b", queue="root.high")
-        await scenario.pod(api, "plain")  # no labels: app yunikorn-<ns>-autogen, placed in root.default
+        await scenario.pod(api, "plain")  # no labels: app yunikorn-<ns>-autogen, placed by its namespace tag
         daemon = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
             "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
                                                     "values": [nodes[2]]}]}]}}}}
@@ -233,7 +238,9 @@ def test_pods_of_several_apps_and_queues_run(scenario: Scenario) -> None:
     assert sorted(d["data"]["ask_id"].split(".", 1)[1] for d in decided) == sorted(
         ["a-0", "a-1", "a-2", "b-0", "b-1", "plain", "daemon"])
     queues = {d["data"]["ask_id"].split(".", 1)[1]: d["data"]["queue"] for d in decided}
-    assert (queues["a-0"], queues["b-0"], queues["plain"]) == ("root.low", "root.high", "root.default")
+    assert (queues["a-0"], queues["b-0"], queues["plain"]) == ("root.low", "root.high", f"root.{scenario.namespace}")
+    apps = {d["data"]["ask_id"].split(".", 1)[1]: d["data"]["app_id"] for d in decided}
+    assert apps["plain"] == f"yunikorn-{scenario.namespace}-autogen"
     verify(scenario)
 
 

@@ -310,3 +310,21 @@ def test_replay_verify_rederives_a_gang_log_byte_for_byte(tmp_path: Path) -> Non
     gang_log(tmp_path / "log")
     proc = evsched("replay", "verify", "--log", str(tmp_path / "log"))
     assert proc.returncode == 0
+
+
+def test_an_accepted_app_holding_placeholders_counts_as_running_for_maxapplications() -> None:
+    config = {"type": "config.updated", "data": {"yaml": (
+        "partitions:\n- name: default\n  queues:\n  - name: root\n    submitacl: '*'\n    queues:\n"
+        "    - name: a\n      maxapplications: 1\n")}}
+    partial = {**_gang_app(total={"vcore": 9000, "memory": 2000}, timeout_ms=5_000)}
+    partial["data"] = {**partial["data"], "queue": "root.a"}
+    other = [{"type": "app.added", "data": {"app_id": "b", "queue": "root.a", "user": "u"}},
+             {"type": "ask.added", "data": {"app_id": "b", "ask_id": "b1", "resources": R, "priority": 9}}]
+    outs, sim = _run([config, NODE, partial, _ask("p1", placeholder=True),
+                      _ask("p2", placeholder=True, res={"vcore": 8000, "memory": 1000}), SCHEDULE, *other, SCHEDULE,
+                      *[SCHEDULE] * 6])
+    # g holds a placeholder while Accepted: b waits, before and after g's Soft timeout (YuniKorn)
+    assert [d["ask_id"] for d in _of(outs, "allocation.decided")] == ["p1"]
+    assert _states(outs, "g") == ["Accepted", "Resuming", "Accepted"]
+    queue = sim.engine.state.partitions["default"].queues["root.a"]
+    assert queue.running_apps == 0 and queue.allocating_accepted == 1

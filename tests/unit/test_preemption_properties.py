@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from tempfile import TemporaryDirectory
-from typing import Any
+from typing import Any, Protocol
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -64,30 +64,44 @@ def workloads(draw: st.DrawFn) -> list[tuple[Any, ...]]:
             *draw(st.lists(st.one_of(urgent, fill, other), max_size=12))]
 
 
+class Driver(Protocol):
+    """What ``play`` drives: a ``LogDriver``, or an engine driven step by step."""
+
+    now_us: int
+
+    def submit(self, *events: dict[str, Any]) -> None: ...
+    def cycle(self) -> object: ...
+
+
+def play(drv: Driver, steps: list[tuple[Any, ...]], nodes: int) -> None:
+    """``nodes`` nodes and an app per leaf, then the steps (asks, releases, cycles 5 ms apart), then a last cycle."""
+    drv.submit(*(node(f"n{i}", 3000, 3000) for i in range(nodes)),
+               *(app(leaf, f"root.{'left' if leaf in 'ab' else 'right'}.{leaf}") for leaf in LEAVES))
+    asks: list[tuple[str, str]] = []
+    for s in steps:
+        if s[0] == "ask":
+            _, leaf, prio, size, preempt, allow = s
+            ask_id = f"k{len(asks)}"
+            asks.append((leaf, ask_id))
+            drv.submit(ask(leaf, ask_id, vcore=size, memory=size, priority=prio * 100,
+                           preempt_other=preempt, allow_preemption=allow))
+        elif s[0] == "release" and asks:
+            leaf, ask_id = asks[s[1] % len(asks)]
+            drv.submit({"type": "allocation.released", "data": {"app_id": leaf, "ask_id": ask_id}})
+        else:
+            drv.now_us += 5_000
+            drv.cycle()
+    drv.now_us += 5_000
+    drv.cycle()
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(configs(), workloads(), st.integers(1, 3))
 def test_preemption_keeps_the_invariants(config: str, steps: list[tuple[Any, ...]], nodes: int) -> None:
     with TemporaryDirectory() as tmp:
         log = Path(tmp) / "log"
         with LogDriver(log, config) as drv:
-            drv.submit(*(node(f"n{i}", 3000, 3000) for i in range(nodes)),
-                       *(app(leaf, f"root.{'left' if leaf in 'ab' else 'right'}.{leaf}") for leaf in LEAVES))
-            asks: list[tuple[str, str]] = []
-            for s in steps:
-                if s[0] == "ask":
-                    _, leaf, prio, size, preempt, allow = s
-                    ask_id = f"k{len(asks)}"
-                    asks.append((leaf, ask_id))
-                    drv.submit(ask(leaf, ask_id, vcore=size, memory=size, priority=prio * 100,
-                                   preempt_other=preempt, allow_preemption=allow))
-                elif s[0] == "release" and asks:
-                    leaf, ask_id = asks[s[1] % len(asks)]
-                    drv.submit({"type": "allocation.released", "data": {"app_id": leaf, "ask_id": ask_id}})
-                else:
-                    drv.now_us += 5_000
-                    drv.cycle()
-            drv.now_us += 5_000
-            drv.cycle()
+            play(drv, steps, nodes)
             check_invariants(drv.engine)
             for part in drv.engine.state.partitions.values():
                 for a in part.apps.values():

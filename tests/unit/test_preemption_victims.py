@@ -23,7 +23,7 @@ from scheduler.core.partition import PartitionState
 from scheduler.core.preemption import Outcome, try_preemption
 from scheduler.core.preemption_victims import VictimIndex
 from tests.sim import app, ask, node, root_queues
-from tests.unit.test_preemption_properties import LEAVES, configs, fill, other, urgent
+from tests.unit.test_preemption_properties import configs, fill, other, play, urgent
 
 
 def _seen(outcome: Outcome) -> tuple[Any, ...]:
@@ -82,7 +82,6 @@ class _Driver:
             self.engine.ingest(raw, append_time_us=self.now_us, position=f"inputs:{self.count}")
 
     def cycle(self) -> None:
-        self.now_us += 5_000
         state = self.engine.state
         out: list[Any] = []
         prev = begin_cycle(state, self.now_us, out)
@@ -97,22 +96,7 @@ class _Driver:
 def test_the_cycle_index_finds_what_a_walk_from_scratch_finds(config: str, steps: list[tuple[Any, ...]],
                                                               nodes: int) -> None:
     drv = _Driver(config)
-    drv.submit(*(node(f"n{i}", 3000, 3000) for i in range(nodes)),
-               *(app(leaf, f"root.{'left' if leaf in 'ab' else 'right'}.{leaf}") for leaf in LEAVES))
-    asks: list[tuple[str, str]] = []
-    for s in steps:
-        if s[0] == "ask":
-            _, leaf, prio, size, preempt, allow = s
-            ask_id = f"k{len(asks)}"
-            asks.append((leaf, ask_id))
-            drv.submit(ask(leaf, ask_id, vcore=size, memory=size, priority=prio * 100,
-                           preempt_other=preempt, allow_preemption=allow))
-        elif s[0] == "release" and asks:
-            leaf, ask_id = asks[s[1] % len(asks)]
-            drv.submit({"type": "allocation.released", "data": {"app_id": leaf, "ask_id": ask_id}})
-        else:
-            drv.cycle()
-    drv.cycle()
+    play(drv, steps, nodes)
     for part in drv.engine.state.partitions.values():
         _compare(part, None)
     event(f"attempts compared mid-cycle: {'none' if not drv.compared else 'some'}")

@@ -273,3 +273,15 @@ def test_config_check_warns_that_stateaware_is_fifo_under_1_9() -> None:
     assert code == 0 and any("stateaware is fifo under the rules profile yunikorn-1.9" in line for line in lines)
     code, lines = check_config(config(leaf_props=props).encode())
     assert code == 0 and not any("stateaware" in line for line in lines)
+
+
+def test_the_reservation_timeout_is_checked_after_each_step_too() -> None:
+    lines = [*held_past_the_headroom()[:8],  # a3 holds n1 since 3 s; the cluster's headroom is 2 cores
+             {**app("B", "root.b"), "time": at(3700)},
+             {**ask("B", "b1", vcore=1000, priority=9), "time": at(3700)},  # fits n2, leaves 1 core of headroom
+             {**SCHEDULE, "time": at(3700)}]
+    outputs, _ = run(lines, config("yunikorn-1.9"))
+    ends = [(o["id"].split("-")[0], o["data"]["ask_id"], o["data"]["reason"])
+            for o in outputs if o["type"] == "ask.unreserved"]
+    assert decisions(outputs)[-1] == ("b1", 3)
+    assert ends == [("3", "a3", "timeout")]  # in the cycle that opened with enough headroom for a3

@@ -24,11 +24,11 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.procs import die_with_parent, free_port, stop_group
+from tests.procs import die_with_parent, free_port, run_until_stopped, stop_group
 
 BROKER_DIR = Path(__file__).resolve().parent / "brokers" / "kafka"
 POM = BROKER_DIR / "pom.xml"
@@ -408,23 +408,6 @@ def up(argv: list[str]) -> int:
                              f"evsched submit --kafka 127.0.0.1:{args.port} FILE.jsonl. Ctrl-C stops it.")
 
 
-def run_until_stopped(cluster: KafkaCluster, started: Callable[[], str]) -> int:
-    """Start ``cluster``, print ``started()``, and run until SIGINT or SIGTERM; then stop it."""
-
-    def interrupt(*_: object) -> None:
-        raise KeyboardInterrupt  # SIGTERM as Ctrl-C (and Ctrl-C even where the shell started us ignoring it)
-
-    signal.signal(signal.SIGTERM, interrupt)
-    signal.signal(signal.SIGINT, interrupt)
-    try:
-        cluster.start()
-        print(started(), flush=True)
-        signal.pause()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        cluster.stop()
-    return 0
 
 if __name__ == "__main__":
     raise SystemExit(main(sys.argv[1:]))

@@ -14,7 +14,6 @@ pod bound to it is Running a moment later. ``python -m tests.kube_cluster build`
 from __future__ import annotations
 
 import os
-import signal
 import ssl
 import subprocess
 import sys
@@ -25,7 +24,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.procs import broker_unavailable, die_with_parent, free_port, stop_group
+from tests.procs import broker_unavailable, die_with_parent, free_port, run_until_stopped, stop_group
 
 K8S_VERSION = "v1.34.2"
 ETCD_VERSION = "v3.6.5"  # Debian's 3.4 lacks RequestWatchProgress: KWOK's watches fail on it
@@ -240,21 +239,8 @@ def main(argv: list[str]) -> int:
         return 0
     if argv[:1] == ["run"]:
         cluster = KubeCluster(Path(tempfile.mkdtemp(prefix="evsched-k8s-")), build())
-
-        def interrupt(*_: object) -> None:
-            raise KeyboardInterrupt
-
-        signal.signal(signal.SIGTERM, interrupt)
-        try:
-            cluster.start()
-            print(f"Kubernetes {K8S_VERSION} on KWOK is up: --kubeconfig {cluster.kubeconfig}. Ctrl-C stops it.",
-                  flush=True)
-            signal.pause()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            cluster.stop()
-        return 0
+        return run_until_stopped(cluster, lambda: f"Kubernetes {K8S_VERSION} on KWOK is up: "
+                                 f"--kubeconfig {cluster.kubeconfig}. Ctrl-C stops it.")
     print("usage: python -m tests.kube_cluster build | run", file=sys.stderr)
     return 2
 

@@ -9,7 +9,8 @@ import os
 import signal
 import socket
 import subprocess
-from typing import NoReturn
+from collections.abc import Callable
+from typing import NoReturn, Protocol
 
 
 def free_port() -> int:
@@ -62,3 +63,30 @@ def broker_unavailable(reason: str) -> NoReturn:
     if in_ci():
         pytest.fail(f"CI=true and {reason}", pytrace=False)
     pytest.skip(reason)
+
+
+class Startable(Protocol):
+    """A local cluster a developer runs in the foreground (Apache Kafka, Kubernetes on KWOK)."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+def run_until_stopped(cluster: Startable, started: Callable[[], str]) -> int:
+    """Start ``cluster``, print ``started()``, and run until SIGINT or SIGTERM; then stop it."""
+
+    def interrupt(*_: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM as Ctrl-C (and Ctrl-C even where the shell started us ignoring it)
+
+    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGINT, interrupt)
+    try:
+        cluster.start()
+        print(started(), flush=True)
+        signal.pause()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        cluster.stop()
+    return 0

@@ -22,7 +22,7 @@ from scheduler.core import snapshot
 from scheduler.simulation.simulate import Simulation
 from tests.cli import evsched
 from tests.explain_logdrive import LogDriver, copy_log
-from tests.sim import app, ask, node
+from tests.sim import app, ask, node, root_queues
 from tests.unit.test_audit import audit
 from tests.unit.test_fact_fold import START_US, _live_and_recovered, _next_cycle
 
@@ -142,17 +142,11 @@ def test_without_gang_fields_decisions_have_no_gang_keys() -> None:
 
 APPS = ["g0", "g1", "g2"]
 GROUPS = ["driver", "exec"]
-GANG_CONFIG = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: a
-          - name: b
-            properties: {application.sort.policy: stateaware}
-"""
+GANG_CONFIG = root_queues("""
+    - name: a
+    - name: b
+      properties: {application.sort.policy: stateaware}
+""")
 NODES = [{"type": "node.added", "data": {"node_id": f"n{i}", "capacity": {"vcore": 4000, "memory": 4000}}}
          for i in range(3)]
 GANG_APP = st.builds(

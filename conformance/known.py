@@ -343,19 +343,6 @@ KNOWN_DIFFERENCES: tuple[Known, ...] = (
         shared_required_asks_dropped,
         profiles=V19,
     ),
-    Known(
-        "preemption-1.9-rules",
-        "yunikorn-core 1.9 chooses preemption victims by its phase 1 and 2 rules (sibling "
-        "preemption when the preemptor's parent is over its guarantee, YUNIKORN-2769; per resource "
-        "type guarantees, 3113; ancestors' guarantees limiting what a queue can lose, 3240; the "
-        "fence from projected usage, 3241: objects/preemption.go, preemption_queue.go); evsched's "
-        "yunikorn-1.9 profile still chooses them by 1.5's rules. Recognised: the scenario agrees "
-        "once no ask may preempt",
-        "evsched core: 1.9's preemption rules in the yunikorn-1.9 profile (not implemented)",
-        may_preempt,
-        preemption_dropped,
-        profiles=V19,
-    ),
 )
 
 # Families whose every scenario has a known difference's feature: left out of the test

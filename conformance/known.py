@@ -184,13 +184,6 @@ def may_preempt(lines: Lines) -> bool:
     return any(line.get("type") == "ask.added" and (line.get("data") or {}).get("preempt_other") for line in lines)
 
 
-def preemption_dropped(lines: Lines) -> Lines:
-    """The scenario with no ask that may preempt (``preempt_other`` false everywhere)."""
-    return [{**line, "data": {**line["data"], "preempt_other": False}}
-            if line.get("type") == "ask.added" and (line.get("data") or {}).get("preempt_other") else line
-            for line in lines]
-
-
 def victim_picked_twice(ours: Outcome, theirs: Outcome) -> bool:
     """yunikorn-core revoked an allocation it had already revoked (not allocated again since),
     and both sides agree on every decision before that cycle."""

@@ -91,6 +91,7 @@ class Outcome19:
     tried: list[NodeTry] = field(default_factory=list)
     node: Node | None = None
     victims: list[Allocation] = field(default_factory=list)
+    collected: list[Allocation] = field(default_factory=list)  # node's and additional victims before the last filter
     reason: str = ""
     trace: list[tuple[str, str, str, str]] = field(default_factory=list)  # (stage, app, ask, verdict)
 
@@ -384,7 +385,8 @@ def try_preemption_19(part: PartitionState, app: App, ask: Ask, nodes_tried: boo
     if not chosen and not extra:
         outcome.reason = "no-victims"
         return outcome
-    final = final_victims(node, full_available(node), request, chosen + extra)
+    outcome.collected = chosen + extra
+    final = final_victims(node, full_available(node), request, outcome.collected)
     if final is None:
         outcome.reason = "shortfall"
         return outcome

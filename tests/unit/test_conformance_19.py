@@ -77,6 +77,7 @@ def test_each_known_difference_names_the_profiles_it_holds_for() -> None:
     by_key = {k.key: k.profiles for k in KNOWN_DIFFERENCES}
     assert by_key["draining-queue-placement"] == {"yunikorn-1.5"}  # v1.9 skips draining queues, as evsched
     assert by_key["victim-preempted-twice"] == {"yunikorn-1.5"}
-    for key in ("foreign-allocation-node-order", "required-node-shared-reservation", "preemption-1.9-rules"):
+    for key in ("foreign-allocation-node-order", "required-node-shared-reservation"):
         assert by_key[key] == {"yunikorn-1.9"}
+    assert "preemption-1.9-rules" not in by_key  # the 1.9 profile chooses victims by v1.9.0's rules
 

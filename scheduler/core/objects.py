@@ -102,6 +102,8 @@ class App:
     stateaware_disabled: bool = False
     limit_group: str = ""  # the group its user/group limits track it under ('' = none)
     gang: Gang | None = None  # gang scheduling: placeholders and task groups (None: none sent)
+    # yunikorn-1.9's unschedulable-ask backoff: the walk skips the app until this log time (0: none)
+    backoff_until_us: int = 0
 
     def head_priority(self) -> int:
         """Priority of the first pending ask: the app's priority (MinPriority with none)."""

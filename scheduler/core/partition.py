@@ -58,6 +58,9 @@ def build_tree(spec: QueueSpec, parent: QueueNode | None = None, order: int = 0)
         admin_acl=spec.admin_acl,
         preemption_policy=spec.preemption_policy,
         preemption_delay_us=spec.preemption_delay_us,
+        zero_guaranteed=spec.zero_guaranteed,
+        unsched_backoff=spec.unsched_backoff,
+        backoff_delay_us=spec.backoff_delay_us,
     )
     node.children = [build_tree(c, node, i) for i, c in enumerate(spec.children)]
     return node

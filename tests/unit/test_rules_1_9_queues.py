@@ -55,7 +55,7 @@ def used_memory_guaranteed_zero() -> list[dict[str, Any]]:
 
 
 def test_under_1_9_a_used_type_guaranteed_zero_counts_one_in_the_fair_share() -> None:
-    after, state = run(used_memory_guaranteed_zero(), config("yunikorn-1.9", "{vcore: 16, memory: 0}"))
+    after, _ = run(used_memory_guaranteed_zero(), config("yunikorn-1.9", "{vcore: 16, memory: 0}"))
     assert decisions(after)[2:] == [("b2", 2), ("a2", 3)]
     without_zero, _ = run(used_memory_guaranteed_zero(), config("yunikorn-1.9", "{vcore: 16}"))
     assert decisions(without_zero)[2:] == [("a2", 2), ("b2", 3)]
@@ -163,3 +163,75 @@ def test_a_backed_off_log_folds_snapshots_and_verifies(tmp_path: Any) -> None:
         drv.cycle()
     with open_file_log(tmp_path / "log") as source:
         assert verify(source).ok
+
+
+def several_asks_requiring_one_node() -> list[dict[str, Any]]:
+    """x1 fills n1 to 1 core free (n2 gives the cluster headroom); a1 and b1 (2 cores each)
+    require n1, c1 (half a core) too; then x1 ends."""
+    return [
+        node("n1", vcore=4000, memory=4000), node("n2", vcore=8000, memory=8000), app("X", "root.b"),
+        ask("X", "x1", vcore=3000, memory=100, required_node="n1"),
+        SCHEDULE,
+        app("A", "root.a"), app("B", "root.b"), app("C", "root.b"),
+        ask("A", "a1", vcore=2000, memory=100, required_node="n1"),
+        ask("B", "b1", vcore=2000, memory=100, required_node="n1"),
+        ask("C", "c1", vcore=500, memory=100, required_node="n1"),
+        SCHEDULE,
+        {"type": "allocation.released", "data": {"app_id": "X", "ask_id": "x1"}}, SCHEDULE,
+    ]
+
+
+def test_under_1_9_several_required_node_asks_reserve_one_node() -> None:
+    after, state = run(several_asks_requiring_one_node(), config("yunikorn-1.9", "{vcore: 1}"))
+    # 1.9 (node.go:Reserve allows several required-node reservations; tryRequiredNode reserves a
+    # node other required-node asks hold even when the ask fits: tryNode refuses a node reserved
+    # for another ask): a1, b1 and c1 all hold n1; c1, reserved, fits and is placed by the
+    # reserved step; once x1 ends a1 goes, and b1 (no longer fitting) still holds n1
+    assert [(d["ask_id"], d["node_id"]) for d in of_type(after, "ask.reserved")] == [
+        ("a1", "n1"), ("b1", "n1"), ("c1", "n1")]
+    assert decisions(after) == [("x1", 1), ("c1", 2), ("a1", 3)]
+    assert [(d["ask_id"], d["reason"]) for d in of_type(after, "ask.unreserved")] == [
+        ("c1", "allocated"), ("a1", "allocated")]
+    assert state["nodes"]["n1"]["reserved_for"] == "B/b1"
+    before, state = run(several_asks_requiring_one_node(), config("yunikorn-1.5", "{vcore: 1}"))
+    # 1.5: one reservation per node; an app whose required node another required-node ask holds ends its turn
+    # in cycle 2 (b1, c1 wait); in cycle 3 a1 and b1 fill n1 and c1 reserves it
+    assert [d["ask_id"] for d in of_type(before, "ask.reserved")] == ["a1", "c1"]
+    assert decisions(before) == [("x1", 1), ("a1", 3), ("b1", 3)]
+
+
+def test_shared_reservations_fold_snapshot_and_end_with_their_node(tmp_path: Any) -> None:
+    from replay.reader import open_file_log
+    from replay.verify import verify
+    from scheduler.core import snapshot
+    from tests.explain_logdrive import LogDriver
+    from tests.unit.test_fact_fold import START_US, _live_and_recovered, _next_cycle
+
+    lines = several_asks_requiring_one_node()[:-2]
+    records = [{"id": f"i{n}", "source": "rm", "type": line["type"], "data": line.get("data", {}),
+                "time": __import__("events.times", fromlist=["format_time"]).format_time(START_US + n)}
+               for n, line in enumerate(lines) if line["type"] != "schedule"]
+    cfg = config("yunikorn-1.9", "{vcore: 1}")
+    live, recovered, _ = _live_and_recovered(records, 3, 1_000, cfg)
+    n1 = live.state.partitions["default"].nodes["n1"]
+    assert n1.reservations() == [("A", "a1"), ("B", "b1")]
+    assert recovered.digest_mismatches == []
+    assert snapshot.dump(recovered.engine) == snapshot.dump(live)
+    again = snapshot.load(snapshot.dump(live))
+    assert again.state.partitions["default"].nodes["n1"].reservations() == [("A", "a1"), ("B", "b1")]
+    assert _next_cycle(recovered.engine) == _next_cycle(live)
+    with LogDriver(tmp_path / "log", cfg) as drv:
+        drv.submit(*[line for line in lines if line["type"] != "schedule"])
+        drv.cycle()
+        drv.submit({"type": "node.removed", "data": {"node_id": "n1"}})
+        drv.cycle()
+    with open_file_log(tmp_path / "log") as source:
+        assert verify(source).ok
+    import orjson
+
+    from events.log.file import FileLog
+
+    with FileLog(tmp_path / "log", readonly=True) as log:
+        outs = [orjson.loads(r.value) for r in log.iter_outputs()]
+    ended = sorted((o["data"]["ask_id"], o["data"]["reason"]) for o in outs if o["type"] == "ask.unreserved")
+    assert ended == [("a1", "node-removed"), ("b1", "node-removed"), ("c1", "allocated")]

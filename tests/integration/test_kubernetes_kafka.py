@@ -58,7 +58,9 @@ class ApartScenario(Scenario):
             out.close()
 
     def start_service(self) -> None:
-        self.service = self._spawn("service", ["run", *self.kafka, "--config", str(self.config)])
+        # the queues first, on the admin topic, so that no input of the shim's is read before them
+        evsched("config", "apply", str(self.config), *self.kafka)
+        self.service = self._spawn("service", ["run", *self.kafka])
 
     def start(self) -> None:
         self.proc = self._spawn("evsched", ["k8s", "--kubeconfig", str(self.cluster.kubeconfig),
@@ -113,7 +115,8 @@ def test_shim_and_service_apart_over_kafka_bind_every_pod_once_across_a_shim_res
         apart.start()
         names = [f"p-{i}" for i in range(9) if i != 5]
         pods = await apart.running(api, names)
-        decided = {d["data"]["ask_id"].split(".", 1)[1]: d["data"]["node_id"] for d in apart.decisions()}
+        outputs = await asyncio.to_thread(apart.decisions)  # read_all runs an event loop of its own
+        decided = {d["data"]["ask_id"].split(".", 1)[1]: d["data"]["node_id"] for d in outputs}
         for name in names:
             assert decided[name] == pods[name]["spec"]["nodeName"], name
 

@@ -27,7 +27,7 @@ bound (the scheduler's work) and to the last pod Running (KWOK's, after it). Pod
 between runs.
 
     python benchmarks/k8s.py [--nodes 1000] [--shapes 1x5000,5x1000,25x200,full]
-        [--schedulers evsched,kube-scheduler,yunikorn] [--creators 4] [--live]
+        [--schedulers evsched,kube-scheduler,yunikorn] [--creators 4] [--live] [--no-build-yunikorn]
 
 Prints one row per shape and scheduler, a table, and TARGET lines: evsched's pods/s (to bound,
 and to Running) against each other scheduler's per shape, and replay verify.
@@ -52,7 +52,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from scheduler.kubernetes.api import ApiError, KubeApi, load_kubeconfig  # noqa: E402
-from tests.kube_cluster import K8S_VERSION, YUNIKORN_VERSION, KubeCluster, build, build_yunikorn  # noqa: E402
+from tests.kube_cluster import (  # noqa: E402
+    K8S_VERSION,
+    YUNIKORN_BINARY,
+    YUNIKORN_VERSION,
+    KubeCluster,
+    build,
+    build_yunikorn,
+    yunikorn_cache_dir,
+)
 from tests.procs import free_port, stop_group  # noqa: E402
 
 NAMESPACE = "bench"
@@ -252,10 +260,12 @@ def verify_log(log: Path) -> str:
     return "ok" if done.returncode == 0 else f"FAILED: {(done.stdout + done.stderr)[-500:]}"
 
 
-def yunikorn_binary(wanted: list[str]) -> tuple[Path | None, str]:
-    """YuniKorn's binary when it is asked for and builds; else None and why not."""
+def yunikorn_binary(wanted: list[str], may_build: bool) -> tuple[Path | None, str]:
+    """YuniKorn's binary when it is asked for and builds (or is built already); else None and why not."""
     if "yunikorn" not in wanted:
         return None, "not asked for (--schedulers)"
+    if not may_build and not (yunikorn_cache_dir() / YUNIKORN_BINARY).is_file():
+        return None, f"not built in {yunikorn_cache_dir()} and --no-build-yunikorn"
     try:
         return build_yunikorn(), ""
     except RuntimeError as exc:
@@ -268,7 +278,7 @@ async def main_async(args: argparse.Namespace) -> int:
     if unknown:
         print(f"unknown scheduler(s) {unknown}: choose from {','.join(SCHEDULERS)}", file=sys.stderr)
         return 2
-    yunikorn, no_yunikorn = yunikorn_binary(wanted)
+    yunikorn, no_yunikorn = yunikorn_binary(wanted, not args.no_build_yunikorn)
     if "yunikorn" in wanted and yunikorn is None:
         print(f"YuniKorn {YUNIKORN_VERSION} left out: {no_yunikorn}", flush=True)
         wanted.remove("yunikorn")
@@ -379,6 +389,9 @@ def main() -> int:
     parser.add_argument("--live", action="store_true",
                         help="start the scheduler first and time from the first creation while the clients create "
                         "(default: create every pod, then start the scheduler and time from its start)")
+    parser.add_argument("--no-build-yunikorn", action="store_true",
+                        help="run YuniKorn only if its binary is built already (make test's smoke run: its build "
+                        "takes minutes and ~2 GB)")
     parser.add_argument("--create-slice", metavar="FIRST:STOP", help=argparse.SUPPRESS)
     parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
     parser.add_argument("--scheduler-name", help=argparse.SUPPRESS)

@@ -29,9 +29,13 @@ from tests.procs import (
     broker_unavailable,
     free_port,
     log_tail,
+    run_tool,
     run_until_stopped,
     start_logged,
+    started,
     stop_groups,
+    tool_cache,
+    tool_main,
     wait_until,
 )
 
@@ -56,10 +60,7 @@ options:
 
 def cache_dir() -> Path:
     """Where the binaries live: ``$EVSCHED_K8S_CACHE`` or ``~/.cache/evsched/k8s-<versions>``."""
-    configured = os.environ.get("EVSCHED_K8S_CACHE")
-    if configured:
-        return Path(configured)
-    return Path.home() / ".cache" / "evsched" / f"k8s-{K8S_VERSION}-etcd-{ETCD_VERSION}-kwok-{KWOK_VERSION}"
+    return tool_cache("EVSCHED_K8S_CACHE", f"k8s-{K8S_VERSION}-etcd-{ETCD_VERSION}-kwok-{KWOK_VERSION}")
 
 
 def _complete(directory: Path) -> bool:
@@ -79,13 +80,9 @@ def build() -> Path:
     cmd = ["nice", "-n", "10", "sh", str(BUILD_SCRIPT), str(partial)]
     print(f"building Kubernetes {K8S_VERSION}, etcd {ETCD_VERSION}, KWOK {KWOK_VERSION} into {target} "
           "(once; ~5 minutes on 2 cores)", file=sys.stderr, flush=True)
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, env=env, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise RuntimeError(f"cannot build the Kubernetes test binaries ({' '.join(cmd)}): {exc}") from exc
-    if done.returncode != 0 or not _complete(partial):
-        raise RuntimeError(f"building the Kubernetes test binaries failed (exit {done.returncode}): {' '.join(cmd)}\n"
-                           f"{(done.stdout + done.stderr)[-4000:]}")
+    run_tool(cmd, "build the Kubernetes test binaries", BUILD_TIMEOUT_S, env)
+    if not _complete(partial):
+        raise RuntimeError(f"building the Kubernetes test binaries left some of {BINARIES} out of {partial}")
     if target.exists():
         for name in BINARIES:
             os.replace(partial / name, target / name)
@@ -96,10 +93,7 @@ def build() -> Path:
 
 def yunikorn_cache_dir() -> Path:
     """Where YuniKorn's binary lives: ``$EVSCHED_YUNIKORN_CACHE`` or ``~/.cache/evsched/yunikorn-k8shim-<v>``."""
-    configured = os.environ.get("EVSCHED_YUNIKORN_CACHE")
-    if configured:
-        return Path(configured)
-    return Path.home() / ".cache" / "evsched" / f"yunikorn-k8shim-{YUNIKORN_VERSION}"
+    return tool_cache("EVSCHED_YUNIKORN_CACHE", f"yunikorn-k8shim-{YUNIKORN_VERSION}")
 
 
 def build_yunikorn() -> Path:
@@ -114,14 +108,10 @@ def build_yunikorn() -> Path:
     partial.mkdir(parents=True, exist_ok=True)
     cmd = ["nice", "-n", "10", "sh", str(YUNIKORN_BUILD_SCRIPT), str(partial)]
     print(f"building YuniKorn {YUNIKORN_VERSION} (k8shim + core) into {target} (once)", file=sys.stderr, flush=True)
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False,
-                              env=dict(os.environ, YUNIKORN_VERSION=YUNIKORN_VERSION))
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise RuntimeError(f"cannot build YuniKorn ({' '.join(cmd)}): {exc}") from exc
-    if done.returncode != 0 or not (partial / YUNIKORN_BINARY).is_file():
-        raise RuntimeError(f"building YuniKorn failed (exit {done.returncode}): {' '.join(cmd)}\n"
-                           f"{(done.stdout + done.stderr)[-4000:]}")
+    run_tool(cmd, f"build YuniKorn {YUNIKORN_VERSION}", BUILD_TIMEOUT_S,
+             dict(os.environ, YUNIKORN_VERSION=YUNIKORN_VERSION))
+    if not (partial / YUNIKORN_BINARY).is_file():
+        raise RuntimeError(f"building YuniKorn left no {YUNIKORN_BINARY} in {partial}")
     target.mkdir(parents=True, exist_ok=True)
     os.replace(partial / YUNIKORN_BINARY, binary)
     partial.rmdir()
@@ -250,28 +240,28 @@ def session_cluster(workdir: Path) -> KubeCluster:
         binaries = build()
     except RuntimeError as exc:
         broker_unavailable(f"the Kubernetes test cluster cannot be built: {exc}")
-    cluster = KubeCluster(workdir, binaries)
-    try:
-        cluster.start()
-    except (RuntimeError, OSError) as exc:
-        cluster.stop()
-        broker_unavailable(f"the Kubernetes test cluster did not start: {exc}")
-    return cluster
+    return started(KubeCluster(workdir, binaries), unavailable="the Kubernetes test cluster did not start")
+
+
+def _build(_: list[str]) -> int:
+    print(build())
+    return 0
+
+
+def _build_yunikorn(_: list[str]) -> int:
+    print(build_yunikorn())
+    return 0
+
+
+def _run(_: list[str]) -> int:
+    cluster = KubeCluster(Path(tempfile.mkdtemp(prefix="evsched-k8s-")), build())
+    return run_until_stopped(cluster, lambda: f"Kubernetes {K8S_VERSION} on KWOK is up: "
+                             f"--kubeconfig {cluster.kubeconfig}. Ctrl-C stops it.")
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["build"]:
-        print(build())
-        return 0
-    if argv[:1] == ["build-yunikorn"]:
-        print(build_yunikorn())
-        return 0
-    if argv[:1] == ["run"]:
-        cluster = KubeCluster(Path(tempfile.mkdtemp(prefix="evsched-k8s-")), build())
-        return run_until_stopped(cluster, lambda: f"Kubernetes {K8S_VERSION} on KWOK is up: "
-                                 f"--kubeconfig {cluster.kubeconfig}. Ctrl-C stops it.")
-    print("usage: python -m tests.kube_cluster build | build-yunikorn | run", file=sys.stderr)
-    return 2
+    return tool_main(argv, {"build": _build, "build-yunikorn": _build_yunikorn, "run": _run},
+                     "python -m tests.kube_cluster build | build-yunikorn | run")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ writes a throw-away PKI (openssl), starts the three processes on free loopback p
 own process group with its log in a file, and waits until the API server is ready and KWOK
 answers. KWOK fakes the kubelets: a Node annotated ``kwok.x-k8s.io/node: fake`` is Ready, and a
 pod bound to it is Running a moment later. ``python -m tests.kube_cluster build`` builds,
-``... run`` starts one by hand and prints its kubeconfig's path.
+``... run`` starts one by hand and prints its kubeconfig's path. ``build_yunikorn()`` (``...
+build-yunikorn``) builds YuniKorn's standalone scheduler for benchmarks/k8s.py the same way.
 """
 
 from __future__ import annotations
@@ -18,18 +19,33 @@ import ssl
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.procs import broker_unavailable, die_with_parent, free_port, run_until_stopped, stop_group
+from tests.procs import (
+    broker_unavailable,
+    free_port,
+    log_tail,
+    run_tool,
+    run_until_stopped,
+    start_logged,
+    started,
+    stop_groups,
+    tool_cache,
+    tool_main,
+    wait_until,
+)
 
 K8S_VERSION = "v1.34.2"
 ETCD_VERSION = "v3.6.5"  # Debian's 3.4 lacks RequestWatchProgress: KWOK's watches fail on it
 KWOK_VERSION = "v0.7.0"
 BUILD_SCRIPT = Path(__file__).resolve().parent / "brokers" / "k8s" / "build.sh"
+YUNIKORN_VERSION = "v1.9.0"  # k8shim, core and scheduler-interface at the same release
+YUNIKORN_BUILD_SCRIPT = BUILD_SCRIPT.with_name("build-yunikorn.sh")
+YUNIKORN_BINARY = "yunikorn-scheduler"
 BINARIES = ("etcd", "kube-apiserver", "kube-scheduler", "kwok")
 BUILD_TIMEOUT_S = 3600.0  # ~5 minutes alone on 2 cores; a loaded shared machine takes several times that
 READY_TIMEOUT_S = 120.0
@@ -44,10 +60,7 @@ options:
 
 def cache_dir() -> Path:
     """Where the binaries live: ``$EVSCHED_K8S_CACHE`` or ``~/.cache/evsched/k8s-<versions>``."""
-    configured = os.environ.get("EVSCHED_K8S_CACHE")
-    if configured:
-        return Path(configured)
-    return Path.home() / ".cache" / "evsched" / f"k8s-{K8S_VERSION}-etcd-{ETCD_VERSION}-kwok-{KWOK_VERSION}"
+    return tool_cache("EVSCHED_K8S_CACHE", f"k8s-{K8S_VERSION}-etcd-{ETCD_VERSION}-kwok-{KWOK_VERSION}")
 
 
 def _complete(directory: Path) -> bool:
@@ -67,19 +80,42 @@ def build() -> Path:
     cmd = ["nice", "-n", "10", "sh", str(BUILD_SCRIPT), str(partial)]
     print(f"building Kubernetes {K8S_VERSION}, etcd {ETCD_VERSION}, KWOK {KWOK_VERSION} into {target} "
           "(once; ~5 minutes on 2 cores)", file=sys.stderr, flush=True)
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, env=env, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise RuntimeError(f"cannot build the Kubernetes test binaries ({' '.join(cmd)}): {exc}") from exc
-    if done.returncode != 0 or not _complete(partial):
-        raise RuntimeError(f"building the Kubernetes test binaries failed (exit {done.returncode}): {' '.join(cmd)}\n"
-                           f"{(done.stdout + done.stderr)[-4000:]}")
+    run_tool(cmd, "build the Kubernetes test binaries", BUILD_TIMEOUT_S, env)
+    if not _complete(partial):
+        raise RuntimeError(f"building the Kubernetes test binaries left some of {BINARIES} out of {partial}")
     if target.exists():
         for name in BINARIES:
             os.replace(partial / name, target / name)
     else:
         partial.rename(target)
     return target
+
+
+def yunikorn_cache_dir() -> Path:
+    """Where YuniKorn's binary lives: ``$EVSCHED_YUNIKORN_CACHE`` or ``~/.cache/evsched/yunikorn-k8shim-<v>``."""
+    return tool_cache("EVSCHED_YUNIKORN_CACHE", f"yunikorn-k8shim-{YUNIKORN_VERSION}")
+
+
+def build_yunikorn() -> Path:
+    """YuniKorn's scheduler binary (k8shim + core, ``pkg/cmd/shim``), built first when missing
+    (tests/brokers/k8s/build-yunikorn.sh under ``nice``: a few minutes, ~2 GB). Raises
+    ``RuntimeError`` with the build's output when it fails."""
+    target = yunikorn_cache_dir()
+    binary = target / YUNIKORN_BINARY
+    if binary.is_file():
+        return binary
+    partial = target.with_name(target.name + ".partial")
+    partial.mkdir(parents=True, exist_ok=True)
+    cmd = ["nice", "-n", "10", "sh", str(YUNIKORN_BUILD_SCRIPT), str(partial)]
+    print(f"building YuniKorn {YUNIKORN_VERSION} (k8shim + core) into {target} (once)", file=sys.stderr, flush=True)
+    run_tool(cmd, f"build YuniKorn {YUNIKORN_VERSION}", BUILD_TIMEOUT_S,
+             dict(os.environ, YUNIKORN_VERSION=YUNIKORN_VERSION))
+    if not (partial / YUNIKORN_BINARY).is_file():
+        raise RuntimeError(f"building YuniKorn left no {YUNIKORN_BINARY} in {partial}")
+    target.mkdir(parents=True, exist_ok=True)
+    os.replace(partial / YUNIKORN_BINARY, binary)
+    partial.rmdir()
+    return binary
 
 
 def _openssl(*args: str, cwd: Path) -> None:
@@ -115,21 +151,21 @@ def kubeconfig_text(server: str, ca_file: Path, token: str) -> str:
     )
 
 
+PORTS = ("etcd", "etcd-peer", "kube-apiserver", "kwok")  # each listens on a free loopback port of its own
+
+
 @dataclass
 class KubeCluster:
     """etcd, kube-apiserver and KWOK of one test session: ports, files, processes."""
 
     workdir: Path
     binaries: Path
-    etcd_port: int = field(default_factory=free_port)
-    etcd_peer_port: int = field(default_factory=free_port)
-    api_port: int = field(default_factory=free_port)
-    kwok_port: int = field(default_factory=free_port)
-    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    ports: dict[str, int] = field(default_factory=lambda: {name: free_port() for name in PORTS})  # by PORTS
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)  # by binary
 
     @property
     def server(self) -> str:
-        return f"https://127.0.0.1:{self.api_port}"
+        return f"https://127.0.0.1:{self.ports['kube-apiserver']}"
 
     @property
     def kubeconfig(self) -> Path:
@@ -140,28 +176,22 @@ class KubeCluster:
         return self.workdir / "pki"
 
     def _start(self, name: str, *args: str) -> None:
-        log = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115  # the child holds it
-        try:
-            self.procs[name] = subprocess.Popen(
-                [str(self.binaries / name), *args], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                cwd=self.workdir, start_new_session=True, preexec_fn=die_with_parent,
-            )
-        finally:
-            log.close()
+        self.procs[name] = start_logged([str(self.binaries / name), *args], self.workdir / f"{name}.log", self.workdir)
 
     def start(self, timeout_s: float = READY_TIMEOUT_S) -> None:
         """Start etcd, the API server and KWOK; return once the API server is ready and KWOK serves."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         write_pki(self.pki)
         self.kubeconfig.write_text(kubeconfig_text(self.server, self.pki / "ca.crt", TOKEN))
-        etcd, peer = f"http://127.0.0.1:{self.etcd_port}", f"http://127.0.0.1:{self.etcd_peer_port}"
+        etcd, peer = f"http://127.0.0.1:{self.ports['etcd']}", f"http://127.0.0.1:{self.ports['etcd-peer']}"
         self._start("etcd", "--data-dir", str(self.workdir / "etcd"), "--name", "test",
                     "--listen-client-urls", etcd, "--advertise-client-urls", etcd,
                     "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
                     "--initial-cluster", f"test={peer}", "--unsafe-no-fsync", "--log-level", "warn")
         pki = self.pki
         self._start(
-            "kube-apiserver", f"--etcd-servers={etcd}", "--bind-address=127.0.0.1", f"--secure-port={self.api_port}",
+            "kube-apiserver", f"--etcd-servers={etcd}", "--bind-address=127.0.0.1",
+            f"--secure-port={self.ports['kube-apiserver']}",
             "--advertise-address=127.0.0.1", f"--tls-cert-file={pki / 'apiserver.crt'}",
             f"--tls-private-key-file={pki / 'apiserver.key'}", f"--client-ca-file={pki / 'ca.crt'}",
             f"--token-auth-file={pki / 'tokens.csv'}", "--authorization-mode=AlwaysAllow",
@@ -177,8 +207,8 @@ class KubeCluster:
         (self.workdir / "kwok.yaml").write_text(KWOK_CONFIG)
         self._start("kwok", f"--kubeconfig={self.kubeconfig}", f"--config={self.workdir / 'kwok.yaml'}",
                     "--manage-all-nodes=true",
-                    f"--server-address=127.0.0.1:{self.kwok_port}")
-        self._wait(lambda: self._http_ok(f"http://127.0.0.1:{self.kwok_port}/healthz", None), "kwok", timeout_s)
+                    f"--server-address=127.0.0.1:{self.ports['kwok']}")
+        self._wait(lambda: self._http_ok(f"http://127.0.0.1:{self.ports['kwok']}/healthz", None), "kwok", timeout_s)
 
     def _http_ok(self, url: str, context: ssl.SSLContext | None) -> bool:
         request = urllib.request.Request(url, headers={"Authorization": f"Bearer {TOKEN}"})
@@ -192,29 +222,15 @@ class KubeCluster:
         context = ssl.create_default_context(cafile=str(self.pki / "ca.crt"))
         self._wait(lambda: self._http_ok(f"{self.server}/readyz", context), "kube-apiserver", timeout_s)
 
-    def _wait(self, ready: object, what: str, timeout_s: float) -> None:
-        assert callable(ready)
-        deadline = time.monotonic() + timeout_s
-        while not ready():
-            for name, proc in self.procs.items():
-                if proc.poll() is not None:
-                    raise RuntimeError(f"{name} exited ({proc.returncode}) while waiting for {what}: "
-                                       f"{self._tail(name)}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{what} not ready after {timeout_s:.0f} s: {self._tail(what)}")
-            time.sleep(0.2)
+    def _wait(self, ready: Callable[[], bool], what: str, timeout_s: float) -> None:
+        wait_until(ready, self.procs, what, timeout_s, self._failure)
 
-    def _tail(self, name: str, limit: int = 3000) -> str:
-        try:
-            return (self.workdir / f"{name}.log").read_text(errors="replace")[-limit:]
-        except OSError as exc:
-            return f"(no log: {exc})"
+    def _failure(self, what: str) -> str:
+        tails = "\n".join(f"--- {name} log:\n{log_tail(self.workdir / f'{name}.log')}" for name in self.procs)
+        return f"Kubernetes test cluster: {what}\n{tails}"
 
     def stop(self) -> None:
-        for name in ("kwok", "kube-apiserver", "etcd"):
-            proc = self.procs.pop(name, None)
-            if proc is not None:
-                stop_group(proc, grace_s=5.0)
+        stop_groups([self.procs.pop(name) for name in ("kwok", "kube-apiserver", "etcd") if name in self.procs])
 
 
 def session_cluster(workdir: Path) -> KubeCluster:
@@ -224,25 +240,28 @@ def session_cluster(workdir: Path) -> KubeCluster:
         binaries = build()
     except RuntimeError as exc:
         broker_unavailable(f"the Kubernetes test cluster cannot be built: {exc}")
-    cluster = KubeCluster(workdir, binaries)
-    try:
-        cluster.start()
-    except (RuntimeError, OSError) as exc:
-        cluster.stop()
-        broker_unavailable(f"the Kubernetes test cluster did not start: {exc}")
-    return cluster
+    return started(KubeCluster(workdir, binaries), unavailable="the Kubernetes test cluster did not start")
+
+
+def _build(_: list[str]) -> int:
+    print(build())
+    return 0
+
+
+def _build_yunikorn(_: list[str]) -> int:
+    print(build_yunikorn())
+    return 0
+
+
+def _run(_: list[str]) -> int:
+    cluster = KubeCluster(Path(tempfile.mkdtemp(prefix="evsched-k8s-")), build())
+    return run_until_stopped(cluster, lambda: f"Kubernetes {K8S_VERSION} on KWOK is up: "
+                             f"--kubeconfig {cluster.kubeconfig}. Ctrl-C stops it.")
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["build"]:
-        print(build())
-        return 0
-    if argv[:1] == ["run"]:
-        cluster = KubeCluster(Path(tempfile.mkdtemp(prefix="evsched-k8s-")), build())
-        return run_until_stopped(cluster, lambda: f"Kubernetes {K8S_VERSION} on KWOK is up: "
-                                 f"--kubeconfig {cluster.kubeconfig}. Ctrl-C stops it.")
-    print("usage: python -m tests.kube_cluster build | run", file=sys.stderr)
-    return 2
+    return tool_main(argv, {"build": _build, "build-yunikorn": _build_yunikorn, "run": _run},
+                     "python -m tests.kube_cluster build | build-yunikorn | run")
 
 
 if __name__ == "__main__":

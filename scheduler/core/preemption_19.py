@@ -324,8 +324,10 @@ def final_victims(node: Node, available: Resources, request: Resources,
 
 
 def _usable(node: Node, own: tuple[str, str], request: Resources) -> bool:
-    """``initWorkingState``'s node filter: schedulable, not held for another ask, capacity holds the ask."""
-    if not node.schedulable or (node.reserved_for is not None and node.reserved_for != own):
+    """``initWorkingState``'s node filter: schedulable, not held unless (also) for this ask
+    (``isReservedForAllocation``: under 1.9 several required-node asks may hold a node),
+    capacity holds the ask."""
+    if not node.schedulable or (node.reserved_for is not None and own not in node.reservations()):
         return False
     return fit_in(node.capacity, request, False)
 

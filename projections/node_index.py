@@ -290,6 +290,32 @@ class NodeIndex:
             block.tighten()  # scanned in vain: its bounds were loose
         return None
 
+    def fitting(self, request: dict[str, int]) -> Iterator[str]:
+        """The ids of the nodes whose availability holds the request, in order: ``first_fit``
+        and the ones after it, skipping the blocks whose bounds rule them out (for asks that
+        take the first of these that passes their node constraints)."""
+        dims = self._dims
+        want: list[tuple[int, int]] = []
+        for name, qty in request.items():
+            if qty <= 0:
+                continue
+            d = dims.get(name)
+            if d is None:
+                return
+            want.append((d, qty))
+        bound = self._bound
+        for d, q in want:
+            if bound[d] < q:
+                return
+        for block in self._blocks:
+            maxes = block.maxes
+            if any(maxes[d] < q for d, q in want):
+                continue
+            cols = block.cols
+            for i in range(len(block.ids)):
+                if all(cols[d][i] >= q for d, q in want):
+                    yield block.ids[i]
+
     def ordered(self) -> Iterator[str]:
         """Node ids in index order (schedulable nodes only)."""
         for block in self._blocks:

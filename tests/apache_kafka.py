@@ -15,20 +15,18 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import os
 import re
 import signal
 import socket
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.procs import die_with_parent, free_port, run_until_stopped, stop_group
+from tests.procs import free_port, log_tail, run_until_stopped, start_logged, stop_groups, wait_until
 
 BROKER_DIR = Path(__file__).resolve().parent / "brokers" / "kafka"
 POM = BROKER_DIR / "pom.xml"
@@ -135,13 +133,6 @@ def broker_properties(
 
 def write_properties(path: Path, props: Mapping[str, str]) -> None:
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-
-
-def _log_tail(path: Path, limit: int = 4000) -> str:
-    try:
-        return path.read_text(errors="replace")[-limit:] or "(empty broker log)"
-    except OSError as exc:
-        return f"(broker log unreadable: {exc})"
 
 
 @dataclass
@@ -259,15 +250,7 @@ class KafkaCluster:
         if node.running():
             return
         node.starts += 1
-        with open(node.log_path, "wb") as out:
-            node.proc = subprocess.Popen(
-                _java(self.classpath, "kafka.Kafka", str(node.properties_path)),
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=die_with_parent,
-            )
+        node.proc = start_logged(_java(self.classpath, "kafka.Kafka", str(node.properties_path)), node.log_path)
 
     def start(self, timeout_s: float = READY_TIMEOUT_S) -> None:
         """Format, start every node, and wait until the cluster answers with every broker."""
@@ -279,19 +262,13 @@ class KafkaCluster:
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S, nodes: list[KafkaNode] | None = None) -> None:
         """Wait until every running node is a registered broker; raise with log tails if not."""
         want = {n.node_id for n in (nodes or self.nodes) if n.running()}
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            dead = [n for n in self.nodes if n.proc is not None and n.proc.poll() is not None and n.node_id in want]
-            if dead:
-                raise RuntimeError(self._failure(f"node {dead[0].node_id} exited with {dead[0].proc.returncode}"))  # type: ignore[union-attr]
-            if want <= asyncio.run(registered_brokers(self.bootstrap)):
-                return
-            time.sleep(0.2)
-        raise RuntimeError(self._failure(f"the cluster did not answer with brokers {sorted(want)} in {timeout_s:.0f}s"))
+        children = {f"node {n.node_id}": n.proc for n in self.nodes if n.proc is not None and n.node_id in want}
+        wait_until(lambda: want <= asyncio.run(registered_brokers(self.bootstrap)), children,
+                   f"the cluster to answer with brokers {sorted(want)}", timeout_s, self._failure)
 
     def _failure(self, what: str) -> str:
         tails = "\n".join(
-            f"--- node {n.node_id} log ({n.log_path}):\n{_log_tail(n.log_path, 3000)}" for n in self.nodes
+            f"--- node {n.node_id} log ({n.log_path}):\n{log_tail(n.log_path)}" for n in self.nodes
         )
         return f"Apache Kafka test cluster: {what}\n{tails}"
 
@@ -310,16 +287,7 @@ class KafkaCluster:
     def stop(self, grace_s: float = 15.0) -> None:
         """SIGTERM every node at once (a node stopped alone waits for the others' quorum), then
         SIGKILL whatever is still running after ``grace_s``."""
-        live = [n.proc for n in self.nodes if n.proc is not None and n.proc.poll() is None]
-        for proc in live:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
-        for proc in live:
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                stop_group(proc, grace_s=5.0)
+        stop_groups([n.proc for n in self.nodes if n.proc is not None], grace_s)
 
 
 def _tcp_open(address: str) -> bool:

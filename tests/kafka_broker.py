@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.procs import broker_unavailable, free_port, stop_group
+from tests.procs import broker_unavailable, free_port, log_tail, start_logged, stop_group, stopping
 
 READY_TIMEOUT_S = 60.0  # a hang guard: Tansu answers within a second
 _START_ATTEMPTS = 3  # a free port can be taken between our probe and Tansu's bind
@@ -107,13 +107,6 @@ def _tcp_open(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _log_tail(path: Path, limit: int = 4000) -> str:
-    try:
-        return path.read_text(errors="replace")[-limit:] or "(empty broker log)"
-    except OSError as exc:
-        return f"(broker log unreadable: {exc})"
-
-
 def _start_tansu(binary: str, log_dir: Path) -> tuple[subprocess.Popen[bytes], str, Path]:
     """Start Tansu and wait until it answers; ``broker_unavailable`` when it cannot start, fail when it hangs."""
     reasons: list[str] = []
@@ -122,15 +115,7 @@ def _start_tansu(binary: str, log_dir: Path) -> tuple[subprocess.Popen[bytes], s
         log_path = log_dir / f"tansu-{attempt}.log"
         env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")}
         try:
-            with open(log_path, "wb") as out:
-                proc = subprocess.Popen(
-                    tansu_command(binary, port),
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,  # its own process group: stopped as a unit
-                    env=env,
-                )
+            proc = start_logged(tansu_command(binary, port), log_path, env=env)
         except OSError as exc:
             broker_unavailable(f"Kafka test broker: cannot execute Tansu binary {binary!r}: {exc}")
         bootstrap = f"127.0.0.1:{port}"
@@ -145,9 +130,9 @@ def _start_tansu(binary: str, log_dir: Path) -> tuple[subprocess.Popen[bytes], s
             stop_group(proc)
             raise RuntimeError(
                 f"Tansu started but did not answer Kafka requests on {bootstrap} within "
-                f"{READY_TIMEOUT_S:.0f}s; broker log ({log_path}):\n{_log_tail(log_path)}"
+                f"{READY_TIMEOUT_S:.0f}s; broker log ({log_path}):\n{log_tail(log_path)}"
             )
-        reasons.append(f"exit code {proc.returncode} on port {port}: {_log_tail(log_path, 800)}")
+        reasons.append(f"exit code {proc.returncode} on port {port}: {log_tail(log_path, 800)}")
     broker_unavailable(f"Kafka test broker: Tansu {binary!r} exited at start: " + " | ".join(reasons))
 
 
@@ -169,11 +154,8 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if kafka_broker_kind() == "apache":
         from tests.apache_kafka import session_cluster
 
-        cluster = session_cluster(tmp_path_factory.mktemp("apache-kafka"))
-        try:
+        with stopping(session_cluster(tmp_path_factory.mktemp("apache-kafka"))) as cluster:
             yield cluster.bootstrap
-        finally:
-            cluster.stop()
         return
     try:
         binary = tansu_binary()

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from events.log.kafka import KafkaLog, shard_topics
+from events.log.names import DEFAULT_ADMIN_TOPIC
 from events.log.port import LogRecord
 from events.models import ADMIN_TYPES
 from events.producer import EventBuilder, EvschedProducer
@@ -33,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def shard_topics_of(topics: KafkaTopics, shard: str) -> KafkaTopics:
     """The topics of scheduler partition ``shard`` when ``topics`` are the base names."""
     named = shard_topics(shard, input_topics=[topics.inputs], decisions_topic=topics.decisions,
-                         deadletter_topic=topics.deadletter, admin_topic=topics.admin or "evsched.admin")
+                         deadletter_topic=topics.deadletter, admin_topic=topics.admin or DEFAULT_ADMIN_TOPIC)
     return KafkaTopics(named.inputs[0], named.decisions, named.deadletter, topics.group, named.admin)
 
 

@@ -18,13 +18,21 @@ import ssl
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.procs import broker_unavailable, die_with_parent, free_port, run_until_stopped, stop_group
+from tests.procs import (
+    broker_unavailable,
+    free_port,
+    log_tail,
+    run_until_stopped,
+    start_logged,
+    stop_groups,
+    wait_until,
+)
 
 K8S_VERSION = "v1.34.2"
 ETCD_VERSION = "v3.6.5"  # Debian's 3.4 lacks RequestWatchProgress: KWOK's watches fail on it
@@ -115,21 +123,21 @@ def kubeconfig_text(server: str, ca_file: Path, token: str) -> str:
     )
 
 
+PORTS = ("etcd", "etcd-peer", "kube-apiserver", "kwok")  # each listens on a free loopback port of its own
+
+
 @dataclass
 class KubeCluster:
     """etcd, kube-apiserver and KWOK of one test session: ports, files, processes."""
 
     workdir: Path
     binaries: Path
-    etcd_port: int = field(default_factory=free_port)
-    etcd_peer_port: int = field(default_factory=free_port)
-    api_port: int = field(default_factory=free_port)
-    kwok_port: int = field(default_factory=free_port)
-    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    ports: dict[str, int] = field(default_factory=lambda: {name: free_port() for name in PORTS})  # by PORTS
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)  # by binary
 
     @property
     def server(self) -> str:
-        return f"https://127.0.0.1:{self.api_port}"
+        return f"https://127.0.0.1:{self.ports['kube-apiserver']}"
 
     @property
     def kubeconfig(self) -> Path:
@@ -140,28 +148,22 @@ class KubeCluster:
         return self.workdir / "pki"
 
     def _start(self, name: str, *args: str) -> None:
-        log = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115  # the child holds it
-        try:
-            self.procs[name] = subprocess.Popen(
-                [str(self.binaries / name), *args], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                cwd=self.workdir, start_new_session=True, preexec_fn=die_with_parent,
-            )
-        finally:
-            log.close()
+        self.procs[name] = start_logged([str(self.binaries / name), *args], self.workdir / f"{name}.log", self.workdir)
 
     def start(self, timeout_s: float = READY_TIMEOUT_S) -> None:
         """Start etcd, the API server and KWOK; return once the API server is ready and KWOK serves."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         write_pki(self.pki)
         self.kubeconfig.write_text(kubeconfig_text(self.server, self.pki / "ca.crt", TOKEN))
-        etcd, peer = f"http://127.0.0.1:{self.etcd_port}", f"http://127.0.0.1:{self.etcd_peer_port}"
+        etcd, peer = f"http://127.0.0.1:{self.ports['etcd']}", f"http://127.0.0.1:{self.ports['etcd-peer']}"
         self._start("etcd", "--data-dir", str(self.workdir / "etcd"), "--name", "test",
                     "--listen-client-urls", etcd, "--advertise-client-urls", etcd,
                     "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
                     "--initial-cluster", f"test={peer}", "--unsafe-no-fsync", "--log-level", "warn")
         pki = self.pki
         self._start(
-            "kube-apiserver", f"--etcd-servers={etcd}", "--bind-address=127.0.0.1", f"--secure-port={self.api_port}",
+            "kube-apiserver", f"--etcd-servers={etcd}", "--bind-address=127.0.0.1",
+            f"--secure-port={self.ports['kube-apiserver']}",
             "--advertise-address=127.0.0.1", f"--tls-cert-file={pki / 'apiserver.crt'}",
             f"--tls-private-key-file={pki / 'apiserver.key'}", f"--client-ca-file={pki / 'ca.crt'}",
             f"--token-auth-file={pki / 'tokens.csv'}", "--authorization-mode=AlwaysAllow",
@@ -177,8 +179,8 @@ class KubeCluster:
         (self.workdir / "kwok.yaml").write_text(KWOK_CONFIG)
         self._start("kwok", f"--kubeconfig={self.kubeconfig}", f"--config={self.workdir / 'kwok.yaml'}",
                     "--manage-all-nodes=true",
-                    f"--server-address=127.0.0.1:{self.kwok_port}")
-        self._wait(lambda: self._http_ok(f"http://127.0.0.1:{self.kwok_port}/healthz", None), "kwok", timeout_s)
+                    f"--server-address=127.0.0.1:{self.ports['kwok']}")
+        self._wait(lambda: self._http_ok(f"http://127.0.0.1:{self.ports['kwok']}/healthz", None), "kwok", timeout_s)
 
     def _http_ok(self, url: str, context: ssl.SSLContext | None) -> bool:
         request = urllib.request.Request(url, headers={"Authorization": f"Bearer {TOKEN}"})
@@ -192,29 +194,15 @@ class KubeCluster:
         context = ssl.create_default_context(cafile=str(self.pki / "ca.crt"))
         self._wait(lambda: self._http_ok(f"{self.server}/readyz", context), "kube-apiserver", timeout_s)
 
-    def _wait(self, ready: object, what: str, timeout_s: float) -> None:
-        assert callable(ready)
-        deadline = time.monotonic() + timeout_s
-        while not ready():
-            for name, proc in self.procs.items():
-                if proc.poll() is not None:
-                    raise RuntimeError(f"{name} exited ({proc.returncode}) while waiting for {what}: "
-                                       f"{self._tail(name)}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{what} not ready after {timeout_s:.0f} s: {self._tail(what)}")
-            time.sleep(0.2)
+    def _wait(self, ready: Callable[[], bool], what: str, timeout_s: float) -> None:
+        wait_until(ready, self.procs, what, timeout_s, self._failure)
 
-    def _tail(self, name: str, limit: int = 3000) -> str:
-        try:
-            return (self.workdir / f"{name}.log").read_text(errors="replace")[-limit:]
-        except OSError as exc:
-            return f"(no log: {exc})"
+    def _failure(self, what: str) -> str:
+        tails = "\n".join(f"--- {name} log:\n{log_tail(self.workdir / f'{name}.log')}" for name in self.procs)
+        return f"Kubernetes test cluster: {what}\n{tails}"
 
     def stop(self) -> None:
-        for name in ("kwok", "kube-apiserver", "etcd"):
-            proc = self.procs.pop(name, None)
-            if proc is not None:
-                stop_group(proc, grace_s=5.0)
+        stop_groups([self.procs.pop(name) for name in ("kwok", "kube-apiserver", "etcd") if name in self.procs])
 
 
 def session_cluster(workdir: Path) -> KubeCluster:

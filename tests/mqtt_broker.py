@@ -30,7 +30,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import pytest
 
@@ -155,7 +155,7 @@ class PrivateBroker:
         self.stop()
         shutil.rmtree(self._dir, ignore_errors=True)
 
-    def __enter__(self) -> PrivateBroker:
+    def __enter__(self) -> Self:
         self.start()
         return self
 

@@ -1,6 +1,7 @@
-"""Process helpers shared by the test brokers (Tansu, mosquitto, amqtt) and the benchmarks: a free
-loopback port, stopping a child that runs in its own process group, and what a broker fixture
-does when its broker cannot start (``broker_unavailable``: fail under CI, else skip)."""
+"""Process helpers shared by the test brokers and clusters (Apache Kafka, Tansu, mosquitto, amqtt,
+Kubernetes on KWOK) and the benchmarks: a free loopback port; a child in its own process group with
+its output in a log file (start, wait for, tail, stop); and what a broker fixture does when its
+broker cannot start (``broker_unavailable``: fail under CI, else skip)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import os
 import signal
 import socket
 import subprocess
-from collections.abc import Callable
-from typing import NoReturn, Protocol
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import NoReturn, Protocol, TypeVar
 
 
 def free_port() -> int:
@@ -33,6 +36,52 @@ def stop_group(proc: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=5)
+
+
+def stop_groups(procs: Iterable[subprocess.Popen[bytes]], grace_s: float = 5.0) -> None:
+    """``stop_group`` for several children at once: SIGTERM every group first (a node of a cluster
+    stopped alone may wait for the others), then SIGKILL whatever still runs after ``grace_s``."""
+    live = [proc for proc in procs if proc.poll() is None]
+    for proc in live:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    for proc in live:
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            stop_group(proc, grace_s=0.1)
+
+
+def start_logged(argv: list[str], log_path: Path, cwd: Path | None = None,
+                 env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start ``argv`` as a test cluster's child: in its own process group (``stop_group`` stops it with
+    its children), stdout and stderr appended to ``log_path``, no stdin, killed if the test process dies."""
+    with open(log_path, "ab") as log:  # the child holds its own descriptor
+        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd,
+                                env=env, start_new_session=True, preexec_fn=die_with_parent)
+
+
+def log_tail(path: Path, limit: int = 3000) -> str:
+    """The last ``limit`` characters of a child's log, for an error message (or why there are none)."""
+    try:
+        return path.read_text(errors="replace")[-limit:] or f"(empty log {path})"
+    except OSError as exc:
+        return f"(log {path} unreadable: {exc})"
+
+
+def wait_until(ready: Callable[[], bool], children: Mapping[str, subprocess.Popen[bytes]], what: str,
+               timeout_s: float, failure: Callable[[str], str]) -> None:
+    """Poll ``ready`` until it holds. A child that exits first, or ``timeout_s`` (a bound on hangs, not
+    a pace) passing, raises ``RuntimeError(failure(why))`` (``failure`` adds the logs' tails)."""
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        for name, proc in children.items():
+            if proc.poll() is not None:
+                raise RuntimeError(failure(f"{name} exited ({proc.returncode}) while waiting for {what}"))
+        if time.monotonic() > deadline:
+            raise RuntimeError(failure(f"{what} not ready after {timeout_s:.0f} s"))
+        time.sleep(0.2)
 
 
 def die_with_parent() -> None:
@@ -73,6 +122,18 @@ class Startable(Protocol):
     def stop(self) -> None: ...
 
 
+StartableT = TypeVar("StartableT", bound=Startable)
+
+
+@contextlib.contextmanager
+def stopping(cluster: StartableT) -> Iterator[StartableT]:
+    """``cluster`` (started), stopped when the block ends however it ends: a test fixture's body."""
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
 def run_until_stopped(cluster: Startable, started: Callable[[], str]) -> int:
     """Start ``cluster``, print ``started()``, and run until SIGINT or SIGTERM; then stop it."""
 
@@ -81,12 +142,8 @@ def run_until_stopped(cluster: Startable, started: Callable[[], str]) -> int:
 
     signal.signal(signal.SIGTERM, interrupt)
     signal.signal(signal.SIGINT, interrupt)
-    try:
+    with contextlib.suppress(KeyboardInterrupt), stopping(cluster):
         cluster.start()
         print(started(), flush=True)
         signal.pause()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        cluster.stop()
     return 0

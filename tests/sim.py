@@ -11,29 +11,32 @@ from events.codec import output_to_dict
 from scheduler.config import load_config
 from scheduler.simulation.simulate import Simulation
 
-_ONE_ROOT = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-"""
 
-
-def root_queues(children: str) -> str:
+def root_queues(children: str = "", *, rules: str = "", root: str = "") -> str:
     """Config text of one partition, ``default``, whose root (``submitacl: '*'``) holds ``children``:
-    the YAML list of its child queues, written at any indentation (it is dedented and placed
-    under root's ``queues:``). The text is byte for byte what the tests wrote out by hand, so
-    checksums do not change::
+    the YAML list of its child queues. ``rules`` is the partition's placement rules (a YAML list),
+    ``root`` more of root's own settings (``childtemplate: ...``). Each is written at any indentation
+    (it is dedented and placed); with ``children`` alone the text is byte for byte what the tests
+    wrote out by hand, so checksums do not change::
 
         root_queues('''
             - name: a
               properties: {priority.offset: "5"}
             - name: b
-        ''')
+        ''', rules="- name: tag\n  value: namespace")
     """
-    return _ONE_ROOT + textwrap.indent(textwrap.dedent(children).strip("\n"), " " * 10) + "\n"
+    text = "\npartitions:\n  - name: default\n"
+    text += _block("placementrules:", rules, 4)
+    text += "    queues:\n      - name: root\n        submitacl: '*'\n"
+    text += _block("", root, 8)
+    return text + _block("queues:", children, 8)
+
+
+def _block(key: str, yaml: str, indent: int) -> str:
+    body = textwrap.indent(textwrap.dedent(yaml).strip("\n"), " " * (indent + 2 if key else indent))
+    if not body:
+        return ""
+    return (" " * indent + key + "\n" if key else "") + body + "\n"
 
 
 def run(lines: list[dict[str, Any]], config: str | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:

@@ -55,18 +55,13 @@ func allocRelease(app, ask, id, part string, tt si.TerminationType) *si.Allocati
 func allocIDOf(a *si.Allocation) string           { return a.AllocationID }
 func releasedIDOf(r *si.AllocationRelease) string { return r.AllocationID }
 
-// ugmTrees is each user's and group's usage tree.
-func ugmTrees() (users, groups map[string]*dao.ResourceUsageDAOInfo) {
-	users, groups = map[string]*dao.ResourceUsageDAOInfo{}, map[string]*dao.ResourceUsageDAOInfo{}
-	for _, ut := range ugm.GetUserManager().GetUsersResources() {
-		info := ut.GetUserResourceUsageDAOInfo()
-		users[info.UserName] = info.Queues
-	}
-	for _, gt := range ugm.GetUserManager().GetGroupsResources() {
-		info := gt.GetGroupResourceUsageDAOInfo()
-		groups[info.GroupName] = info.Queues
-	}
-	return users, groups
+// userUsages and groupUsages are every user's and group's usage (ugmTrees, output.go, keys them).
+func userUsages() []*dao.UserResourceUsageDAOInfo {
+	return each(ugm.GetUserManager().GetUsersResources(), (*ugm.UserTracker).GetUserResourceUsageDAOInfo)
+}
+
+func groupUsages() []*dao.GroupResourceUsageDAOInfo {
+	return each(ugm.GetUserManager().GetGroupsResources(), (*ugm.GroupTracker).GetGroupResourceUsageDAOInfo)
 }
 
 func usageOf(q *dao.ResourceUsageDAOInfo) map[string]int64 { return norm(q.ResourceUsage) }

@@ -59,28 +59,15 @@ func allocRelease(app, ask, _, part string, tt si.TerminationType) *si.Allocatio
 func allocIDOf(a *si.Allocation) string           { return a.AllocationKey }
 func releasedIDOf(r *si.AllocationRelease) string { return r.AllocationKey }
 
-func ugmTrees() (users, groups map[string]*dao.ResourceUsageDAOInfo) {
-	users, groups = map[string]*dao.ResourceUsageDAOInfo{}, map[string]*dao.ResourceUsageDAOInfo{}
-	for _, ut := range ugm.GetUserManager().GetUserTrackers() {
-		info := ut.GetResourceUsageDAOInfo()
-		users[info.UserName] = info.Queues
-	}
-	for _, gt := range ugm.GetUserManager().GetGroupTrackers() {
-		info := gt.GetResourceUsageDAOInfo()
-		groups[info.GroupName] = info.Queues
-	}
-	return users, groups
+func userUsages() []*dao.UserResourceUsageDAOInfo {
+	return each(ugm.GetUserManager().GetUserTrackers(), (*ugm.UserTracker).GetResourceUsageDAOInfo)
 }
 
-func usageOf(q *dao.ResourceUsageDAOInfo) map[string]int64 {
-	out := map[string]int64{}
-	for k, v := range q.ResourceUsage {
-		if v != 0 {
-			out[k] = v
-		}
-	}
-	return out
+func groupUsages() []*dao.GroupResourceUsageDAOInfo {
+	return each(ugm.GetUserManager().GetGroupTrackers(), (*ugm.GroupTracker).GetResourceUsageDAOInfo)
 }
+
+func usageOf(q *dao.ResourceUsageDAOInfo) map[string]int64 { return nonZero(q.ResourceUsage) }
 
 // reservedNodes is the node each reserved ask of the app holds (keys are allocation keys).
 func reservedNodes(app *objects.Application) map[string]string {

@@ -18,16 +18,42 @@ import (
 )
 
 func norm(r *resources.Resource) map[string]int64 {
-	out := map[string]int64{}
 	if r == nil {
-		return out
+		return map[string]int64{}
 	}
-	for k, v := range r.Resources {
+	return nonZero(r.Resources)
+}
+
+// nonZero is a resource map without its zero quantities, as evsched's state form writes it.
+func nonZero[Q ~int64](quantities map[string]Q) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range quantities {
 		if v != 0 {
 			out[k] = int64(v)
 		}
 	}
 	return out
+}
+
+// each is f of every element of xs, in order.
+func each[T, U any](xs []T, f func(T) U) []U {
+	out := make([]U, 0, len(xs))
+	for _, x := range xs {
+		out = append(out, f(x))
+	}
+	return out
+}
+
+// ugmTrees is each user's and group's usage tree (userUsages, groupUsages: the core's version file).
+func ugmTrees() (users, groups map[string]*dao.ResourceUsageDAOInfo) {
+	users, groups = map[string]*dao.ResourceUsageDAOInfo{}, map[string]*dao.ResourceUsageDAOInfo{}
+	for _, info := range userUsages() {
+		users[info.UserName] = info.Queues
+	}
+	for _, info := range groupUsages() {
+		groups[info.GroupName] = info.Queues
+	}
+	return users, groups
 }
 
 // printState prints the final state in evsched's state form (`simulate --state`).

@@ -205,7 +205,8 @@ class Auditor:
             elif isinstance(event.data, AllocationRevoked):
                 d = event.data
                 part = self.state.app_partition.get(d.app_id, "default")
-                for rule, message in self.state.gang.revoked(d, part):
+                rules_19 = completed is not None and (completed.profiles or {}).get(part) == "yunikorn-1.9"
+                for rule, message in self.state.gang.revoked(d, part, rules_19):
                     self._flag(rule, k, message, d.decision_id)
                 self.state.release((part, d.app_id, d.ask_id))
             elif isinstance(event.data, AskReserved | AskUnreserved):

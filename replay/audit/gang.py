@@ -9,7 +9,8 @@ recorded outputs alone. The rules (docs/semantics.md#gang-scheduling):
   placeholder's ``placeholder-replaced`` revocation, on the same node, of the same app and task
   group, and the placeholder held at least the real ask of every type;
 - ``gang-placeholder``: a revocation for a placeholder's reason (``placeholder-replaced``,
-  ``placeholder-timeout``) names a live placeholder allocation.
+  ``placeholder-timeout``) names a live placeholder allocation (under yunikorn-1.9 a
+  ``placeholder-timeout`` may name a real allocation too).
 """
 
 from __future__ import annotations
@@ -68,13 +69,17 @@ class GangAudit:
     def new_cycle(self) -> None:
         self.replaced.clear()
 
-    def revoked(self, d: AllocationRevoked, partition: str) -> Iterator[tuple[str, str]]:
-        """A revocation (before the audit's state releases it): the violations it shows."""
+    def revoked(self, d: AllocationRevoked, partition: str, rules_19: bool = False) -> Iterator[tuple[str, str]]:
+        """A revocation (before the audit's state releases it): the violations it shows. ``rules_19``:
+        its cycle ran the partition under yunikorn-1.9, whose placeholder timeout also revokes an app's
+        real allocations (``placeholder-timeout``; docs/semantics.md#yunikorn-19)."""
         key = (partition, d.app_id, d.ask_id)
         if d.reason not in ("placeholder-replaced", "placeholder-timeout"):
             self.placeholders.pop(key, None)
             return
         held = self.placeholders.pop(key, None)
+        if held is None and rules_19 and d.reason == "placeholder-timeout" and not self.asks.get(key, (False, ""))[0]:
+            return  # a real allocation
         if held is None:
             yield "gang-placeholder", (f"allocation.revoked ({d.reason}) of {d.app_id}/{d.ask_id}: "
                                        "not a live placeholder")

@@ -62,6 +62,7 @@ def explain_placeholder_release(source: LogSource, app_id: str, ask_id: str) -> 
     """Why placeholder ``app_id/ask_id`` was released (replaced, timed out) or a failed app's
     allocation revoked, from the output log alone; None when the log has no such revocation."""
     revoked: AllocationRevoked | None = None
+    placeholder = True  # the revoked allocation's decision said so (a log cut before it: assumed)
     cycle = -1
     current: list[OutputEvent] = []  # the outputs of the cycle being read, so far
     for rec in source.iter_outputs():
@@ -73,6 +74,8 @@ def explain_placeholder_release(source: LogSource, app_id: str, ask_id: str) -> 
             cycle, current = number, []
         current.append(event)
         d = event.data
+        if revoked is None and isinstance(d, AllocationDecided) and (d.app_id, d.ask_id) == (app_id, ask_id):
+            placeholder = bool(getattr(d, "placeholder", False))
         if revoked is None and isinstance(d, AllocationRevoked) and d.reason in GANG_REVOKED \
                 and (d.app_id, d.ask_id) == (app_id, ask_id):
             revoked = d
@@ -82,6 +85,8 @@ def explain_placeholder_release(source: LogSource, app_id: str, ask_id: str) -> 
         "type": "gang_revocation", "app_id": app_id, "ask_id": ask_id, "reason": revoked.reason,
         "node_id": revoked.node_id, "decision_id": revoked.decision_id, "cycle": cycle, "time": current[0].time,
         "rule": RULE_GANG, "replaced_by": None, "released_asks": [], "states": []}
+    if revoked.reason == "placeholder-timeout" and not placeholder:
+        report["real_allocation"] = True  # yunikorn-1.9's timeout revokes real allocations too
     for d2 in (e.data for e in current):
         if isinstance(d2, AllocationDecided) and getattr(d2, "replaced_ask_id", None) == ask_id and d2.app_id == app_id:
             report["replaced_by"] = {"ask_id": d2.ask_id, "decision_id": d2.decision_id, "node_id": d2.node_id,
@@ -104,6 +109,11 @@ def _summary(r: dict[str, Any]) -> str:
         return (f"{head}: it was a placeholder, replaced by the real ask {by['ask_id']} of its task group "
                 f"({by['decision_id']}, {fmt_res(by['resources'])}) on the same node, in the replacement step "
                 f"that runs before the walk [{RULE_GANG}].{moves}")
+    if r["reason"] == "placeholder-timeout" and r.get("real_allocation"):
+        return (f"{head}: its app's placeholder timeout fired (at {r['time']}, the first cycle at or after it) "
+                "before the gang started, and under the rules profile yunikorn-1.9 that releases every allocation "
+                "of the app, real ones too (yunikorn-core 1.9 timeoutPlaceholderProcessing; "
+                f"docs/semantics.md#yunikorn-19) [{RULE_GANG}].{moves}")
     if r["reason"] == "placeholder-timeout":
         gave_up = (f" Its pending asks were given up too ({', '.join(r['released_asks'])}): the gang had not "
                    "started when the timeout fired." if r["released_asks"] else "")

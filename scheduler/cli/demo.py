@@ -23,6 +23,15 @@ from scheduler.service.recovery import recover
 from scheduler.simulation.workload import WorkloadSpec, config_yaml, events, numbered
 
 
+def demo_spec(nodes: int = 120, apps: int = 60, asks: int = 4000) -> WorkloadSpec:
+    """The demo's cluster and workload. Department 2 orders its leaves by fair share (priority
+    sorting disabled) and half of them have a guarantee, so the fair queue order decides there:
+    ``replay whatif --rules yunikorn-1.9`` on the demo's log shows what YuniKorn 1.9's order
+    (YUNIKORN-2678) would change."""
+    return WorkloadSpec(nodes=nodes, apps=apps, asks=asks, leaves=12, unsorted_department=True,
+                        guaranteed_leaves=True)
+
+
 def write_workload(path: Path, spec: WorkloadSpec) -> int:
     """The demo's input file: the queue config first, then classes, nodes, apps, asks."""
 
@@ -78,6 +87,8 @@ def summarize(log_dir: Path) -> None:
         print(f"  .venv/bin/evsched serve --log {log_dir} --http 127.0.0.1:9090   # then open http://127.0.0.1:9090/")
         print("check that every decision re-derives byte for byte:")
         print(f"  .venv/bin/evsched replay verify --log {log_dir}")
+        print("what upgrading to YuniKorn 1.9's rules would change (decisions, queue orders):")
+        print(f"  .venv/bin/evsched replay whatif --rules yunikorn-1.9 --log {log_dir}")
 
 
 async def _final_state(log_dir: Path) -> dict[str, Any]:
@@ -100,10 +111,11 @@ def main() -> None:
     base = Path(args.dir)
     shutil.rmtree(base, ignore_errors=True)
     base.mkdir(parents=True)
-    spec = WorkloadSpec(nodes=args.nodes, apps=args.apps, asks=args.asks, leaves=12)
+    spec = demo_spec(args.nodes, args.apps, args.asks)
     count = write_workload(base / "workload.jsonl", spec)
     print(f"generated {count} input events: {spec.nodes} nodes, {spec.apps} apps, {spec.asks} asks, "
-          f"{spec.leaves} leaf queues under 3 departments (one fenced, offsets elsewhere)")
+          f"{spec.leaves} leaf queues under 3 departments (one fenced, offsets elsewhere, one ordering "
+          "its leaves by fair share, half of them guaranteed)")
     log_dir = base / "log"
     # The file carries the queue config and priority classes: the operator's submission, to the
     # admin channel (a resource manager's plain submit of them is rejected: docs/security.md).

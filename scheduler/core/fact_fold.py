@@ -179,7 +179,7 @@ def _fold_gang_revoked(cyc: _Cycle, revoked: AllocationRevoked) -> None:
             continue
         if revoked.reason == "placeholder-timeout":
             cyc.note_timeout(app)
-        if revoked.reason == "placeholder-timeout" and app.gang is not None:
+        if revoked.reason == "placeholder-timeout" and alloc.placeholder and app.gang is not None:
             group = app.gang.groups.get(alloc.task_group)
             if group is not None:
                 group.timed_out += 1

@@ -16,7 +16,8 @@ Following YuniKorn v1.5.2 (``objects/application.go``: ``canReplace``, ``tryPlac
 - The timer: an app past Accepted (Starting, Running, Completing) loses its remaining
   placeholders; an app still Accepted (or New) goes Resuming (``Soft``) or Failing (``Hard``),
   loses every pending ask (``ask.released``) and every placeholder, and then goes back to
-  Accepted, or on to Failed (and leaves the partition).
+  Accepted, or on to Failed (and leaves the partition). Under yunikorn-1.9 that case (any app
+  not past Accepted with placeholders allocated) loses its real allocations too (``_release_real``).
 
 The resource manager's side is taken as done at once: a released placeholder is gone when the
 step (or the timer) that released it ends, as the conformance harness's shim confirms it.
@@ -278,7 +279,24 @@ def timeout(part: PartitionState, app: App, now_us: int, timers: Timers, out: li
     for ask in list(app.sorted_asks):
         out.append(AskReleased.model_construct(app_id=app.app_id, ask_id=ask.ask_id, reason="placeholder-timeout"))
         drop_ask(part, app, ask, out)
+    if part.profile is RulesProfile.YUNIKORN_1_9:
+        _release_real(part, app, now_us, timers, out)
     _release_all(part, app, placeholders, now_us, timers, out)
+
+
+def _release_real(part: PartitionState, app: App, now_us: int, timers: Timers, out: list[OutputData]) -> None:
+    """yunikorn-1.9: the timeout's second case releases every allocation of the app, real ones too
+    (``application.go:timeoutPlaceholderProcessing`` walks ``sa.allocations``: "all allocations are
+    placeholders release them all"; 1.5 released the placeholders only). A real one left is a
+    replacement made while the app was still Accepted. Each goes as YuniKorn's
+    ``removeAllocationInternal`` takes it: the last one, with nothing pending, completes a Running
+    or Accepted app (a Resuming one refuses the event). YuniKorn walks a Go map, so the real ones
+    may go before or after the placeholders (yunikorn-core decides this either way); evsched
+    releases them first, oldest first: a Resuming app then returns to Accepted with its last
+    placeholder, as under 1.5."""
+    for alloc in sorted((a for a in app.allocations.values() if not a.placeholder), key=lambda a: a.seq):
+        _revoke(part, app, alloc, "placeholder-timeout", out)
+        part.maybe_completing(app, now_us, timers, out, real_only=True)
 
 
 def drop_ask(part: PartitionState, app: App, ask: Ask, out: list[OutputData]) -> None:

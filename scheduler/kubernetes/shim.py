@@ -72,17 +72,6 @@ class PodState:
 
 
 @dataclass
-class Counters:
-    """What the shim did, for logs and tests."""
-
-    binds: int = 0
-    bind_failures: int = 0
-    preemptions: int = 0
-    reports: int = 0
-    inputs: int = 0
-
-
-@dataclass
 class KubeShim:
     """The resource manager between one API server and one evsched log (one process with the service)."""
 
@@ -101,7 +90,6 @@ class KubeShim:
     foreign: dict[str, tuple[str, dict[str, int]]] = field(default_factory=dict)  # pod uid → (node, requests)
     sent: dict[str, str] = field(default_factory=dict)  # input event id → ask id (rejections name the id)
     sent_apps: dict[str, str] = field(default_factory=dict)  # app.added event id → app id
-    counters: Counters = field(default_factory=Counters)
     output_position: int = 0
 
     def __post_init__(self) -> None:
@@ -138,7 +126,6 @@ class KubeShim:
                 return
             batch, self._pending = self._pending, []
             await self.log.append_inputs([event.record for event in batch])
-            self.counters.inputs += len(batch)
 
     # -- nodes
 
@@ -480,7 +467,6 @@ class KubeShim:
             try:
                 await self.api.bind(ask.namespace, ask.name, ask.uid, node)
             except ApiError as exc:
-                self.counters.bind_failures += 1
                 if exc.status == 409 and "already assigned" in str(exc):
                     LOG.info("pod %s/%s was already bound (%s)", ask.namespace, ask.name, exc)
                     state.state = "bound"
@@ -496,7 +482,6 @@ class KubeShim:
                 await asyncio.sleep(1.0)
                 self._spawn(self._bind(state, node))
                 return
-        self.counters.binds += 1
         if state.state == "decided":
             state.state = "bound"
 
@@ -511,7 +496,6 @@ class KubeShim:
         else:
             message = f"{self.scheduler_name}: allocation revoked: {revoked.get('reason')}"
             reason = "DeletionByScheduler"
-        self.counters.preemptions += 1
         with contextlib.suppress(ApiError, OSError, asyncio.TimeoutError):
             await self.api.patch_pod_status(ask.namespace, ask.name, {"status": {"conditions": [
                 {"type": "DisruptionTarget", "status": "True", "reason": reason, "message": message,
@@ -541,7 +525,6 @@ class KubeShim:
     async def _report(self, state: PodState, message: str) -> None:
         ask = state.ask
         state.reported, state.report_message = asyncio.get_running_loop().time(), message
-        self.counters.reports += 1
         try:
             await self.api.patch_pod_status(ask.namespace, ask.name, {"status": {"conditions": [
                 {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message[:1024],

@@ -33,6 +33,9 @@ class WorkloadSpec:
     seed: int = 7
     department_max_cores: int = 0  # > 0: department 1 gets resources.max of this many vcores
     unsorted_department: bool = False  # department 2 (and its leaves) with application.sort.priority disabled
+    # Department 2's even leaves get a guarantee: with ``unsorted_department`` they are ordered by
+    # fair share first, where the yunikorn-1.5 and -1.9 shares differ (docs/semantics.md#yunikorn-19)
+    guaranteed_leaves: bool = False
 
 
 # Issue #7's reference workload: 5,000 nodes, 50,000 pending asks, 500 apps, 50 leaf queues
@@ -62,8 +65,11 @@ def config_yaml(spec: WorkloadSpec) -> str:
         count = per_dept if d < spec.departments - 1 else spec.leaves - leaf_no
         for _ in range(count):
             policy = "fair" if leaf_no % 2 else "fifo"
+            lines += [f"              - name: team{leaf_no}"]
+            if d == 2 and spec.guaranteed_leaves and leaf_no % 2 == 0:
+                lines += ["                resources:", "                  guaranteed:",
+                          f"                    vcore: {8 + leaf_no}", f"                    memory: {32 + leaf_no}Gi"]
             lines += [
-                f"              - name: team{leaf_no}",
                 "                properties:",
                 f"                  application.sort.policy: {policy}",
                 f"                  priority.offset: '{leaf_no % 4}'",

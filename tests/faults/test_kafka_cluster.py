@@ -29,7 +29,7 @@ from tests.faults.harness import ROOT, judge, verify_log
 from tests.integration.test_kafka_topics import describe
 from tests.kafka_broker import KafkaTopics, fresh_topics
 from tests.kafka_run import kafka_args, read_all, simulate_with_recorded_boundaries, submit_file, workload
-from tests.procs import fixed_batch
+from tests.procs import fixed_batch, stopping
 
 pytestmark = [pytest.mark.faults, pytest.mark.kafka, pytest.mark.slow]
 SPEC = WorkloadSpec(nodes=300, apps=40, asks=6000, leaves=8, seed=41)
@@ -37,11 +37,8 @@ SPEC = WorkloadSpec(nodes=300, apps=40, asks=6000, leaves=8, seed=41)
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    three = session_cluster(tmp_path_factory.mktemp("kafka-3"), size=3)
-    try:
+    with stopping(session_cluster(tmp_path_factory.mktemp("kafka-3"), size=3)) as three:
         yield three
-    finally:
-        three.stop()
 
 
 def leader(bootstrap: str, topic: str) -> int:

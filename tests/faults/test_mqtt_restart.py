@@ -63,12 +63,8 @@ def persistent_mosquitto() -> Iterator[PersistentBroker]:
     if binary is None:
         broker_unavailable("MQTT test broker: no mosquitto (PATH, /usr/sbin) for a broker that keeps sessions over a "
                            "restart; `make test` installs it from Debian's packages when run as root")
-    broker = PersistentBroker(binary)
-    broker.start()
-    try:
+    with PersistentBroker(binary) as broker:  # started, and stopped with its files removed on exit
         yield broker
-    finally:
-        broker.cleanup()
 
 
 class Subscriber:

@@ -24,22 +24,12 @@ import pytest
 from scheduler.kubernetes.api import ApiError, KubeApi, load_kubeconfig
 from tests.cli import evsched, evsched_env
 from tests.kube_cluster import KubeCluster, session_cluster
-from tests.procs import stop_group
+from tests.procs import stop_group, stopping
+from tests.sim import root_queues
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT_S = 240.0  # a bound on hangs only: progress is polled, never timed
-CONFIG = """
-partitions:
-- name: default
-  placementrules:
-  - name: provided
-  - name: tag
-    value: namespace
-    create: true
-  queues:
-  - name: root
-    submitacl: '*'
-    queues:
+CONFIG = root_queues("""
     - name: default
     - name: low
       resources: {guaranteed: {vcore: 100m}}
@@ -47,16 +37,18 @@ partitions:
     - name: high
       resources: {guaranteed: {vcore: 4}}
       properties: {preemption.delay: 1s}
-"""
+""", rules="""
+    - name: provided
+    - name: tag
+      value: namespace
+      create: true
+""")
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeCluster]:
-    cluster = session_cluster(tmp_path_factory.mktemp("k8s"))
-    try:
+    with stopping(session_cluster(tmp_path_factory.mktemp("k8s"))) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 class Scenario:

@@ -83,12 +83,8 @@ def tls_broker(tmp_path_factory: pytest.TempPathFactory) -> Any:
         make_cert(pki, "ca", cn, cn)
     make_ca(pki, "rogue-ca")
     make_cert(pki, "rogue-ca", "rogue", "node-1")  # the right name, the wrong CA
-    broker = TlsMosquitto(binary, pki)
-    broker.start()
-    try:
+    with TlsMosquitto(binary, pki) as broker:  # started, and stopped with its files removed on exit
         yield broker
-    finally:
-        broker.cleanup()
 
 
 def context(pki: Path, cn: str | None) -> ssl.SSLContext:

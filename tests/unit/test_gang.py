@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 
 from events.log.file import FileLog
 from events.times import format_time
+from replay.reader import open_file_log
+from replay.verify import verify
 from scheduler.core import snapshot
 from scheduler.simulation.simulate import Simulation
 from tests.cli import evsched
@@ -189,6 +191,22 @@ def test_fact_fold_of_gang_logs_equals_the_live_state(lines: list[dict[str, Any]
     assert _next_cycle(recovered.engine) == _next_cycle(live)
 
 
+GANG_CONFIG_19 = GANG_CONFIG.replace("  - name: default\n", "  - name: default\n    rules: yunikorn-1.9\n", 1)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lines=st.lists(GANG_LINE, min_size=10, max_size=60), batch=st.integers(1, 6),
+       step_us=st.sampled_from([1_000, 20_000_000, 100_000_000]))
+def test_fact_fold_of_gang_logs_under_1_9_equals_the_live_state(lines: list[dict[str, Any]], batch: int,
+                                                                step_us: int) -> None:
+    """The same under yunikorn-1.9, whose timeout also revokes real allocations (placeholder-timeout)."""
+    assert "rules: yunikorn-1.9" in GANG_CONFIG_19
+    live, recovered, _ = _live_and_recovered(_gang_records(lines, batch, step_us), batch, step_us, GANG_CONFIG_19)
+    assert recovered.digest_mismatches == []
+    assert snapshot.dump(recovered.engine) == snapshot.dump(live)
+    assert _next_cycle(recovered.engine) == _next_cycle(live)
+
+
 def test_a_snapshot_keeps_the_gang() -> None:
     """Taken while placeholders wait: the restored engine decides the replacement and the timeout alike."""
     lines = [NODE, _gang_app(timeout_ms=5_000), _ask("p1", placeholder=True), _ask("p2", placeholder=True),
@@ -204,9 +222,9 @@ def test_a_snapshot_keeps_the_gang() -> None:
 # -- the audit's gang invariants (replay/audit/gang.py) ------------------------------------
 
 
-def gang_log(directory: Path) -> None:
+def gang_log(directory: Path, config: str = GANG_CONFIG) -> None:
     """A Spark-like job replacing its placeholders, a Soft gang and a Hard gang timing out."""
-    with LogDriver(directory, GANG_CONFIG) as drv:
+    with LogDriver(directory, config) as drv:
         drv.submit(node("n1", 4000, 4000), node("n2", 4000, 4000),
                    app("spark", "root.a", placeholder_ask={"vcore": 3000, "memory": 3000}),
                    *[ask("spark", f"ph-{i}", placeholder=True, task_group="exec") for i in range(3)],
@@ -233,6 +251,33 @@ def test_a_gang_log_audits_clean(tmp_path: Path) -> None:
     assert [o["data"]["to"] for o in outs if o["type"] == "app.state_changed" and o["data"]["app_id"] == "hard"] == [
         "Accepted", "Failing", "Failed"]
     assert audit(tmp_path / "log").violations == []
+
+
+def test_a_gang_log_under_1_9_audits_clean_and_its_timeout_revokes_a_real_allocation(tmp_path: Path) -> None:
+    with LogDriver(tmp_path / "log", GANG_CONFIG_19) as drv:
+        drv.submit(node("n1", 4000, 4000),
+                   app("soft", "root.a", placeholder_ask={"vcore": 9000, "memory": 2000}, placeholder_timeout_ms=1),
+                   ask("soft", "ph-big", vcore=9000, placeholder=True, task_group="big"),
+                   ask("soft", "ph-1", placeholder=True, task_group="w"),
+                   ask("soft", "ph-2", placeholder=True, task_group="w"), ask("soft", "w-1", task_group="w"))
+        drv.cycle()
+        drv.cycle()
+    with FileLog(tmp_path / "log", readonly=True) as log:
+        outs = [orjson.loads(r.value) for r in log.iter_outputs()]
+    timed_out = [(o["data"]["app_id"], o["data"]["ask_id"]) for o in outs
+                 if o["type"] == "allocation.revoked" and o["data"]["reason"] == "placeholder-timeout"]
+    assert ("soft", "w-1") in timed_out  # the replacement made while "soft" was still Accepted
+    assert audit(tmp_path / "log").violations == []
+    with open_file_log(tmp_path / "log") as source:
+        assert verify(source).ok
+    from replay.explain.gang import explain_placeholder_release
+
+    with open_file_log(tmp_path / "log") as source:
+        why = explain_placeholder_release(source, "soft", "w-1")
+    assert why is not None and why["real_allocation"] and "real ones too" in why["summary"]
+    with open_file_log(tmp_path / "log") as source:
+        ph = explain_placeholder_release(source, "soft", "ph-2")
+    assert ph is not None and "real_allocation" not in ph and "it was a placeholder" in ph["summary"]
 
 
 def _tampered(tmp_path: Path, edit: Callable[[list[list[dict[str, Any]]]], None]) -> list[str]:
@@ -322,3 +367,32 @@ def test_an_accepted_app_holding_placeholders_counts_as_running_for_maxapplicati
     assert _states(outs, "g") == ["Accepted", "Resuming", "Accepted"]
     queue = sim.engine.state.partitions["default"].queues["root.a"]
     assert queue.running_apps == 0 and queue.allocating_accepted == 1
+
+
+def _replaced_then_timed_out(rules: str) -> tuple[list[dict[str, Any]], Simulation]:
+    """Placeholders p1, p2 allocated, p3 too large for the node; r1 replaces p1 while the app is
+    still Accepted (the gang is not complete), and the timer fires at 5 s."""
+    config = {"type": "config.updated", "data": {"yaml": (
+        f"partitions:\n- name: default\n  rules: {rules}\n  queues:\n  - name: root\n    submitacl: '*'\n"
+        "    queues:\n    - name: default\n")}}
+    big = {"vcore": 8000, "memory": 8000}
+    return _run([config, NODE, _gang_app(total={"vcore": 10000, "memory": 10000}, timeout_ms=5_000),
+                 _ask("p1", placeholder=True), _ask("p2", placeholder=True), _ask("p3", placeholder=True, res=big),
+                 SCHEDULE, _ask("r1", res={"vcore": 1000, "memory": 500}), SCHEDULE, *[SCHEDULE] * 4])
+
+
+def test_under_1_9_the_soft_timeout_releases_the_real_allocations_too() -> None:
+    # yunikorn-core 1.9 timeoutPlaceholderProcessing releases every allocation of an app not yet
+    # running, the replacement r1 too; 1.5 released the placeholders only
+    outs, sim = _replaced_then_timed_out("yunikorn-1.9")
+    assert [(d["ask_id"], d["reason"]) for d in _of(outs, "allocation.revoked")] == [
+        ("p1", "placeholder-replaced"), ("r1", "placeholder-timeout"), ("p2", "placeholder-timeout")]
+    assert [d["ask_id"] for d in _of(outs, "ask.released")] == ["p3"]
+    assert _states(outs, "g") == ["Accepted", "Resuming", "Accepted"]
+    part = sim.engine.state.partitions["default"]
+    assert part.apps["g"].allocations == {} and part.nodes["n1"].allocated == {}
+    outs, sim = _replaced_then_timed_out("yunikorn-1.5")
+    assert [(d["ask_id"], d["reason"]) for d in _of(outs, "allocation.revoked")] == [
+        ("p1", "placeholder-replaced"), ("p2", "placeholder-timeout")]
+    assert list(sim.engine.state.partitions["default"].apps["g"].allocations) == ["r1"]
+

@@ -13,7 +13,8 @@ layer, never a higher layer nor a sibling package of its own layer:
 4. ``scheduler.storage`` | ``scheduler.bridge`` | ``scheduler.simulation`` — snapshot files,
    MQTT topics and clients, workloads and the in-memory simulation
 5. ``scheduler.service`` | ``replay`` — the live service loop; replay, verify, explain, audit
-6. ``scheduler.http`` — metrics, probes, the state API and the page
+6. ``scheduler.http`` | ``scheduler.kubernetes`` — metrics, probes, the state API and the page;
+   Kubernetes as the resource manager
 7. ``scheduler.cli`` and every ``__main__`` — argument parsing and settings, the only argparse user
 
 The pure layers (``PURE``: the event language, projections, config, core) must also keep the
@@ -313,3 +314,17 @@ def test_the_architecture_page_lists_these_layers() -> None:
     assert documented == [(i, sorted(packages)) for i, packages in enumerate(LAYERS)]
     words = {8: "Eight", 9: "Nine", 10: "Ten"}
     assert f"{words.get(len(LAYERS), len(LAYERS))} layers, lowest first" in text
+
+
+def test_this_docstring_and_the_readme_layout_name_every_package() -> None:
+    """This module's docstring lists ``LAYERS`` layer by layer, and the README's layout names every
+    package below ``scheduler/`` (a package added to one and not the others is the drift to catch)."""
+    listed = re.findall(r"^(\d+)\. (.+?)(?: — |$)", __doc__ or "", re.M)
+    assert [(int(n), sorted(set(re.findall(r"``([a-z_.]+)``", names)) - {"__main__"})) for n, names in listed] == [
+        (i, sorted(packages)) for i, packages in enumerate(LAYERS)
+    ]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    layout = readme[readme.index("## Layout"):]
+    layout = layout[: layout.index("\n## ")]
+    packages = sorted(p.parent.name for p in (ROOT / "scheduler").glob("*/__init__.py"))
+    assert [p for p in packages if f"{p}/" not in layout] == []

@@ -8,22 +8,17 @@ from tests.sim import SCHEDULE, app, ask, node, of_type, placements, root_queues
 
 # YuniKorn's own default configuration (pkg/common/configs/config.go DefaultSchedulerConfig),
 # with a child template on root so the per-namespace queues get settings.
-YUNIKORN_DEFAULT = """
-partitions:
-  - name: default
-    placementrules:
-      - name: tag
-        value: namespace
-        create: true
-    queues:
-      - name: root
-        submitacl: '*'
-        childtemplate:
-          maxapplications: 1
-          properties: {application.sort.policy: fair}
-          resources:
-            max: {vcore: 2}
-"""
+YUNIKORN_DEFAULT = root_queues(rules="""
+    - name: tag
+      value: namespace
+      create: true
+""", root="""
+    childtemplate:
+      maxapplications: 1
+      properties: {application.sort.policy: fair}
+      resources:
+        max: {vcore: 2}
+""")
 
 
 def _app(app_id: str, user: str = "alice", queue: str = "", **extra: Any) -> dict[str, Any]:
@@ -132,26 +127,18 @@ def test_manager_place_app() -> None:
     assert sorted(state["apps"]) == ["app1", "app3", "app6"]
 
 
-PARENTS = """
-partitions:
-  - name: default
-    placementrules:
-      - name: provided
-        create: true
-        parent: {name: fixed, value: testparent}
-      - name: user
-        create: true
-        filter: {type: deny, users: [denied]}
-    queues:
-      - name: root
-        submitacl: '*'
-        childtemplate:
-          resources: {max: {vcore: 1}}
-        queues:
-          - name: testparent
-            parent: true
-          - name: leaf
-"""
+PARENTS = root_queues("""
+    - name: testparent
+      parent: true
+    - name: leaf
+""", rules="""
+    - name: provided
+      create: true
+      parent: {name: fixed, value: testparent}
+    - name: user
+      create: true
+      filter: {type: deny, users: [denied]}
+""", root="childtemplate: {resources: {max: {vcore: 1}}}")
 
 
 def test_provided_rule_parent_user_rule_dot_and_filter() -> None:

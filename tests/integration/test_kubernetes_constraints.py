@@ -9,7 +9,6 @@ FailedScheduling event names the constraint. ``replay verify`` passes on evsched
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.kubernetes.api import KubeApi, load_kubeconfig
-from tests.integration.test_kubernetes import Scenario, run, verify
+from scheduler.kubernetes.api import KubeApi
+from tests.integration.test_kubernetes import Scenario, run, scenario_in, verify
 from tests.kube_cluster import KubeCluster, session_cluster
 from tests.procs import free_port, stop_group, stopping
 
@@ -31,18 +30,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeCluster]:
 
 @pytest.fixture
 def scenario(cluster: KubeCluster, tmp_path: Path) -> Iterator[Scenario]:
-    scenario = Scenario(cluster, tmp_path)
-    try:
-        yield scenario
-    finally:
-        async def cleanup() -> None:
-            api = KubeApi(load_kubeconfig(cluster.kubeconfig))
-            try:
-                await scenario.cleanup(api)
-            finally:
-                await api.close()
-
-        asyncio.run(cleanup())
+    yield from scenario_in(cluster, tmp_path)
 
 
 GPU_TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.procs import free_port, log_tail, run_until_stopped, start_logged, stop_groups, wait_until
+from tests import procs
 
 BROKER_DIR = Path(__file__).resolve().parent / "brokers" / "kafka"
 POM = BROKER_DIR / "pom.xml"
@@ -45,10 +45,7 @@ def kafka_version() -> str:
 
 def cache_dir() -> Path:
     """Where the broker's jars live: ``$EVSCHED_KAFKA_CACHE`` or ``~/.cache/evsched/kafka-<v>``."""
-    configured = os.environ.get("EVSCHED_KAFKA_CACHE")
-    if configured:
-        return Path(configured)
-    return Path.home() / ".cache" / "evsched" / f"kafka-{kafka_version()}"
+    return procs.tool_cache("EVSCHED_KAFKA_CACHE", f"kafka-{kafka_version()}")
 
 
 def _complete_marker(directory: Path) -> Path:
@@ -65,15 +62,9 @@ def fetch() -> Path:
         return target
     target.mkdir(parents=True, exist_ok=True)
     cmd = ["mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies", f"-DoutputDirectory={target}"]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise RuntimeError(f"cannot fetch Apache Kafka with Maven ({' '.join(cmd)}): {exc}") from exc
-    if done.returncode != 0 or not any(target.glob("kafka_2.13-*.jar")):
-        raise RuntimeError(
-            f"fetching Apache Kafka with Maven failed (exit {done.returncode}): {' '.join(cmd)}\n"
-            f"{(done.stdout + done.stderr)[-4000:]}"
-        )
+    procs.run_tool(cmd, "fetch Apache Kafka with Maven", 900)
+    if not any(target.glob("kafka_2.13-*.jar")):
+        raise RuntimeError(f"fetching Apache Kafka with Maven left no kafka_2.13 jar in {target}: {' '.join(cmd)}")
     _complete_marker(target).write_text(kafka_version() + "\n")
     return target
 
@@ -177,7 +168,7 @@ class SaslSsl:
 
     keystore_pem: Path
     users: Mapping[str, str]
-    port: int = field(default_factory=free_port)
+    port: int = field(default_factory=procs.free_port)
 
 
 def sasl_ssl_properties(props: Mapping[str, str], tls: SaslSsl) -> dict[str, str]:
@@ -209,9 +200,8 @@ class KafkaCluster:
 
     def __post_init__(self) -> None:
         if not self.nodes:
-            self.nodes = [
-                KafkaNode(n, free_port(), free_port(), self.workdir / f"node-{n}") for n in range(1, self.size + 1)
-            ]
+            self.nodes = [KafkaNode(n, procs.free_port(), procs.free_port(), self.workdir / f"node-{n}")
+                          for n in range(1, self.size + 1)]
 
     @property
     def bootstrap(self) -> str:
@@ -250,7 +240,7 @@ class KafkaCluster:
         if node.running():
             return
         node.starts += 1
-        node.proc = start_logged(_java(self.classpath, "kafka.Kafka", str(node.properties_path)), node.log_path)
+        node.proc = procs.start_logged(_java(self.classpath, "kafka.Kafka", str(node.properties_path)), node.log_path)
 
     def start(self, timeout_s: float = READY_TIMEOUT_S) -> None:
         """Format, start every node, and wait until the cluster answers with every broker."""
@@ -263,12 +253,12 @@ class KafkaCluster:
         """Wait until every running node is a registered broker; raise with log tails if not."""
         want = {n.node_id for n in (nodes or self.nodes) if n.running()}
         children = {f"node {n.node_id}": n.proc for n in self.nodes if n.proc is not None and n.node_id in want}
-        wait_until(lambda: want <= asyncio.run(registered_brokers(self.bootstrap)), children,
+        procs.wait_until(lambda: want <= asyncio.run(registered_brokers(self.bootstrap)), children,
                    f"the cluster to answer with brokers {sorted(want)}", timeout_s, self._failure)
 
     def _failure(self, what: str) -> str:
         tails = "\n".join(
-            f"--- node {n.node_id} log ({n.log_path}):\n{log_tail(n.log_path)}" for n in self.nodes
+            f"--- node {n.node_id} log ({n.log_path}):\n{procs.log_tail(n.log_path)}" for n in self.nodes
         )
         return f"Apache Kafka test cluster: {what}\n{tails}"
 
@@ -287,7 +277,7 @@ class KafkaCluster:
     def stop(self, grace_s: float = 15.0) -> None:
         """SIGTERM every node at once (a node stopped alone waits for the others' quorum), then
         SIGKILL whatever is still running after ``grace_s``."""
-        stop_groups([n.proc for n in self.nodes if n.proc is not None], grace_s)
+        procs.stop_groups([n.proc for n in self.nodes if n.proc is not None], grace_s)
 
 
 def _tcp_open(address: str) -> bool:
@@ -321,37 +311,29 @@ def session_cluster(workdir: Path, size: int = 1) -> KafkaCluster:
     where it fails them; a broker that fetched but does not start is always an error, with
     its log tail.
     """
-    import pytest
-
     try:
         classpath = fetch()
     except RuntimeError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"Apache Kafka test broker (CI=true): {exc}", pytrace=False)
-        pytest.skip(f"Apache Kafka test broker: {exc}")
-    cluster = KafkaCluster(workdir, size, classpath)
-    try:
-        cluster.start()
-    except BaseException:
-        cluster.stop(grace_s=2.0)
-        raise
-    return cluster
+        procs.broker_unavailable(f"Apache Kafka test broker: {exc}")
+    return procs.started(KafkaCluster(workdir, size, classpath))
+
+
+def _fetch(_: list[str]) -> int:
+    print(fetch())
+    return 0
+
+
+def _run(argv: list[str]) -> int:
+    import tempfile
+
+    size = int(argv[0]) if argv else 1
+    cluster = KafkaCluster(Path(tempfile.mkdtemp(prefix="evsched-kafka-")), size, fetch())
+    return procs.run_until_stopped(cluster, lambda: cluster.bootstrap)
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["fetch"]:
-        print(fetch())
-        return 0
-    if argv[:1] == ["run"]:
-        import tempfile
-
-        size = int(argv[1]) if len(argv) > 1 else 1
-        cluster = KafkaCluster(Path(tempfile.mkdtemp(prefix="evsched-kafka-")), size, fetch())
-        return run_until_stopped(cluster, lambda: cluster.bootstrap)
-    if argv[:1] == ["up"]:
-        return up(argv[1:])
-    print("usage: python -m tests.apache_kafka fetch | run [N] | up [--port P] [--dir DIR]", file=sys.stderr)
-    return 2
+    return procs.tool_main(argv, {"fetch": _fetch, "run": _run, "up": up},
+                           "python -m tests.apache_kafka fetch | run [N] | up [--port P] [--dir DIR]")
 
 
 def up(argv: list[str]) -> int:
@@ -372,7 +354,7 @@ def up(argv: list[str]) -> int:
     cluster = KafkaCluster(workdir, 1, fetch(), nodes=[node])
     print(f"starting Apache Kafka {kafka_version()} on 127.0.0.1:{args.port} (data in {workdir}; "
           f"broker log {node.workdir}/broker-1.log) ...", flush=True)
-    return run_until_stopped(cluster, lambda: f"Kafka is up: evsched run --kafka 127.0.0.1:{args.port}; "
+    return procs.run_until_stopped(cluster, lambda: f"Kafka is up: evsched run --kafka 127.0.0.1:{args.port}; "
                              f"evsched submit --kafka 127.0.0.1:{args.port} FILE.jsonl. Ctrl-C stops it.")
 
 

@@ -8,7 +8,8 @@ writes a throw-away PKI (openssl), starts the three processes on free loopback p
 own process group with its log in a file, and waits until the API server is ready and KWOK
 answers. KWOK fakes the kubelets: a Node annotated ``kwok.x-k8s.io/node: fake`` is Ready, and a
 pod bound to it is Running a moment later. ``python -m tests.kube_cluster build`` builds,
-``... run`` starts one by hand and prints its kubeconfig's path.
+``... run`` starts one by hand and prints its kubeconfig's path. ``build_yunikorn()`` (``...
+build-yunikorn``) builds YuniKorn's standalone scheduler for benchmarks/k8s.py the same way.
 """
 
 from __future__ import annotations
@@ -28,9 +29,13 @@ from tests.procs import (
     broker_unavailable,
     free_port,
     log_tail,
+    run_tool,
     run_until_stopped,
     start_logged,
+    started,
     stop_groups,
+    tool_cache,
+    tool_main,
     wait_until,
 )
 
@@ -38,6 +43,9 @@ K8S_VERSION = "v1.34.2"
 ETCD_VERSION = "v3.6.5"  # Debian's 3.4 lacks RequestWatchProgress: KWOK's watches fail on it
 KWOK_VERSION = "v0.7.0"
 BUILD_SCRIPT = Path(__file__).resolve().parent / "brokers" / "k8s" / "build.sh"
+YUNIKORN_VERSION = "v1.9.0"  # k8shim, core and scheduler-interface at the same release
+YUNIKORN_BUILD_SCRIPT = BUILD_SCRIPT.with_name("build-yunikorn.sh")
+YUNIKORN_BINARY = "yunikorn-scheduler"
 BINARIES = ("etcd", "kube-apiserver", "kube-scheduler", "kwok")
 BUILD_TIMEOUT_S = 3600.0  # ~5 minutes alone on 2 cores; a loaded shared machine takes several times that
 READY_TIMEOUT_S = 120.0
@@ -52,10 +60,7 @@ options:
 
 def cache_dir() -> Path:
     """Where the binaries live: ``$EVSCHED_K8S_CACHE`` or ``~/.cache/evsched/k8s-<versions>``."""
-    configured = os.environ.get("EVSCHED_K8S_CACHE")
-    if configured:
-        return Path(configured)
-    return Path.home() / ".cache" / "evsched" / f"k8s-{K8S_VERSION}-etcd-{ETCD_VERSION}-kwok-{KWOK_VERSION}"
+    return tool_cache("EVSCHED_K8S_CACHE", f"k8s-{K8S_VERSION}-etcd-{ETCD_VERSION}-kwok-{KWOK_VERSION}")
 
 
 def _complete(directory: Path) -> bool:
@@ -75,19 +80,42 @@ def build() -> Path:
     cmd = ["nice", "-n", "10", "sh", str(BUILD_SCRIPT), str(partial)]
     print(f"building Kubernetes {K8S_VERSION}, etcd {ETCD_VERSION}, KWOK {KWOK_VERSION} into {target} "
           "(once; ~5 minutes on 2 cores)", file=sys.stderr, flush=True)
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, env=env, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise RuntimeError(f"cannot build the Kubernetes test binaries ({' '.join(cmd)}): {exc}") from exc
-    if done.returncode != 0 or not _complete(partial):
-        raise RuntimeError(f"building the Kubernetes test binaries failed (exit {done.returncode}): {' '.join(cmd)}\n"
-                           f"{(done.stdout + done.stderr)[-4000:]}")
+    run_tool(cmd, "build the Kubernetes test binaries", BUILD_TIMEOUT_S, env)
+    if not _complete(partial):
+        raise RuntimeError(f"building the Kubernetes test binaries left some of {BINARIES} out of {partial}")
     if target.exists():
         for name in BINARIES:
             os.replace(partial / name, target / name)
     else:
         partial.rename(target)
     return target
+
+
+def yunikorn_cache_dir() -> Path:
+    """Where YuniKorn's binary lives: ``$EVSCHED_YUNIKORN_CACHE`` or ``~/.cache/evsched/yunikorn-k8shim-<v>``."""
+    return tool_cache("EVSCHED_YUNIKORN_CACHE", f"yunikorn-k8shim-{YUNIKORN_VERSION}")
+
+
+def build_yunikorn() -> Path:
+    """YuniKorn's scheduler binary (k8shim + core, ``pkg/cmd/shim``), built first when missing
+    (tests/brokers/k8s/build-yunikorn.sh under ``nice``: a few minutes, ~2 GB). Raises
+    ``RuntimeError`` with the build's output when it fails."""
+    target = yunikorn_cache_dir()
+    binary = target / YUNIKORN_BINARY
+    if binary.is_file():
+        return binary
+    partial = target.with_name(target.name + ".partial")
+    partial.mkdir(parents=True, exist_ok=True)
+    cmd = ["nice", "-n", "10", "sh", str(YUNIKORN_BUILD_SCRIPT), str(partial)]
+    print(f"building YuniKorn {YUNIKORN_VERSION} (k8shim + core) into {target} (once)", file=sys.stderr, flush=True)
+    run_tool(cmd, f"build YuniKorn {YUNIKORN_VERSION}", BUILD_TIMEOUT_S,
+             dict(os.environ, YUNIKORN_VERSION=YUNIKORN_VERSION))
+    if not (partial / YUNIKORN_BINARY).is_file():
+        raise RuntimeError(f"building YuniKorn left no {YUNIKORN_BINARY} in {partial}")
+    target.mkdir(parents=True, exist_ok=True)
+    os.replace(partial / YUNIKORN_BINARY, binary)
+    partial.rmdir()
+    return binary
 
 
 def _openssl(*args: str, cwd: Path) -> None:
@@ -212,25 +240,28 @@ def session_cluster(workdir: Path) -> KubeCluster:
         binaries = build()
     except RuntimeError as exc:
         broker_unavailable(f"the Kubernetes test cluster cannot be built: {exc}")
-    cluster = KubeCluster(workdir, binaries)
-    try:
-        cluster.start()
-    except (RuntimeError, OSError) as exc:
-        cluster.stop()
-        broker_unavailable(f"the Kubernetes test cluster did not start: {exc}")
-    return cluster
+    return started(KubeCluster(workdir, binaries), unavailable="the Kubernetes test cluster did not start")
+
+
+def _build(_: list[str]) -> int:
+    print(build())
+    return 0
+
+
+def _build_yunikorn(_: list[str]) -> int:
+    print(build_yunikorn())
+    return 0
+
+
+def _run(_: list[str]) -> int:
+    cluster = KubeCluster(Path(tempfile.mkdtemp(prefix="evsched-k8s-")), build())
+    return run_until_stopped(cluster, lambda: f"Kubernetes {K8S_VERSION} on KWOK is up: "
+                             f"--kubeconfig {cluster.kubeconfig}. Ctrl-C stops it.")
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["build"]:
-        print(build())
-        return 0
-    if argv[:1] == ["run"]:
-        cluster = KubeCluster(Path(tempfile.mkdtemp(prefix="evsched-k8s-")), build())
-        return run_until_stopped(cluster, lambda: f"Kubernetes {K8S_VERSION} on KWOK is up: "
-                                 f"--kubeconfig {cluster.kubeconfig}. Ctrl-C stops it.")
-    print("usage: python -m tests.kube_cluster build | run", file=sys.stderr)
-    return 2
+    return tool_main(argv, {"build": _build, "build-yunikorn": _build_yunikorn, "run": _run},
+                     "python -m tests.kube_cluster build | build-yunikorn | run")
 
 
 if __name__ == "__main__":

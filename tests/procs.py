@@ -10,6 +10,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -21,6 +22,25 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def tool_cache(variable: str, name: str) -> Path:
+    """Where a tool the tests fetch or build once lives, outside the repository: ``$variable`` if set,
+    else ``~/.cache/evsched/<name>`` (``name`` carries the versions, so an upgrade fetches anew)."""
+    configured = os.environ.get(variable)
+    return Path(configured) if configured else Path.home() / ".cache" / "evsched" / name
+
+
+def run_tool(cmd: list[str], what: str, timeout_s: float, env: Mapping[str, str] | None = None) -> None:
+    """Run one step of fetching or building such a tool; ``RuntimeError`` naming ``what`` and the command
+    (with the output's tail) when it cannot be run, times out or fails."""
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RuntimeError(f"cannot {what} ({' '.join(cmd)}): {exc}") from exc
+    if done.returncode != 0:
+        raise RuntimeError(f"{what} failed (exit {done.returncode}): {' '.join(cmd)}\n"
+                           f"{(done.stdout + done.stderr)[-4000:]}")
 
 
 def stop_group(proc: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
@@ -132,6 +152,30 @@ def stopping(cluster: StartableT) -> Iterator[StartableT]:
         yield cluster
     finally:
         cluster.stop()
+
+
+def started(cluster: StartableT, unavailable: str = "") -> StartableT:
+    """``cluster`` started for a test session (the caller stops it). A start that fails stops what did
+    start; then, given ``unavailable``, a ``RuntimeError`` or ``OSError`` is ``broker_unavailable`` with
+    that prefix (skip, or fail under CI) — anything else, or without it, is raised."""
+    try:
+        cluster.start()
+    except BaseException as exc:
+        cluster.stop()
+        if unavailable and isinstance(exc, (RuntimeError, OSError)):
+            broker_unavailable(f"{unavailable}: {exc}")
+        raise
+    return cluster
+
+
+def tool_main(argv: list[str], commands: Mapping[str, Callable[[list[str]], int]], usage: str) -> int:
+    """``python -m tests.<tool> COMMAND [ARGS]``: ``commands[COMMAND](ARGS)``; anything else prints
+    ``usage`` and exits 2."""
+    command = commands.get(argv[0]) if argv else None
+    if command is None:
+        print(f"usage: {usage}", file=sys.stderr)
+        return 2
+    return command(argv[1:])
 
 
 def run_until_stopped(cluster: Startable, started: Callable[[], str]) -> int:

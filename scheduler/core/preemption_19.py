@@ -179,15 +179,19 @@ def guarantee_reachable(queues: dict[str, QueueSnap19], leaf: str, request: Reso
     if before is not None and fit_in_actual(before, request):
         return True
     current.add(request)
-    # Go removes the candidates queue by queue (map order) and stops once the test holds;
-    # removing only raises the ask's remaining guarantee, so the order never matters.
+    # Go removes the candidates one by one, queue by queue (map order), and stops once the test
+    # holds. Removing a candidate only raises its ancestors' remaining guarantees (whether one
+    # is nil depends on guarantees alone), so the ask's queue's remaining guarantee only rises:
+    # the test holds after some candidate exactly when it holds after all of them.
+    any_candidate = False
     for snap in copy.values():
         for alloc in snap.victims:
             snap.remove(alloc.resources)
-            remaining = current.remaining()
-            if remaining is not None and not negative_in(request, remaining):
-                return True
-    return False
+            any_candidate = True
+    if not any_candidate:
+        return False
+    remaining = current.remaining()
+    return remaining is not None and not negative_in(request, remaining)
 
 
 def victims_on_node_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str], leaf: str, request: Resources,

@@ -184,13 +184,6 @@ def may_preempt(lines: Lines) -> bool:
     return any(line.get("type") == "ask.added" and (line.get("data") or {}).get("preempt_other") for line in lines)
 
 
-def preemption_dropped(lines: Lines) -> Lines:
-    """The scenario with no ask that may preempt (``preempt_other`` false everywhere)."""
-    return [{**line, "data": {**line["data"], "preempt_other": False}}
-            if line.get("type") == "ask.added" and (line.get("data") or {}).get("preempt_other") else line
-            for line in lines]
-
-
 def victim_picked_twice(ours: Outcome, theirs: Outcome) -> bool:
     """yunikorn-core revoked an allocation it had already revoked (not allocated again since),
     and both sides agree on every decision before that cycle."""
@@ -224,27 +217,6 @@ def occupied_dropped(lines: Lines) -> Lines:
             line = {**line, "data": data}
         out.append(line)
     return out
-
-
-def shared_required_nodes(lines: Lines) -> set[tuple[str, str]]:
-    """(app, ask) of each required-node ask after the first that names the same node."""
-    first: dict[str, tuple[str, str]] = {}
-    out: set[tuple[str, str]] = set()
-    for line in lines:
-        data = line.get("data") or {}
-        node = data.get("required_node")
-        if line.get("type") == "ask.added" and node:
-            key = (data["app_id"], data["ask_id"])
-            if first.setdefault(node, key) != key:
-                out.add(key)
-    return out
-
-
-def shared_required_asks_dropped(lines: Lines) -> Lines:
-    """The scenario without those asks (nor the lines naming them)."""
-    gone = shared_required_nodes(lines)
-    return [line for line in lines
-            if ((line.get("data") or {}).get("app_id"), (line.get("data") or {}).get("ask_id")) not in gone]
 
 
 EMPTY_QUEUE = {"allocated": {}, "pending": {}, "running_apps": 0}
@@ -331,29 +303,6 @@ KNOWN_DIFFERENCES: tuple[Known, ...] = (
         "deliberate (docs/semantics.md)",
         lambda lines: bool(_occupied_lines(lines)),
         occupied_dropped,
-        profiles=V19,
-    ),
-    Known(
-        "required-node-shared-reservation",
-        "yunikorn-core 1.9 lets several required-node asks reserve one node (node.go:Reserve: "
-        "\"allow multiple required node reservations on the same node\"); evsched keeps one "
-        "reservation per node, so a second required-node ask for a held node waits",
-        "evsched core: several reservations per node under yunikorn-1.9 (not implemented)",
-        lambda lines: bool(shared_required_nodes(lines)),
-        shared_required_asks_dropped,
-        profiles=V19,
-    ),
-    Known(
-        "preemption-1.9-rules",
-        "yunikorn-core 1.9 chooses preemption victims by its phase 1 and 2 rules (sibling "
-        "preemption when the preemptor's parent is over its guarantee, YUNIKORN-2769; per resource "
-        "type guarantees, 3113; ancestors' guarantees limiting what a queue can lose, 3240; the "
-        "fence from projected usage, 3241: objects/preemption.go, preemption_queue.go); evsched's "
-        "yunikorn-1.9 profile still chooses them by 1.5's rules. Recognised: the scenario agrees "
-        "once no ask may preempt",
-        "evsched core: 1.9's preemption rules in the yunikorn-1.9 profile (not implemented)",
-        may_preempt,
-        preemption_dropped,
         profiles=V19,
     ),
 )

@@ -12,6 +12,7 @@ from events.resources import Resources
 from projections.priority import MIN_PRIORITY
 from scheduler.core.asks import Ask as Ask
 from scheduler.core.asks import AskList
+from scheduler.core.node_constraints import HostPorts, Taint
 from scheduler.core.queues import QueueNode
 
 
@@ -32,12 +33,16 @@ class Allocation:
     preempted: bool = False  # chosen as a victim: counted as "preempting" until released
     placeholder: bool = False  # a gang's placeholder (scheduler.core.gang)
     task_group: str = ""
+    # The host ports its ask binds on the node, (protocol, port, address): counted in the node's
+    # ``host_ports`` while it lasts (scheduler.core.node_constraints). None: none.
+    host_ports: list[tuple[str, int, str]] | None = None
 
     # Written out (as ``Ask.__init__``): compiled, a native ``__init__``, one per decision.
     def __init__(
         self, app_id: str, ask_id: str, node_id: str, resources: Resources, priority: int, decision_id: str,
         seq: int, created_us: int = 0, allow_preemption: bool = True, required_node: str | None = None,
         preempted: bool = False, placeholder: bool = False, task_group: str = "",
+        host_ports: list[tuple[str, int, str]] | None = None,
     ) -> None:
         self.app_id = app_id
         self.ask_id = ask_id
@@ -52,6 +57,7 @@ class Allocation:
         self.preempted = preempted
         self.placeholder = placeholder
         self.task_group = task_group
+        self.host_ports = host_ports
 
 
 @dataclass(slots=True, eq=False)
@@ -102,6 +108,8 @@ class App:
     stateaware_disabled: bool = False
     limit_group: str = ""  # the group its user/group limits track it under ('' = none)
     gang: Gang | None = None  # gang scheduling: placeholders and task groups (None: none sent)
+    # yunikorn-1.9's unschedulable-ask backoff: the walk skips the app until this log time (0: none)
+    backoff_until_us: int = 0
 
     def head_priority(self) -> int:
         """Priority of the first pending ask: the app's priority (MinPriority with none)."""
@@ -121,7 +129,10 @@ class Node:
     seq: int
     allocated: Resources = field(default_factory=dict)
     allocations: dict[tuple[str, str], Allocation] = field(default_factory=dict)
-    reserved_for: tuple[str, str] | None = None  # (app, ask) this node is held for
+    reserved_for: tuple[str, str] | None = None  # (app, ask) this node is held for (the first, if several)
+    # yunikorn-1.9: further required-node asks holding the node too (``node.go:Reserve`` allows
+    # several), in the order they reserved it; None under 1.5 and while there is one
+    shared_reservations: list[tuple[str, str]] | None = None
     # Set anew on every change (each re-indexes the node: ``PartitionState._reindex``), never
     # to a value it or another node of the partition had; a cache's key, never state (not in
     # the state form or snapshots).
@@ -129,6 +140,17 @@ class Node:
     # ``available()`` as of the last re-index (which every change makes): the state digest
     # encodes it for each changed node without building it a second time. A cache, never state.
     indexed_available: Resources = field(default_factory=dict)
+    # Where a pod may run (scheduler.core.node_constraints): Kubernetes' labels and taints, and
+    # the host ports its allocations bind (kept with them: ``PartitionState.allocate``/``_drop_allocation``).
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: list[Taint] = field(default_factory=list)
+    host_ports: HostPorts = field(default_factory=dict)
+
+    def reservations(self) -> list[tuple[str, str]]:
+        """Every (app, ask) holding the node, in the order they reserved it."""
+        if self.reserved_for is None:
+            return []
+        return [self.reserved_for, *(self.shared_reservations or ())]
 
     def available(self) -> Resources:
         """capacity − allocated − occupied, zero entries left out (may be negative)."""

@@ -20,6 +20,7 @@ from scheduler.config.profiles import DEFAULT_PROFILE, RulesProfile
 from scheduler.core.draining import chain_of, effective_root
 from scheduler.core.dynamic_queues import QueueSettings, create_path, prune, settings_from_spec
 from scheduler.core.form_cache import FormCache
+from scheduler.core.node_constraints import bind_ports
 from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.queues import RUNNING_STATES, QueueNode
 from scheduler.core.reserve_candidates import ReserveCandidates
@@ -58,6 +59,9 @@ def build_tree(spec: QueueSpec, parent: QueueNode | None = None, order: int = 0)
         admin_acl=spec.admin_acl,
         preemption_policy=spec.preemption_policy,
         preemption_delay_us=spec.preemption_delay_us,
+        zero_guaranteed=spec.zero_guaranteed,
+        unsched_backoff=spec.unsched_backoff,
+        backoff_delay_us=spec.backoff_delay_us,
     )
     node.children = [build_tree(c, node, i) for i, c in enumerate(spec.children)]
     return node
@@ -259,7 +263,13 @@ class PartitionState:
         ask.reserved_cycle = cycle
         ask.reserved_us = now_us
         ask.fit_checked = -1
-        node.reserved_for = (app.app_id, ask.ask_id)
+        key = (app.app_id, ask.ask_id)
+        if node.reserved_for is None or node.reserved_for == key:
+            node.reserved_for = key
+        elif node.shared_reservations is None:  # yunikorn-1.9: another required-node ask holds it too
+            node.shared_reservations = [key]
+        elif key not in node.shared_reservations:
+            node.shared_reservations.append(key)
         if (app.app_id, ask.ask_id) not in self.reservations:
             self._count_reservation(app, ask, 1)
         self.reservations[(app.app_id, ask.ask_id)] = node.node_id
@@ -281,7 +291,14 @@ class PartitionState:
         self._count_reservation(app, ask, -1)
         node = self.nodes.get(node_id)
         if node is not None:
-            node.reserved_for = None
+            key = (app.app_id, ask.ask_id)
+            shared = node.shared_reservations
+            if node.reserved_for == key:
+                node.reserved_for = shared.pop(0) if shared else None
+            elif shared is not None and key in shared:
+                shared.remove(key)
+            if shared is not None and not shared:
+                node.shared_reservations = None
             self._reindex(node)
         if out is not None:
             out.append(AskUnreserved.model_construct(app_id=app.app_id, ask_id=ask.ask_id, node_id=node_id,
@@ -347,6 +364,9 @@ class PartitionState:
             self.limits.add_resources(app, ask.resources)
         add_into(node.allocated, ask.resources)
         node.allocations[(app.app_id, ask.ask_id)] = alloc
+        if ask.constraints is not None and ask.constraints.host_ports:
+            alloc.host_ports = ask.constraints.host_ports
+            bind_ports(node.host_ports, alloc.host_ports, 1)
         if settle:
             self._reindex(node)
             self._refresh(app)
@@ -376,6 +396,8 @@ class PartitionState:
             node = self.nodes[alloc.node_id]
             add_into(node.allocated, alloc.resources)
             node.allocations[(app.app_id, alloc.ask_id)] = alloc
+            if alloc.host_ports:
+                bind_ports(node.host_ports, alloc.host_ports, 1)
         app.share = None
         app.queue.add_allocated(app.allocated)
         if self.limits is not None:
@@ -416,6 +438,8 @@ class PartitionState:
         if node is not None:
             sub_into(node.allocated, alloc.resources)
             del node.allocations[(app.app_id, alloc.ask_id)]
+            if alloc.host_ports:
+                bind_ports(node.host_ports, alloc.host_ports, -1)
             self._reindex(node)
 
     # -- nodes --------------------------------------------------------------------
@@ -454,7 +478,7 @@ class PartitionState:
 
     def remove_node(self, node: Node, now_us: int, timers: Timers, out: list[OutputData]) -> None:
         """Remove a node, ending its reservation and revoking every allocation on it (oldest first)."""
-        if node.reserved_for is not None:
+        while node.reserved_for is not None:  # under yunikorn-1.9 possibly several
             held_app = self.apps[node.reserved_for[0]]
             self.unreserve(held_app, held_app.asks[node.reserved_for[1]], "node-removed", out)
         for alloc in sorted(node.allocations.values(), key=lambda a: a.seq):

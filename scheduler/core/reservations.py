@@ -32,7 +32,9 @@ from dataclasses import dataclass, field
 
 from events.models import AskReserved, AskUnreserved
 from events.resources import Resources, fits
+from scheduler.config.profiles import RulesProfile
 from scheduler.core.asks import Shape, shape_of
+from scheduler.core.constrained_nodes import first_admitting, node_excludes
 from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.queues import QueueNode
@@ -97,9 +99,15 @@ def required_node_step(part: PartitionState, app: App, ask: Ask) -> Step | None:
     if node.reserved_for is not None:
         held_app = part.apps[node.reserved_for[0]]
         held = held_app.asks[node.reserved_for[1]]
-        if held.required_node is not None:
-            return None  # a required-node ask holds it (maybe this one): the app's turn ends
-        cancel.append((held_app, held))
+        if held.required_node is None:
+            cancel.append((held_app, held))
+        elif part.profile is not RulesProfile.YUNIKORN_1_9 or ask.reserved_node == node.node_id:
+            return None  # 1.5: a required-node ask holds it (maybe this one): the app's turn ends
+        # yunikorn-1.9 (``node.go:Reserve``: "allow multiple required node reservations on the
+        # same node"): the other required-node asks keep it, and this one reserves it too, fit
+        # or not (``tryRequiredNode``: ``tryNode`` refuses a node reserved for another ask,
+        # ``node.go:preAllocateCheck``)
+        return Step(app, ask, node, "required-node", cancel)
     if fits_node(ask.resources, node):
         return Step(app, ask, node, None, cancel)
     return Step(app, ask, node, "required-node", cancel)
@@ -112,7 +120,7 @@ def required_node_passes(part: PartitionState, app: App, ask: Ask) -> bool:
     1.5 ended the app's turn there)."""
     assert ask.required_node is not None
     node = part.nodes.get(ask.required_node)
-    return node is None or node.reserved_for == (app.app_id, ask.ask_id)
+    return node is None or ask.reserved_node == node.node_id
 
 
 ReservationKey = tuple[str, str]  # (app id, ask id), as in ``PartitionState.reservations``
@@ -256,11 +264,12 @@ def _try_leaf(part: PartitionState, leaf: QueueNode, by_app: _HeldByApp, fits_he
             node = part.nodes[ask.reserved_node]
             if ask.required_node is None and not node.schedulable:
                 continue  # a cordoned node is not used for an ordinary ask (docs/semantics.md)
-            if fits_node(ask.resources, node):
+            admitted = ask.constraints is None or node_excludes(ask.constraints, node) is None
+            if admitted and fits_node(ask.resources, node):
                 return Step(app, ask, node)
             if ask.required_node is None:
                 ask.fit_checked = node.version
-            elif not ask.preempt_triggered:
+            elif admitted and not ask.preempt_triggered:
                 victims = required_node_victims(node, ask)  # YuniKorn tryRequiredNodePreemption
                 if victims:
                     return Step(app, ask, node, "required-node", victims=victims)
@@ -268,6 +277,11 @@ def _try_leaf(part: PartitionState, leaf: QueueNode, by_app: _HeldByApp, fits_he
             if ask.required_node is not None:
                 continue
             if shape in unfit:
+                continue
+            if ask.constraints is not None:  # its failure says nothing of the shape
+                admitting = first_admitting(part, ask.resources, ask.constraints)
+                if admitting is not None:
+                    return Step(app, ask, admitting)
                 continue
             node_id = part.index.first_fit(ask.resources)  # unreserved nodes only
             if node_id is not None:

@@ -253,8 +253,23 @@ def fam_disabled_priority(sc: Scenario) -> None:
             q.properties["application.sort.priority"] = "disabled"
     for leaf in sc.root.leaves():
         leaf.properties["application.sort.policy"] = sc.rng.choice(("fifo", "fair"))
+    fork = forked(sc.rng)
+    if fork.random() < 0.5:  # guarantees, half with an explicit memory 0 (1.9: share 1.0 when used)
+        for leaf in sc.root.leaves():
+            if fork.random() < 0.6:
+                leaf.resources["guaranteed"] = {"vcore": f"{fork.randint(1, 4) * 1000}m"}
+                if fork.random() < 0.5:
+                    leaf.resources["guaranteed"]["memory"] = "0"
     sc.add_nodes(sc.rng.randint(2, 4))
     workload(sc, phases=sc.rng.randint(1, 3))
+
+
+def forked(rng: random.Random) -> random.Random:
+    """A copy of ``rng`` to draw from without moving it: a setting added to a family this way
+    leaves every other draw, and so the rest of each scenario, as it was."""
+    fork = random.Random()
+    fork.setstate(rng.getstate())
+    return fork
 
 
 def fam_app_policies(sc: Scenario) -> None:
@@ -286,7 +301,10 @@ def fam_limits(sc: Scenario) -> None:
             q.resources["max"] = {"vcore": f"{vcap * 1000}m", "memory": str(mcap * 1000)}
             gbudget = min(gbudget, vcap)
         if not q.children and gbudget >= 1 and sc.rng.random() < 0.6:
-            q.resources["guaranteed"] = {"vcore": f"{sc.rng.randint(1, gbudget) * 1000}m"}
+            cores = sc.rng.randint(1, gbudget)
+            q.resources["guaranteed"] = {"vcore": f"{cores * 1000}m"}
+            if cores % 2 == 0:  # an explicit zero beside it (no draw: the rest of the scenario stays as it was)
+                q.resources["guaranteed"]["memory"] = "0"  # 1.9: a used type guaranteed 0 has share 1.0
         for c in q.children:
             limit(c, vcap, mcap, gbudget // len(q.children))
 
@@ -727,6 +745,10 @@ def fam_churn(sc: Scenario) -> None:
     """Long-running churn: 8-15 phases over hours of log time, each with new apps and asks,
     releases, removed asks and apps, and a cycle."""
     rng = sc.rng
+    fork = forked(rng)
+    if fork.random() < 0.4:  # yunikorn-1.9's unschedulable-ask backoff (YUNIKORN-3115), inherited from root
+        sc.root.properties["application.unschedasks.backoff"] = str(fork.randint(1, 3))
+        sc.root.properties["application.unschedasks.backoff.delay"] = fork.choice(("1s", "30s", "5m"))
     sc.add_nodes(rng.randint(2, 4))
     leaves = sc.root.leaves()
     for _ in range(rng.randint(8, 15)):

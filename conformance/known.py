@@ -226,27 +226,6 @@ def occupied_dropped(lines: Lines) -> Lines:
     return out
 
 
-def shared_required_nodes(lines: Lines) -> set[tuple[str, str]]:
-    """(app, ask) of each required-node ask after the first that names the same node."""
-    first: dict[str, tuple[str, str]] = {}
-    out: set[tuple[str, str]] = set()
-    for line in lines:
-        data = line.get("data") or {}
-        node = data.get("required_node")
-        if line.get("type") == "ask.added" and node:
-            key = (data["app_id"], data["ask_id"])
-            if first.setdefault(node, key) != key:
-                out.add(key)
-    return out
-
-
-def shared_required_asks_dropped(lines: Lines) -> Lines:
-    """The scenario without those asks (nor the lines naming them)."""
-    gone = shared_required_nodes(lines)
-    return [line for line in lines
-            if ((line.get("data") or {}).get("app_id"), (line.get("data") or {}).get("ask_id")) not in gone]
-
-
 EMPTY_QUEUE = {"allocated": {}, "pending": {}, "running_apps": 0}
 
 
@@ -331,16 +310,6 @@ KNOWN_DIFFERENCES: tuple[Known, ...] = (
         "deliberate (docs/semantics.md)",
         lambda lines: bool(_occupied_lines(lines)),
         occupied_dropped,
-        profiles=V19,
-    ),
-    Known(
-        "required-node-shared-reservation",
-        "yunikorn-core 1.9 lets several required-node asks reserve one node (node.go:Reserve: "
-        "\"allow multiple required node reservations on the same node\"); evsched keeps one "
-        "reservation per node, so a second required-node ask for a held node waits",
-        "evsched core: several reservations per node under yunikorn-1.9 (not implemented)",
-        lambda lines: bool(shared_required_nodes(lines)),
-        shared_required_asks_dropped,
         profiles=V19,
     ),
     Known(

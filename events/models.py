@@ -356,6 +356,16 @@ class AppStateChanged(Frozen):
     to: AppState
 
 
+class AppBackedOff(Frozen):
+    """yunikorn-1.9's unschedulable-ask backoff (additive, docs/events.md): the app had ``asks``
+    unschedulable asks in one try, as many as its queue's ``application.unschedasks.backoff``, so
+    the walk skips it until ``until`` (log time: the cycle's time plus the queue's ``.delay``)."""
+
+    app_id: str
+    asks: int
+    until: str
+
+
 class AppPlaced(Frozen):
     """Where placement rules put a new app (additive, docs/events.md): the leaf and
     whether it was created dynamically for it."""
@@ -413,6 +423,7 @@ OutputData = (
     | AskUnreserved
     | AskReleased
     | AppStateChanged
+    | AppBackedOff
     | AppPlaced
     | InputRejected
     | ConfigApplied
@@ -427,6 +438,7 @@ OUTPUT_DATA: dict[str, type[Frozen]] = {
     "ask.unreserved": AskUnreserved,
     "ask.released": AskReleased,
     "app.state_changed": AppStateChanged,
+    "app.backed_off": AppBackedOff,
     "app.placed": AppPlaced,
     "input.rejected": InputRejected,
     "config.applied": ConfigApplied,

@@ -8,7 +8,8 @@ writes a throw-away PKI (openssl), starts the three processes on free loopback p
 own process group with its log in a file, and waits until the API server is ready and KWOK
 answers. KWOK fakes the kubelets: a Node annotated ``kwok.x-k8s.io/node: fake`` is Ready, and a
 pod bound to it is Running a moment later. ``python -m tests.kube_cluster build`` builds,
-``... run`` starts one by hand and prints its kubeconfig's path.
+``... run`` starts one by hand and prints its kubeconfig's path. ``build_yunikorn()`` (``...
+build-yunikorn``) builds YuniKorn's standalone scheduler for benchmarks/k8s.py the same way.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ K8S_VERSION = "v1.34.2"
 ETCD_VERSION = "v3.6.5"  # Debian's 3.4 lacks RequestWatchProgress: KWOK's watches fail on it
 KWOK_VERSION = "v0.7.0"
 BUILD_SCRIPT = Path(__file__).resolve().parent / "brokers" / "k8s" / "build.sh"
+YUNIKORN_VERSION = "v1.9.0"  # k8shim, core and scheduler-interface at the same release
+YUNIKORN_BUILD_SCRIPT = BUILD_SCRIPT.with_name("build-yunikorn.sh")
+YUNIKORN_BINARY = "yunikorn-scheduler"
 BINARIES = ("etcd", "kube-apiserver", "kube-scheduler", "kwok")
 BUILD_TIMEOUT_S = 3600.0  # ~5 minutes alone on 2 cores; a loaded shared machine takes several times that
 READY_TIMEOUT_S = 120.0
@@ -85,6 +89,33 @@ def build() -> Path:
     else:
         partial.rename(target)
     return target
+
+
+def yunikorn_cache_dir() -> Path:
+    """Where YuniKorn's binary lives: ``$EVSCHED_YUNIKORN_CACHE`` or ``~/.cache/evsched/yunikorn-k8shim-<v>``."""
+    return tool_cache("EVSCHED_YUNIKORN_CACHE", f"yunikorn-k8shim-{YUNIKORN_VERSION}")
+
+
+def build_yunikorn() -> Path:
+    """YuniKorn's scheduler binary (k8shim + core, ``pkg/cmd/shim``), built first when missing
+    (tests/brokers/k8s/build-yunikorn.sh under ``nice``: a few minutes, ~2 GB). Raises
+    ``RuntimeError`` with the build's output when it fails."""
+    target = yunikorn_cache_dir()
+    binary = target / YUNIKORN_BINARY
+    if binary.is_file():
+        return binary
+    partial = target.with_name(target.name + ".partial")
+    partial.mkdir(parents=True, exist_ok=True)
+    cmd = ["nice", "-n", "10", "sh", str(YUNIKORN_BUILD_SCRIPT), str(partial)]
+    print(f"building YuniKorn {YUNIKORN_VERSION} (k8shim + core) into {target} (once)", file=sys.stderr, flush=True)
+    run_tool(cmd, f"build YuniKorn {YUNIKORN_VERSION}", BUILD_TIMEOUT_S,
+             dict(os.environ, YUNIKORN_VERSION=YUNIKORN_VERSION))
+    if not (partial / YUNIKORN_BINARY).is_file():
+        raise RuntimeError(f"building YuniKorn left no {YUNIKORN_BINARY} in {partial}")
+    target.mkdir(parents=True, exist_ok=True)
+    os.replace(partial / YUNIKORN_BINARY, binary)
+    partial.rmdir()
+    return binary
 
 
 def _openssl(*args: str, cwd: Path) -> None:
@@ -217,6 +248,11 @@ def _build(_: list[str]) -> int:
     return 0
 
 
+def _build_yunikorn(_: list[str]) -> int:
+    print(build_yunikorn())
+    return 0
+
+
 def _run(_: list[str]) -> int:
     cluster = KubeCluster(Path(tempfile.mkdtemp(prefix="evsched-k8s-")), build())
     return run_until_stopped(cluster, lambda: f"Kubernetes {K8S_VERSION} on KWOK is up: "
@@ -224,7 +260,8 @@ def _run(_: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    return tool_main(argv, {"build": _build, "run": _run}, "python -m tests.kube_cluster build | run")
+    return tool_main(argv, {"build": _build, "build-yunikorn": _build_yunikorn, "run": _run},
+                     "python -m tests.kube_cluster build | build-yunikorn | run")
 
 
 if __name__ == "__main__":

@@ -54,6 +54,32 @@ def preemption_delay_us(value: str | None) -> int:
     return parsed if parsed is not None and parsed > 0 else DEFAULT_PREEMPTION_DELAY_US
 
 
+DEFAULT_BACKOFF_DELAY_US = 30_000_000  # YuniKorn configs.DefaultAskBackOffDelay
+UINT64_MAX = (1 << 64) - 1
+
+
+def backoff_delay_us(value: str | None) -> int:
+    """A queue's ``application.unschedasks.backoff.delay`` (``queue.go:convertDelay``): a positive
+    Go duration, else the 30 s default."""
+    if value is None:
+        return DEFAULT_BACKOFF_DELAY_US
+    parsed = go_duration_us(value)
+    return parsed if parsed is not None and parsed > 0 else DEFAULT_BACKOFF_DELAY_US
+
+
+def unschedulable_backoff(value: str | None) -> int:
+    """A queue's ``application.unschedasks.backoff`` (``queue.go:unschedulableAskBackoff``, Go
+    ``strconv.ParseUint(value, 10, 64)``): the count, 0 (off) when unset or unparsable.
+
+    >>> [unschedulable_backoff(v) for v in ("3", "-1", "1e3", None)]
+    [3, 0, 0, 0]
+    """
+    if value is None or not (value.isascii() and value.isdigit()) or len(value) > 20:
+        return 0
+    number = int(value)
+    return number if number <= UINT64_MAX else 0
+
+
 def preemption_policy(value: str | None) -> str:
     """``preemption.policy`` (any case): default, fence or disabled; empty or unknown → default."""
     lowered = (value or "").lower()

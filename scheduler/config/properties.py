@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 
-from scheduler.config.godurations import PREEMPTION_POLICIES, go_duration_us
+from scheduler.config.godurations import PREEMPTION_POLICIES, UINT64_MAX, go_duration_us
 from scheduler.config.profiles import RulesProfile
 from scheduler.config.resolve import (
     APP_SORT_POLICIES,
@@ -25,6 +25,8 @@ from scheduler.config.resolve import (
     PRIORITY_OFFSET,
     PRIORITY_POLICY,
     RESOURCE_TYPES_MAX,
+    UNSCHED_BACKOFF,
+    UNSCHED_BACKOFF_DELAY,
 )
 from scheduler.config.specs import QueueSpec, SchedulerConfig, TemplateSpec
 
@@ -35,6 +37,10 @@ def _int32(value: str) -> bool:
 
 def _positive_count(value: str) -> bool:
     return value.isascii() and value.isdigit() and len(value) <= 9 and int(value) >= 1
+
+
+def _uint64(value: str) -> bool:
+    return value.isascii() and value.isdigit() and len(value) <= 20 and int(value) <= UINT64_MAX
 
 
 def _positive_duration(value: str) -> bool:
@@ -51,6 +57,8 @@ RULES: Mapping[str, tuple[Callable[[str], bool], str]] = {
     PREEMPTION_POLICY: (lambda v: v.lower() in PREEMPTION_POLICIES, " | ".join(PREEMPTION_POLICIES)),
     PREEMPTION_DELAY: (_positive_duration, 'a positive Go duration such as "30s" or "1m30s"'),
     RESOURCE_TYPES_MAX: (_positive_count, "a whole number from 1 to 999999999"),
+    UNSCHED_BACKOFF: (_uint64, "a whole number from 0 (off) to 18446744073709551615"),
+    UNSCHED_BACKOFF_DELAY: (_positive_duration, 'a positive Go duration such as "30s" or "1m30s"'),
 }
 
 
@@ -63,7 +71,8 @@ def property_problems(config: SchedulerConfig) -> tuple[list[str], list[str]]:
     >>> property_problems(load("{priority.offset: five, colour: blue}"))
     (["queue root.a: priority.offset: 'five' is not a whole number from -2147483648 to 2147483647"], \
 ["queue root.a: property 'colour' is not one evsched reads (known: application.sort.policy, \
-application.sort.priority, evsched.resource.types.max, preemption.delay, preemption.policy, priority.offset, \
+application.sort.priority, application.unschedasks.backoff, application.unschedasks.backoff.delay, \
+evsched.resource.types.max, preemption.delay, preemption.policy, priority.offset, \
 priority.policy)"])
     >>> property_problems(load("{priority.offset: '-5', application.sort.policy: fair}"))
     ([], [])
@@ -79,6 +88,9 @@ priority.policy)"])
                 warnings.append(f"{prefix}{where}: property {key!r} is not one evsched reads (known: {known})")
             elif not rule[0](value):
                 errors.append(f"{prefix}{where}: {key}: {value!r} is not {rule[1]}")
+            elif key in (UNSCHED_BACKOFF, UNSCHED_BACKOFF_DELAY) and partition.rules is not RulesProfile.YUNIKORN_1_9:
+                warnings.append(f"{prefix}{where}: {key} is read only under the rules profile yunikorn-1.9 "
+                                "(YUNIKORN-3115, YuniKorn 1.8 on); yunikorn-1.5 has no unschedulable-ask backoff")
             elif (key == "application.sort.policy" and value == "stateaware"
                   and partition.rules is RulesProfile.YUNIKORN_1_9):
                 warnings.append(f"{prefix}{where}: application.sort.policy stateaware is fifo under the rules "

@@ -15,7 +15,13 @@ from collections.abc import Mapping
 from events.quantities import parse_resources
 from scheduler.config.admission import resolve_limits, resolve_rules, resolve_template
 from scheduler.config.frozenmap import FrozenMap
-from scheduler.config.godurations import DEFAULT_PREEMPTION_DELAY_US, preemption_delay_us, preemption_policy
+from scheduler.config.godurations import (
+    DEFAULT_PREEMPTION_DELAY_US,
+    backoff_delay_us,
+    preemption_delay_us,
+    preemption_policy,
+    unschedulable_backoff,
+)
 from scheduler.config.model import RawQueue
 from scheduler.config.profiles import RulesProfile
 from scheduler.config.specs import PartitionSpec, QueueSpec, TemplateSpec
@@ -27,6 +33,9 @@ APP_SORT_PRIORITY = "application.sort.priority"
 APP_SORT_POLICY = "application.sort.policy"
 PREEMPTION_POLICY = "preemption.policy"
 PREEMPTION_DELAY = "preemption.delay"
+# yunikorn-1.9 (YUNIKORN-3115): skip an app for ``.delay`` after this many unschedulable asks
+UNSCHED_BACKOFF = "application.unschedasks.backoff"
+UNSCHED_BACKOFF_DELAY = "application.unschedasks.backoff.delay"
 
 APP_SORT_POLICIES = ("fifo", "fair", "stateaware")
 DEFAULT_APP_SORT_POLICY = "fifo"
@@ -93,6 +102,16 @@ def resource_map(values: Mapping[str, str] | None) -> FrozenMap[str, int]:
     return FrozenMap({name: parsed[name] for name in sorted(parsed) if parsed[name] != 0})
 
 
+def zero_types(values: Mapping[str, str] | None) -> tuple[str, ...]:
+    """The types a guarantee sets to 0 while it sets another above 0, sorted: YuniKorn keeps such a
+    guarantee whole (``queue.go:setResources``, ``StrictlyGreaterThanZero``), zeros and all; one of
+    zeros only it ignores."""
+    parsed = parse_resources(values or {})
+    if not any(v > 0 for v in parsed.values()) or any(v < 0 for v in parsed.values()):
+        return ()
+    return tuple(sorted(name for name, v in parsed.items() if v == 0))
+
+
 def max_map(values: Mapping[str, str] | None) -> FrozenMap[str, int]:
     """A queue's ``max``: all zeros = not set (``{}``); otherwise zero entries are kept, and
     forbid their type (YuniKorn ``queue.go:setResources``: ``nvidia.com/gpu: 0``)."""
@@ -133,6 +152,9 @@ def resolve_queue(
         preemption_policy=preemption_policy(properties.get(PREEMPTION_POLICY)),
         preemption_delay_us=(preemption_delay_us(properties.get(PREEMPTION_DELAY))
                              if is_leaf(queue, is_root) else DEFAULT_PREEMPTION_DELAY_US),
+        zero_guaranteed=zero_types(resources.guaranteed if resources else None),
+        unsched_backoff=unschedulable_backoff(properties.get(UNSCHED_BACKOFF)),
+        backoff_delay_us=backoff_delay_us(properties.get(UNSCHED_BACKOFF_DELAY)),
     )
 
 

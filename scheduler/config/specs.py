@@ -78,7 +78,14 @@ class QueueSpec:
     child_template: TemplateSpec | None = None  # own or nearest ancestor's (YuniKorn inherits)
     limits: tuple[LimitSpec, ...] = ()
     preemption_policy: str = "default"  # default | fence | disabled (YuniKorn PreemptionPolicyFromString)
+    # Types the guarantee names with 0 beside a positive one (dropped from ``guaranteed``): under
+    # yunikorn-1.9 a used such type counts 1.0 in the fair share (``resources.go:getFairShare``)
+    zero_guaranteed: tuple[str, ...] = ()
     preemption_delay_us: int = 30_000_000  # leaf ``preemption.delay``; parents keep the default
+    # yunikorn-1.9's unschedulable-ask backoff (``application.unschedasks.backoff`` and ``.delay``,
+    # inherited): after this many unschedulable asks in one try an app is skipped for the delay
+    unsched_backoff: int = 0
+    backoff_delay_us: int = 30_000_000
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,9 @@ from itertools import islice
 from typing import Final
 
 from events.model_construct import construct
-from events.models import AllocationDecided, GangDecided, OutputData
+from events.models import AllocationDecided, AppBackedOff, GangDecided, OutputData
 from events.resources import Resources
+from events.times import format_time
 from projections.policies import AppSortPolicy
 from scheduler.config.profiles import RulesProfile
 from scheduler.core import gang
@@ -83,6 +84,9 @@ class CycleMemo:
     # Some shape had no node to reserve (``PartitionState.reserve_candidates``): only then may
     # an app be hopeless (``_hopeless``), so a cycle with room never asks.
     any_exhausted: bool = False
+    # yunikorn-1.9's unschedulable-ask backoff: (app, unschedulable asks) set during the walk,
+    # written out (``app.backed_off``) by the cycle loop before the step it found
+    backed_off: list[tuple[App, int]] = field(default_factory=list)
 
     def children_in_order(self, queue: QueueNode) -> Iterator[QueueNode]:
         """``sort_queues`` of a parent's children now, from the order kept for the cycle (read
@@ -199,6 +203,8 @@ def _may_preempt(app: App, ask: Ask, memo: CycleMemo, now_us: int) -> bool:
 
 def _try_app(part: PartitionState, app: App, memo: CycleMemo, now_us: int) -> Step | None:
     """The app's first ask that can be placed (or reserves), or None (also: its turn ended)."""
+    if app.queue.unsched_backoff and part.profile is YUNIKORN_1_9:
+        return _try_app_counting(part, app, memo, now_us)
     asks = app.sorted_asks
     i = memo.failed_prefix.get(app.app_id, 0)
     n = len(asks)
@@ -236,6 +242,66 @@ def _try_app(part: PartitionState, app: App, memo: CycleMemo, now_us: int) -> St
     return None
 
 
+def _try_app_counting(part: PartitionState, app: App, memo: CycleMemo, now_us: int) -> Step | None:
+    """``_try_app`` under yunikorn-1.9 with the leaf's unschedulable-ask backoff on
+    (``application.go:tryAllocate``, YUNIKORN-3115): every ask is tried (no ``failed_prefix``,
+    no ``_hopeless``: the count needs each failure's reason). An ask counts as unschedulable
+    when it passed its user's and its queue's headroom and no node took or reserved it, nor a
+    preemption freed one; when the count reaches the leaf's ``unsched_backoff`` and the app
+    holds any further request (a pending ask after it, or an allocation of an ask that sorts
+    after it: yunikorn keeps allocated asks in its sorted list until released), the app backs
+    off: skipped by the walk until the cycle's time plus the leaf's delay (log time where
+    yunikorn reads ``time.Now()``)."""
+    threshold = app.queue.unsched_backoff
+    asks = app.sorted_asks
+    n = len(asks)
+    app_gang = app.gang
+    unschedulable = 0
+    for i in range(n):
+        ask = asks[i]
+        found: Step | None
+        if app_gang is not None and can_replace(app_gang, ask):
+            continue
+        if ask.required_node is None:
+            found = place(part, app, ask, memo, now_us)
+            if found is not None:
+                return found
+            if (part.limits is None or part.limits.fits(app, ask.resources)) \
+                    and fits_queue_headroom(part, app.queue, ask.resources):
+                unschedulable += 1
+                if unschedulable >= threshold and _more_requests(app, i):
+                    app.backoff_until_us = now_us + app.queue.backoff_delay_us
+                    memo.backed_off.append((app, unschedulable))
+                    return None
+            continue
+        if not fits_queue_headroom(part, app.queue, ask.resources) or (
+            part.limits is not None and not part.limits.fits(app, ask.resources)
+        ):
+            continue
+        found = required_node_step(part, app, ask)
+        if found is not None:
+            return found
+        if required_node_passes(part, app, ask):
+            continue
+        memo.turn_ends += 1  # unknown node, or held for a required-node ask: the app's turn ends
+        return None
+    return None
+
+
+def _more_requests(app: App, i: int) -> bool:
+    """Whether yunikorn's sorted request list holds anything after the app's i-th pending ask:
+    a later pending ask, or an allocation whose ask sorts after it (priority desc, creation time
+    asc; an equal one counts as after, the order yunikorn's ``sortedRequests.insert`` gives asks
+    added later)."""
+    if i + 1 < len(app.sorted_asks):
+        return True
+    ask = app.sorted_asks[i]
+    for alloc in app.allocations.values():
+        if alloc.priority < ask.priority or (alloc.priority == ask.priority and alloc.created_us >= ask.created_us):
+            return True
+    return False
+
+
 def _hopeless(part: PartitionState, shapes: Iterable[Shape], memo: CycleMemo) -> bool:
     """Every shape fits no free node and has no node to reserve (``place``'s first test).
 
@@ -259,6 +325,8 @@ def _try_leaf(part: PartitionState, leaf: QueueNode, memo: CycleMemo, now_us: in
         if app_id in memo.exhausted_apps or (allowed is not None and app_id not in allowed):
             continue
         app = apps[app_id]
+        if app.backoff_until_us > now_us:
+            continue  # yunikorn-1.9's unschedulable-ask backoff (``queue.go:TryAllocate``)
         if held_by_max_applications(app):
             continue
         if app.state == "Accepted" and part.limits is not None and part.limits.blocking_apps(app) is not None:
@@ -473,12 +541,20 @@ def cycle_steps(state: SchedulerState, now_us: int, prev_cycle_us: int | None, o
         memo = cycle_memo(state, name, prev_cycle_us)
         while max_allocations is None or decisions < max_allocations:
             found = next_step(part, memo, now_us)
+            if memo.backed_off:
+                _write_backoffs(memo, out)
             if found is None:
                 break
             yield part, memo, found, decisions
             if found.reserve is None:
                 decisions += 1
             memo = commit_step(state, part, found, decisions, now_us, out, memo)
+
+
+def _write_backoffs(memo: CycleMemo, out: list[OutputData]) -> None:
+    for app, count in memo.backed_off:
+        out.append(AppBackedOff.model_construct(app_id=app.app_id, asks=count, until=format_time(app.backoff_until_us)))
+    memo.backed_off.clear()
 
 
 def run_cycle(state: SchedulerState, now_us: int, max_allocations: int | None = None) -> tuple[list[OutputData], int]:

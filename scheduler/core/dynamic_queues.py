@@ -19,11 +19,14 @@ import re
 from bisect import bisect_left, insort
 from collections.abc import Mapping
 
+from scheduler.config.godurations import backoff_delay_us, unschedulable_backoff
 from scheduler.config.resolve import (
     APP_SORT_POLICY,
     APP_SORT_PRIORITY,
     PRIORITY_OFFSET,
     PRIORITY_POLICY,
+    UNSCHED_BACKOFF,
+    UNSCHED_BACKOFF_DELAY,
     app_sort_policy,
     inherited_properties,
     priority_fence,
@@ -98,6 +101,8 @@ def new_dynamic(
         guaranteed=template.guaranteed if template else None,
         max_resources=template.max if template else None,
         max_applications=template.max_applications if template else 0,
+        unsched_backoff=unschedulable_backoff(props.get(UNSCHED_BACKOFF)),
+        backoff_delay_us=backoff_delay_us(props.get(UNSCHED_BACKOFF_DELAY)),
     )
     return node, QueueSettings(props, parent_settings.template, True)
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from events.log.port import LogRecord
 from events.models import AllocationRevoked, AskReserved, AskUnreserved, OutputData
+from events.times import parse_time
 from scheduler.core import gang, preemption, reservations
 from scheduler.core.engine import Engine
 from scheduler.core.logged_cycle import apply_batch
@@ -209,6 +210,16 @@ def _fold_ask_released(cyc: _Cycle, data: Mapping[str, Any]) -> None:
     raise FoldError(f"ask.released of {data['app_id']}/{data['ask_id']}: no such pending ask")
 
 
+def _fold_backed_off(cyc: _Cycle, data: Mapping[str, Any]) -> None:
+    """yunikorn-1.9's unschedulable-ask backoff: the walk skips the app until the time given."""
+    for part in _partitions_first(cyc):
+        app = part.apps.get(data["app_id"])
+        if app is not None:
+            app.backoff_until_us = parse_time(data["until"])
+            return
+    raise FoldError(f"app.backed_off of {data['app_id']}: no such app")
+
+
 def _fold_unreserved(cyc: _Cycle, data: Mapping[str, Any]) -> None:
     reservations.fold(cyc.state.partitions, AskUnreserved.model_validate(data), cyc.state.cycle)
 
@@ -229,6 +240,7 @@ FOLDS: dict[str, OutputFold] = {
     "allocation.revoked": OutputFold(lambda d: d.get("reason") == "preempted" or d.get("reason") in GANG_REVOKED,
                                      _fold_revoked),
     "ask.released": OutputFold(lambda d: True, _fold_ask_released),
+    "app.backed_off": OutputFold(lambda d: True, _fold_backed_off),  # a walk step (yunikorn-1.9)
     "app.placed": OutputFold(_never, None),  # made by applying app.added (placement rules)
     "input.rejected": OutputFold(_never, None),
     "config.applied": OutputFold(_never, None),

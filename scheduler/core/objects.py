@@ -102,6 +102,8 @@ class App:
     stateaware_disabled: bool = False
     limit_group: str = ""  # the group its user/group limits track it under ('' = none)
     gang: Gang | None = None  # gang scheduling: placeholders and task groups (None: none sent)
+    # yunikorn-1.9's unschedulable-ask backoff: the walk skips the app until this log time (0: none)
+    backoff_until_us: int = 0
 
     def head_priority(self) -> int:
         """Priority of the first pending ask: the app's priority (MinPriority with none)."""
@@ -121,7 +123,10 @@ class Node:
     seq: int
     allocated: Resources = field(default_factory=dict)
     allocations: dict[tuple[str, str], Allocation] = field(default_factory=dict)
-    reserved_for: tuple[str, str] | None = None  # (app, ask) this node is held for
+    reserved_for: tuple[str, str] | None = None  # (app, ask) this node is held for (the first, if several)
+    # yunikorn-1.9: further required-node asks holding the node too (``node.go:Reserve`` allows
+    # several), in the order they reserved it; None under 1.5 and while there is one
+    shared_reservations: list[tuple[str, str]] | None = None
     # Set anew on every change (each re-indexes the node: ``PartitionState._reindex``), never
     # to a value it or another node of the partition had; a cache's key, never state (not in
     # the state form or snapshots).
@@ -129,6 +134,12 @@ class Node:
     # ``available()`` as of the last re-index (which every change makes): the state digest
     # encodes it for each changed node without building it a second time. A cache, never state.
     indexed_available: Resources = field(default_factory=dict)
+
+    def reservations(self) -> list[tuple[str, str]]:
+        """Every (app, ask) holding the node, in the order they reserved it."""
+        if self.reserved_for is None:
+            return []
+        return [self.reserved_for, *(self.shared_reservations or ())]
 
     def available(self) -> Resources:
         """capacity − allocated − occupied, zero entries left out (may be negative)."""

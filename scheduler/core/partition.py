@@ -58,6 +58,9 @@ def build_tree(spec: QueueSpec, parent: QueueNode | None = None, order: int = 0)
         admin_acl=spec.admin_acl,
         preemption_policy=spec.preemption_policy,
         preemption_delay_us=spec.preemption_delay_us,
+        zero_guaranteed=spec.zero_guaranteed,
+        unsched_backoff=spec.unsched_backoff,
+        backoff_delay_us=spec.backoff_delay_us,
     )
     node.children = [build_tree(c, node, i) for i, c in enumerate(spec.children)]
     return node
@@ -259,7 +262,13 @@ class PartitionState:
         ask.reserved_cycle = cycle
         ask.reserved_us = now_us
         ask.fit_checked = -1
-        node.reserved_for = (app.app_id, ask.ask_id)
+        key = (app.app_id, ask.ask_id)
+        if node.reserved_for is None or node.reserved_for == key:
+            node.reserved_for = key
+        elif node.shared_reservations is None:  # yunikorn-1.9: another required-node ask holds it too
+            node.shared_reservations = [key]
+        elif key not in node.shared_reservations:
+            node.shared_reservations.append(key)
         if (app.app_id, ask.ask_id) not in self.reservations:
             self._count_reservation(app, ask, 1)
         self.reservations[(app.app_id, ask.ask_id)] = node.node_id
@@ -281,7 +290,14 @@ class PartitionState:
         self._count_reservation(app, ask, -1)
         node = self.nodes.get(node_id)
         if node is not None:
-            node.reserved_for = None
+            key = (app.app_id, ask.ask_id)
+            shared = node.shared_reservations
+            if node.reserved_for == key:
+                node.reserved_for = shared.pop(0) if shared else None
+            elif shared is not None and key in shared:
+                shared.remove(key)
+            if shared is not None and not shared:
+                node.shared_reservations = None
             self._reindex(node)
         if out is not None:
             out.append(AskUnreserved.model_construct(app_id=app.app_id, ask_id=ask.ask_id, node_id=node_id,
@@ -454,7 +470,7 @@ class PartitionState:
 
     def remove_node(self, node: Node, now_us: int, timers: Timers, out: list[OutputData]) -> None:
         """Remove a node, ending its reservation and revoking every allocation on it (oldest first)."""
-        if node.reserved_for is not None:
+        while node.reserved_for is not None:  # under yunikorn-1.9 possibly several
             held_app = self.apps[node.reserved_for[0]]
             self.unreserve(held_app, held_app.asks[node.reserved_for[1]], "node-removed", out)
         for alloc in sorted(node.allocations.values(), key=lambda a: a.seq):

@@ -47,7 +47,9 @@ class QueueNode:
         "allocating_accepted",
         "app_sort_policy",
         "apps",
+        "backoff_delay_us",
         "children",
+        "fair_guaranteed",
         "fair_max",
         "fence",
         "guaranteed",
@@ -68,6 +70,7 @@ class QueueNode:
         "running_apps",
         "sort_priority",
         "submit_acl",
+        "unsched_backoff",
     )
 
     def __init__(
@@ -89,6 +92,9 @@ class QueueNode:
         preemption_policy: str = "default",
         preemption_delay_us: int = 30_000_000,
         admin_acl: str | None = None,
+        zero_guaranteed: tuple[str, ...] = (),
+        unsched_backoff: int = 0,
+        backoff_delay_us: int = 30_000_000,
     ) -> None:
         self.name = name
         self.path = path
@@ -102,12 +108,20 @@ class QueueNode:
         self.sort_priority = sort_priority
         self.app_sort_policy = app_sort_policy
         self.guaranteed: Resources = dict(guaranteed or {})
+        # What yunikorn-1.9's fair share divides by: the guarantee with its explicit zeros kept
+        # (``QueueSpec.zero_guaranteed``: a used such type counts 1.0). The same dict without any.
+        self.fair_guaranteed: Resources = self.guaranteed
+        if zero_guaranteed:
+            self.fair_guaranteed = {**self.guaranteed, **{name: 0 for name in zero_guaranteed}}
         self.max: Resources = dict(max_resources or {})
         self.max_applications = max_applications
         self.submit_acl = submit_acl
         self.admin_acl = admin_acl
         self.preemption_policy = preemption_policy  # default | fence | disabled
         self.preemption_delay_us = preemption_delay_us
+        # yunikorn-1.9's unschedulable-ask backoff (scheduler.core.backoff): 0 is off
+        self.unsched_backoff = unsched_backoff
+        self.backoff_delay_us = backoff_delay_us
         self.children: list[QueueNode] = []
         self.apps: dict[str, AppView] = {}
         self.pending: Resources = {}
@@ -156,7 +170,7 @@ class QueueNode:
             if fair_max is None:
                 share = self._share = usage_share(self.allocated, self.guaranteed)
             else:
-                share = self._share = fair_max_share(self.allocated, self.guaranteed, fair_max)
+                share = self._share = fair_max_share(self.allocated, self.fair_guaranteed, fair_max)
         return share
 
     def set_fair_max(self, fair_max: Resources | None) -> None:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from events.models import AskReserved, AskUnreserved
 from events.resources import Resources, fits
+from scheduler.config.profiles import RulesProfile
 from scheduler.core.asks import Shape, shape_of
 from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.partition import PartitionState
@@ -97,9 +98,15 @@ def required_node_step(part: PartitionState, app: App, ask: Ask) -> Step | None:
     if node.reserved_for is not None:
         held_app = part.apps[node.reserved_for[0]]
         held = held_app.asks[node.reserved_for[1]]
-        if held.required_node is not None:
-            return None  # a required-node ask holds it (maybe this one): the app's turn ends
-        cancel.append((held_app, held))
+        if held.required_node is None:
+            cancel.append((held_app, held))
+        elif part.profile is not RulesProfile.YUNIKORN_1_9 or ask.reserved_node == node.node_id:
+            return None  # 1.5: a required-node ask holds it (maybe this one): the app's turn ends
+        # yunikorn-1.9 (``node.go:Reserve``: "allow multiple required node reservations on the
+        # same node"): the other required-node asks keep it, and this one reserves it too, fit
+        # or not (``tryRequiredNode``: ``tryNode`` refuses a node reserved for another ask,
+        # ``node.go:preAllocateCheck``)
+        return Step(app, ask, node, "required-node", cancel)
     if fits_node(ask.resources, node):
         return Step(app, ask, node, None, cancel)
     return Step(app, ask, node, "required-node", cancel)
@@ -112,7 +119,7 @@ def required_node_passes(part: PartitionState, app: App, ask: Ask) -> bool:
     1.5 ended the app's turn there)."""
     assert ask.required_node is not None
     node = part.nodes.get(ask.required_node)
-    return node is None or node.reserved_for == (app.app_id, ask.ask_id)
+    return node is None or ask.reserved_node == node.node_id
 
 
 ReservationKey = tuple[str, str]  # (app id, ask id), as in ``PartitionState.reservations``

@@ -96,6 +96,8 @@ def dump(engine: Engine) -> dict[str, Any]:
                     "submit_us": a.submit_us, "seq": a.seq, "state": a.state, "since_us": a.state_since_us,
                     "stateaware_disabled": a.stateaware_disabled,
                     **({"gang": _gang(a.gang)} if a.gang is not None else {}),
+                    # yunikorn-1.9's unschedulable-ask backoff, only while set (other snapshots as before)
+                    **({"backoff_until_us": a.backoff_until_us} if a.backoff_until_us else {}),
                     "asks": [_ask(x) for x in sorted(a.asks.values(), key=lambda x: x.seq)],
                     "allocations": [_alloc(x) for x in sorted(a.allocations.values(), key=lambda x: x.seq)],
                 }
@@ -144,6 +146,7 @@ def load(data: dict[str, Any]) -> Engine:
             )
             if "gang" in a:
                 app.gang = _load_gang(a["gang"])
+            app.backoff_until_us = a.get("backoff_until_us", 0)
             part.add_app(app)
             if app.gang is not None and app.gang.allocating_accepted:
                 leaf.add_allocating_accepted(1)

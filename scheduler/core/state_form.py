@@ -57,6 +57,8 @@ def node_vectors(node: Node, available: Resources | None = None) -> dict[str, An
                            "available": node.available() if available is None else available}
     if node.reserved_for is not None:
         out["reserved_for"] = "/".join(node.reserved_for)
+        if node.shared_reservations:  # yunikorn-1.9: the least "app/ask" of them all, as the harness prints
+            out["reserved_for"] = min("/".join(key) for key in node.reservations())
     return out
 
 

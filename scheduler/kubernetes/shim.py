@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -27,10 +28,11 @@ from typing import Any
 
 import orjson
 
-from events.log.port import EventLog
+from events.log.port import EventLog, LogRecord
 from events.producer import EventBuilder, ProducedEvent
 from scheduler.core.engine import Engine
 from scheduler.kubernetes.api import ApiError, Json, KubeApi
+from scheduler.kubernetes.mirror import allow_preemption, namespace_tags, preempts_others, priority_of
 from scheduler.kubernetes.objects import (
     NodeInfo,
     PodAsk,
@@ -52,6 +54,7 @@ REPORTS_PER_ROUND = 100  # explanations per reporting round (a second): each cos
 BIND_CONCURRENCY = 64
 TICK_S = 1.0  # while pods wait, a cycle at least this often (``_tick``)
 TERMINAL_APP_STATES = ("Completed", "Rejected", "Failed")
+MIRRORED = {"priorityclasses": "/apis/scheduling.k8s.io/v1/priorityclasses", "namespaces": "/api/v1/namespaces"}
 
 
 def _now_text() -> str:
@@ -86,11 +89,17 @@ class KubeShim:
     rejected_apps: dict[str, str] = field(default_factory=dict)  # app id → why the core rejected it
     app_pods: dict[str, set[str]] = field(default_factory=dict)
     nodes: dict[str, NodeInfo] = field(default_factory=dict)
+    priority_classes: dict[str, Json] = field(default_factory=dict)  # mirrors, by name (scheduler.kubernetes.mirror)
+    namespaces: dict[str, Json] = field(default_factory=dict)
     occupied_sent: dict[str, dict[str, int]] = field(default_factory=dict)
     foreign: dict[str, tuple[str, dict[str, int]]] = field(default_factory=dict)  # pod uid → (node, requests)
     sent: dict[str, str] = field(default_factory=dict)  # input event id → ask id (rejections name the id)
     sent_apps: dict[str, str] = field(default_factory=dict)  # app.added event id → app id
     output_position: int = 0
+    # How the outputs are read: the log's own reader (one process with the service, which wakes the shim
+    # after each cycle), or a ``LogFollower``'s, which folds them into the engine it hands out (apart).
+    read_outputs: Callable[[int, int], Awaitable[list[LogRecord]]] | None = None
+    idle_wait_s: float = 0.5  # with no outputs, read again after this long (or when a cycle wakes the shim)
 
     def __post_init__(self) -> None:
         self.builder = EventBuilder(SOURCE)
@@ -103,6 +112,11 @@ class KubeShim:
         self._background: set[asyncio.Task[Any]] = set()
         self._changes: asyncio.Queue[tuple[str, str, Json]] = asyncio.Queue()
         self.synced = asyncio.Event()
+
+    @property
+    def tasks(self) -> list[asyncio.Task[Any]]:
+        """The shim's long-running tasks (watches, outputs, reports, ticks): each ends only by failing."""
+        return list(self._tasks)
 
     # -- the service's listener: a cycle was written, its outputs are in the log
 
@@ -189,7 +203,7 @@ class KubeShim:
             self._foreign_seen(uid, pod)
             return
         try:
-            ask = pod_ask(pod)
+            ask = self.ask_of(pod)
         except QuantityError as exc:
             LOG.warning("pod %s/%s: %s; not scheduled", meta.get("namespace"), meta.get("name"), exc)
             return
@@ -197,6 +211,13 @@ class KubeShim:
         self.pods[ask_id] = state
         self.app_pods.setdefault(ask.app_id, set()).add(ask_id)
         self._send_ask(state)
+
+    def ask_of(self, pod: Json) -> PodAsk:
+        """The pod's ask, its priority and preemption read with the mirrored PriorityClasses."""
+        ask = pod_ask(pod)
+        return dataclasses.replace(ask, priority=priority_of(pod, self.priority_classes),
+                                   preempt_other=preempts_others(pod, self.priority_classes),
+                                   allow_preemption=allow_preemption(pod, self.priority_classes))
 
     def _send_ask(self, state: PodState) -> None:
         ask = state.ask
@@ -209,7 +230,8 @@ class KubeShim:
             event_id = f"app/{ask.app_id}/{ask.uid}/{self._generation}"
             self.sent_apps[event_id] = ask.app_id
             self._emit("app.added", {"app_id": ask.app_id, "queue": ask.queue, "user": ask.user,
-                                     "tags": {"namespace": ask.namespace}}, event_id=event_id)
+                                     "tags": namespace_tags(ask.namespace, self.namespaces.get(ask.namespace))},
+                       event_id=event_id)
         data: dict[str, Any] = {"app_id": ask.app_id, "ask_id": ask.ask_id, "resources": ask.resources,
                                 "priority": ask.priority, "preempt_other": ask.preempt_other,
                                 "allow_preemption": ask.allow_preemption}
@@ -248,16 +270,25 @@ class KubeShim:
 
     # -- start: list, reconcile with what the service recovered, then watch
 
-    async def start(self) -> None:
+    async def start(self, outputs_from: int | None = None) -> None:
+        """List, reconcile, bind what the log decided but the API server lacks, then watch and follow.
+
+        ``outputs_from``: the first output to follow (a ``LogFollower``'s position); by default the
+        log's end before the reconciling inputs go out, so no decision on them can be missed."""
+        self.output_position = await self.log.output_end() if outputs_from is None else outputs_from
+        mirrored = {kind: await self.api.list(path) for kind, path in MIRRORED.items()}
+        for kind, listed in mirrored.items():
+            self._mirror(kind).update((self._name(obj), obj) for obj in listed["items"])
         nodes = await self.api.list("/api/v1/nodes")
         pods = await self.api.list("/api/v1/pods")
         self.reconcile(nodes["items"], pods["items"])
         await self.flush()
-        self.output_position = await self.log.output_end()
         await self._bind_recovered()
         self._tasks = [
             asyncio.create_task(self._watch("nodes", "/api/v1/nodes", nodes["resourceVersion"])),
             asyncio.create_task(self._watch("pods", "/api/v1/pods", pods["resourceVersion"])),
+            *(asyncio.create_task(self._watch(kind, path, mirrored[kind]["resourceVersion"]))
+              for kind, path in MIRRORED.items()),
             asyncio.create_task(self._apply_changes()),
             asyncio.create_task(self._follow_outputs()),
             asyncio.create_task(self._report_pending()),
@@ -308,7 +339,7 @@ class KubeShim:
             ask_id = ask_id_of(str(meta.get("namespace", "")), str(meta.get("name", "")))
             if ask_id in held and not is_terminal(pod) and not meta.get("deletionTimestamp"):
                 try:
-                    ask = pod_ask(pod)
+                    ask = self.ask_of(pod)
                 except QuantityError:
                     continue
                 state, decided_node = held[ask_id]
@@ -329,6 +360,13 @@ class KubeShim:
             app_id = next(a for a, app in engine_apps.items() if ask_id in app.asks or ask_id in app.allocations)
             self._emit("ask.removed" if state == "pending" else "allocation.released",
                        {"app_id": app_id, "ask_id": ask_id})
+
+    def _mirror(self, kind: str) -> dict[str, Json]:
+        return self.priority_classes if kind == "priorityclasses" else self.namespaces
+
+    @staticmethod
+    def _name(obj: Json) -> str:
+        return str((obj.get("metadata") or {}).get("name", ""))
 
     async def _bind_recovered(self) -> None:
         """Decisions the log holds whose pods are not bound yet (the shim stopped between the two): bind them."""
@@ -357,9 +395,9 @@ class KubeShim:
                 resource_version = listed["resourceVersion"]
                 for obj in listed["items"]:
                     self._changes.put_nowait((kind, "MODIFIED", obj))
-                if kind == "nodes":
-                    names = {node_info(n).name for n in listed["items"]}
-                    for name in list(self.nodes):
+                if kind == "nodes" or kind in MIRRORED:  # what went while the watch was away
+                    names = {self._name(n) for n in listed["items"]}
+                    for name in list(self.nodes if kind == "nodes" else self._mirror(kind)):
                         if name not in names:
                             self._changes.put_nowait((kind, "DELETED", {"metadata": {"name": name}}))
             except (TimeoutError, OSError, ValueError) as exc:
@@ -371,7 +409,12 @@ class KubeShim:
             change = await self._changes.get()
             while True:
                 kind, kind_of_event, obj = change
-                if kind == "nodes":
+                if kind in MIRRORED:  # read when the next app or ask is sent, as YuniKorn's informer caches
+                    if kind_of_event == "DELETED":
+                        self._mirror(kind).pop(self._name(obj), None)
+                    else:
+                        self._mirror(kind)[self._name(obj)] = obj
+                elif kind == "nodes":
                     if kind_of_event == "DELETED":
                         self.node_gone(str((obj.get("metadata") or {}).get("name", "")))
                     else:
@@ -390,11 +433,12 @@ class KubeShim:
     # -- outputs: decisions → Bindings, preemptions → deletions
 
     async def _follow_outputs(self) -> None:
+        read = self.read_outputs or self.log.read_outputs
         while True:
-            records = await self.log.read_outputs(self.output_position, 10_000)
+            records = await read(self.output_position, 10_000)
             if not records:
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), 0.5)
+                    await asyncio.wait_for(self._wake.wait(), self.idle_wait_s)
                 self._wake.clear()
                 continue
             self.output_position = records[-1].offset + 1

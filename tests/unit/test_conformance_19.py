@@ -12,7 +12,7 @@ import pytest
 
 from conformance.compare import DEFAULT_PROFILE, profile_in_use, under_profile, use_profile
 from conformance.generate import FAMILIES
-from conformance.known import KNOWN_DIFFERENCES, occupied_dropped, shared_required_asks_dropped
+from conformance.known import KNOWN_DIFFERENCES, occupied_dropped
 from conformance.run import report, run
 from tests.go_harness import built_harness
 
@@ -63,20 +63,11 @@ def test_occupied_is_taken_out_and_an_update_of_it_alone_goes() -> None:
     ]
 
 
-def test_only_the_first_required_node_ask_per_node_is_kept() -> None:
-    lines = _lines(
-        {"type": "ask.added", "data": {"app_id": "a", "ask_id": "k1", "required_node": "n1"}},
-        {"type": "ask.added", "data": {"app_id": "b", "ask_id": "k2", "required_node": "n1"}},
-        {"type": "ask.added", "data": {"app_id": "b", "ask_id": "k3", "required_node": "n2"}},
-        {"type": "allocation.released", "data": {"app_id": "b", "ask_id": "k2"}},
-    )
-    assert [line["data"]["ask_id"] for line in shared_required_asks_dropped(lines)] == ["k1", "k3"]
-
-
 def test_each_known_difference_names_the_profiles_it_holds_for() -> None:
     by_key = {k.key: k.profiles for k in KNOWN_DIFFERENCES}
     assert by_key["draining-queue-placement"] == {"yunikorn-1.5"}  # v1.9 skips draining queues, as evsched
     assert by_key["victim-preempted-twice"] == {"yunikorn-1.5"}
-    for key in ("foreign-allocation-node-order", "required-node-shared-reservation", "preemption-1.9-rules"):
+    assert "required-node-shared-reservation" not in by_key  # implemented: several per node under 1.9
+    for key in ("foreign-allocation-node-order", "preemption-1.9-rules"):
         assert by_key[key] == {"yunikorn-1.9"}
 

@@ -24,7 +24,7 @@ import pytest
 from scheduler.kubernetes.api import ApiError, KubeApi, load_kubeconfig
 from tests.cli import evsched, evsched_env
 from tests.kube_cluster import KubeCluster, session_cluster
-from tests.procs import stop_group, stopping
+from tests.procs import start_logged, stop_group, stopping
 from tests.sim import root_queues
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,15 +66,15 @@ class Scenario:
         self.nodes: list[str] = []
         self.priority_classes: list[str] = []
 
+    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
+        """``python -m scheduler ARGS`` in its own process group, its output in ``<workdir>/<name>.log``."""
+        return start_logged([sys.executable, "-m", "scheduler", *args], self.workdir / f"{name}.log", ROOT,
+                            evsched_env())
+
     def start(self) -> None:
-        out = open(self.workdir / "evsched.log", "ab")  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "scheduler", "k8s", "--kubeconfig", str(self.cluster.kubeconfig),
-             "--scheduler-name", self.name, "--log", str(self.log), "--config", str(self.config)],
-            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-            env=evsched_env(),
-        )
-        out.close()
+        self.proc = self._spawn("evsched", ["k8s", "--kubeconfig", str(self.cluster.kubeconfig),
+                                            "--scheduler-name", self.name, "--log", str(self.log),
+                                            "--config", str(self.config)])
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -148,6 +148,17 @@ class Scenario:
         await self.until(f"pods {names} Running", check)
         return await self.pods(api)
 
+    def tear_down(self) -> None:
+        """``cleanup`` with an API client of its own: the end of a test's fixture."""
+        async def body() -> None:
+            api = KubeApi(load_kubeconfig(self.cluster.kubeconfig))
+            try:
+                await self.cleanup(api)
+            finally:
+                await api.close()
+
+        asyncio.run(body())
+
     async def cleanup(self, api: KubeApi) -> None:
         self.stop()
         for node in self.nodes:
@@ -172,14 +183,7 @@ def scenario(cluster: KubeCluster, tmp_path: Path) -> Iterator[Scenario]:
     try:
         yield scenario
     finally:
-        async def cleanup() -> None:
-            api = KubeApi(load_kubeconfig(cluster.kubeconfig))
-            try:
-                await scenario.cleanup(api)
-            finally:
-                await api.close()
-
-        asyncio.run(cleanup())
+        scenario.tear_down()
 
 
 def run(body: Callable[[KubeApi], Awaitable[None]], scenario: Scenario) -> None:

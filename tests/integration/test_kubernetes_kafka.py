@@ -12,31 +12,27 @@ from __future__ import annotations
 import asyncio
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from scheduler.kubernetes.api import KubeApi, load_kubeconfig
-from tests.cli import evsched, evsched_env
+from scheduler.kubernetes.api import KubeApi
+from tests.cli import evsched
 from tests.integration.test_kubernetes import Scenario, run
 from tests.kafka_broker import KafkaTopics
 from tests.kafka_run import decisions, kafka_args, read_all
 from tests.kube_cluster import KubeCluster, session_cluster
-from tests.procs import stop_group
+from tests.procs import stop_group, stopping
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeCluster]:
-    cluster = session_cluster(tmp_path_factory.mktemp("k8s-kafka"))
-    try:
+    with stopping(session_cluster(tmp_path_factory.mktemp("k8s-kafka"))) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 class ApartScenario(Scenario):
@@ -47,15 +43,6 @@ class ApartScenario(Scenario):
         self.kafka = kafka_args(bootstrap, topics)
         self.bootstrap, self.topics = bootstrap, topics
         self.service: subprocess.Popen[bytes] | None = None
-
-    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
-        out = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115
-        try:
-            return subprocess.Popen([sys.executable, "-m", "scheduler", *args], cwd=ROOT, stdout=out,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                                    env=evsched_env())
-        finally:
-            out.close()
 
     def start_service(self) -> None:
         # the queues first, on the admin topic, so that no input of the shim's is read before them
@@ -87,15 +74,7 @@ def apart(cluster: KubeCluster, tmp_path: Path, kafka_bootstrap: str, kafka_topi
         yield scenario
     finally:
         scenario.stop_all()
-
-        async def cleanup() -> None:
-            api = KubeApi(load_kubeconfig(cluster.kubeconfig))
-            try:
-                await scenario.cleanup(api)
-            finally:
-                await api.close()
-
-        asyncio.run(cleanup())
+        scenario.tear_down()
 
 
 def test_shim_and_service_apart_over_kafka_bind_every_pod_once_across_a_shim_restart(apart: ApartScenario) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from scheduler.config import load_config
 from tests.sim import SCHEDULE, app, ask, node, of_type, run
+from tests.unit.test_rules_profile import decisions
 
 
 def config(rules: str, a_guaranteed: str, a_props: str = "", b_props: str = "") -> str:
@@ -25,10 +26,6 @@ partitions:
           - name: b
             properties: {{{b_props}}}
 """
-
-
-def decisions(outputs: list[dict[str, Any]]) -> list[tuple[str, int]]:
-    return [(d["ask_id"], d["cycle"]) for d in of_type(outputs, "allocation.decided")]
 
 
 def test_a_zero_beside_a_positive_guarantee_is_kept_for_the_fair_share() -> None:

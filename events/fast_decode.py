@@ -23,6 +23,9 @@ from events.model_construct import construct
 from events.models import (
     IDENTIFIER_CHARS,
     INPUT_DATA,
+    MAX_LABEL_KEY,
+    MAX_LABEL_VALUE,
+    MAX_LABELS,
     MAX_PLACEHOLDER_TIMEOUT_MS,
     PARTITION_CHARS,
     AllocationReleased,
@@ -30,6 +33,7 @@ from events.models import (
     AppRemoved,
     AskAdded,
     AskRemoved,
+    Constraints,
     Frozen,
     InputEnvelope,
     InputEvent,
@@ -89,6 +93,26 @@ def _tags(v: Any) -> Any:
         if type(name) is not str or len(name) > 253 or type(text) is not str or len(text) > 4096:
             return _BAD
     return dict(v)
+
+
+def _labels(v: Any) -> Any:
+    if type(v) is not dict or len(v) > MAX_LABELS:
+        return _BAD
+    for key, value in v.items():
+        if type(key) is not str or not 1 <= len(key) <= MAX_LABEL_KEY or type(value) is not str \
+                or len(value) > MAX_LABEL_VALUE:
+            return _BAD
+    return dict(v)
+
+
+def _no_taints(v: Any) -> Any:
+    """Only an empty list: taints (objects, rare: node events) are left to pydantic."""
+    return [] if type(v) is list and not v else _BAD
+
+
+def _no_constraints(v: Any) -> Any:
+    """Only an empty object: an ask's constraints (nested objects) are left to pydantic."""
+    return Constraints() if type(v) is dict and not v else _BAD
 
 
 def _groups(v: Any) -> Any:
@@ -159,6 +183,7 @@ _FIELDS: dict[type[Frozen], tuple[FieldSpec, ...]] = {
         ("allow_preemption", _bool, lambda: True),
         ("placeholder", _bool, lambda: False),
         ("task_group", _task_group, lambda: ""),
+        ("constraints", _optional(_no_constraints), lambda: None),
     ),
     AskRemoved: (
         ("app_id", _identifier, _REQUIRED),
@@ -177,6 +202,8 @@ _FIELDS: dict[type[Frozen], tuple[FieldSpec, ...]] = {
         ("schedulable", _bool, lambda: True),
         ("attributes", _tags, dict),
         ("partition", _partition, lambda: "default"),
+        ("labels", _optional(_labels), lambda: None),
+        ("taints", _optional(_no_taints), lambda: None),
     ),
     NodeUpdated: (
         ("node_id", _identifier, _REQUIRED),
@@ -184,6 +211,8 @@ _FIELDS: dict[type[Frozen], tuple[FieldSpec, ...]] = {
         ("occupied", _optional(_resource_map), lambda: None),
         ("schedulable", _optional(_bool), lambda: None),
         ("partition", _partition, lambda: "default"),
+        ("labels", _optional(_labels), lambda: None),
+        ("taints", _optional(_no_taints), lambda: None),
     ),
     NodeRemoved: (("node_id", _identifier, _REQUIRED), ("partition", _partition, lambda: "default")),
 }
@@ -228,6 +257,11 @@ def _ask_added(data: dict[str, Any]) -> Any:
     task_group = data.get("task_group", "")
     if type(placeholder) is not bool or (task_group != "" and _task_group(task_group) is _BAD):
         return None
+    constraints = data.get("constraints")
+    if constraints is not None:
+        constraints = _no_constraints(constraints)
+        if constraints is _BAD:
+            return None
     values = {
         "app_id": app_id,
         "ask_id": ask_id,
@@ -241,6 +275,7 @@ def _ask_added(data: dict[str, Any]) -> Any:
         "allow_preemption": allow_preemption,
         "placeholder": placeholder,
         "task_group": task_group,
+        "constraints": constraints,
     }
     return construct(AskAdded, values, set(data))
 

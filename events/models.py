@@ -20,6 +20,7 @@ from pydantic import (
     StrictStr,
     StringConstraints,
     model_serializer,
+    model_validator,
 )
 
 from events.quantities import parse_quantity
@@ -97,6 +98,129 @@ class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+# ---------------------------------------------------------------- where a pod may run (docs/contract.md §2)
+# Node labels and taints on node events, a pod's node constraints on ``ask.added``, with Kubernetes'
+# semantics (scheduler/core/node_constraints.py). Kubernetes' own bounds where it has them (a label
+# key: a 253-character prefix, '/', a 63-character name; a label value: 63 characters); ours on the
+# counts, each far above what a real pod or node carries.
+MAX_LABEL_KEY = 317
+MAX_LABEL_VALUE = 63
+MAX_LABELS = 256  # a node's labels, a pod's nodeSelector
+MAX_TAINTS = 64  # a node's taints
+MAX_TERMS = 32  # required node affinity: nodeSelectorTerms
+MAX_REQUIREMENTS = 32  # per term: matchExpressions, and matchFields
+MAX_VALUES = 256  # per requirement
+MAX_TOLERATIONS = 64
+MAX_HOST_PORTS = 64
+MAX_HOST_IP = 45  # an IPv6 address's longest text form
+MAX_INT64 = 2**63 - 1
+MIN_INT64 = -(2**63)
+
+LabelKey = Annotated[str, StringConstraints(strict=True, min_length=1, max_length=MAX_LABEL_KEY)]
+LabelValue = Annotated[str, StringConstraints(strict=True, max_length=MAX_LABEL_VALUE)]
+Labels = Annotated[dict[LabelKey, LabelValue], Field(max_length=MAX_LABELS)]
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+def int64_text(text: str) -> bool:
+    """Kubernetes' ``strconv.ParseInt(text, 10, 64)`` succeeds: an optional sign, decimal digits, 64 bits.
+
+    >>> int64_text("42"), int64_text("-7"), int64_text("+3"), int64_text("4.5"), int64_text(""), int64_text("9" * 20)
+    (True, True, True, False, False, False)
+    """
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    if not digits or not digits.isascii() or not digits.isdigit():
+        return False
+    return MIN_INT64 <= int(text) <= MAX_INT64
+
+
+class Taint(Frozen):
+    """A node's taint: pods that do not tolerate it are kept off (NoSchedule, NoExecute)."""
+
+    key: LabelKey
+    value: LabelValue = ""
+    effect: TaintEffect
+
+
+Taints = Annotated[list[Taint], Field(max_length=MAX_TAINTS)]
+
+
+class Toleration(Frozen):
+    """A pod's toleration (Kubernetes ``v1.Toleration`` without ``tolerationSeconds``, which only
+    delays an eviction): an empty key with ``Exists`` tolerates every taint; an empty effect, every effect."""
+
+    key: Annotated[str, StringConstraints(strict=True, max_length=MAX_LABEL_KEY)] = ""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: LabelValue = ""
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
+
+    @model_validator(mode="after")
+    def _as_kubernetes_validates(self) -> Toleration:
+        if self.operator == "Exists" and self.value:
+            raise ValueError("a toleration with operator Exists has no value")
+        if not self.key and self.operator != "Exists":
+            raise ValueError("a toleration without a key must have operator Exists")
+        return self
+
+
+class NodeSelectorRequirement(Frozen):
+    """One requirement of a node selector term: a label (or, in ``match_fields``, ``metadata.name``)
+    against values. In/NotIn take values, Exists/DoesNotExist none, Gt/Lt one integer."""
+
+    key: LabelKey
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: Annotated[list[LabelValue], Field(max_length=MAX_VALUES)] = []
+
+    @model_validator(mode="after")
+    def _as_kubernetes_validates(self) -> NodeSelectorRequirement:
+        op, values = self.operator, self.values
+        if op in ("In", "NotIn") and not values:
+            raise ValueError(f"operator {op} needs at least one value")
+        if op in ("Exists", "DoesNotExist") and values:
+            raise ValueError(f"operator {op} takes no values")
+        if op in ("Gt", "Lt") and (len(values) != 1 or not int64_text(values[0])):
+            raise ValueError(f"operator {op} takes exactly one value, an integer")
+        return self
+
+
+Requirements = Annotated[list[NodeSelectorRequirement], Field(max_length=MAX_REQUIREMENTS)]
+
+
+class NodeSelectorTerm(Frozen):
+    """A term of required node affinity: every requirement holds (terms are ORed). ``match_fields``
+    reads ``metadata.name`` only, with In/NotIn and one value (as the API server validates)."""
+
+    match_expressions: Requirements = []
+    match_fields: Requirements = []
+
+    @model_validator(mode="after")
+    def _fields_are_the_node_name(self) -> NodeSelectorTerm:
+        for req in self.match_fields:
+            if req.key != "metadata.name" or req.operator not in ("In", "NotIn") or len(req.values) != 1:
+                raise ValueError("match_fields: key metadata.name, operator In or NotIn, exactly one value")
+        return self
+
+
+class HostPort(Frozen):
+    """A port the pod binds on its node's address ``host_ip`` ("" or "0.0.0.0": every address)."""
+
+    port: Annotated[int, Field(strict=True, ge=1, le=65535)]
+    protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
+    host_ip: Annotated[str, StringConstraints(strict=True, max_length=MAX_HOST_IP)] = ""
+
+
+class Constraints(Frozen):
+    """Where an ask may run (Kubernetes' NodeAffinity, TaintToleration and NodePorts filters):
+    a node passes when it has every ``node_selector`` label, matches one ``node_affinity`` term
+    (None: no required affinity), tolerates its NoSchedule and NoExecute taints, and has the
+    ``host_ports`` free."""
+
+    node_selector: Labels = {}
+    node_affinity: Annotated[list[NodeSelectorTerm], Field(min_length=1, max_length=MAX_TERMS)] | None = None
+    tolerations: Annotated[list[Toleration], Field(max_length=MAX_TOLERATIONS)] = []
+    host_ports: Annotated[list[HostPort], Field(max_length=MAX_HOST_PORTS)] = []
+
+
 # ---------------------------------------------------------------- inputs (docs/contract.md §2)
 
 
@@ -132,6 +256,7 @@ class AskAdded(Frozen):
     allow_preemption: StrictBool = True  # may this ask's allocation be a preemption victim
     placeholder: StrictBool = False  # a gang's placeholder, replaced later by a real ask of its task group
     task_group: TaskGroupName = ""  # the gang's task group ("": none)
+    constraints: Constraints | None = None  # where it may run (None: any node its resources fit)
 
 
 class AskRemoved(Frozen):
@@ -153,6 +278,8 @@ class NodeAdded(Frozen):
     schedulable: StrictBool = True
     attributes: Tags = {}
     partition: PartitionName = "default"
+    labels: Labels | None = None  # None: none (Kubernetes' node labels, what constraints select on)
+    taints: Taints | None = None  # None: none
 
 
 class NodeUpdated(Frozen):
@@ -161,6 +288,8 @@ class NodeUpdated(Frozen):
     occupied: ResourceMap | None = None
     schedulable: StrictBool | None = None
     partition: PartitionName = "default"
+    labels: Labels | None = None  # None: unchanged; else the node's labels from now on
+    taints: Taints | None = None  # None: unchanged; else the node's taints from now on
 
 
 class NodeRemoved(Frozen):

@@ -230,8 +230,9 @@ class NodeIndex:
         for node_id, vec in self._avail.items():
             self._avail[node_id] = [vec[d] for d in keep]
 
-    def first_fit(self, request: dict[str, int]) -> str | None:
-        """The id of the first node in order whose availability holds the request."""
+    def _wanted(self, request: dict[str, int]) -> list[tuple[int, int]] | None:
+        """The request's positive quantities by column, or None when no node can hold it (a type
+        no node has, or a quantity above every node's available in its column)."""
         dims = self._dims
         want: list[tuple[int, int]] = []
         for name, qty in request.items():
@@ -241,12 +242,19 @@ class NodeIndex:
             if d is None:
                 return None
             want.append((d, qty))
-        if not want:
-            return self._blocks[0].ids[0] if self._blocks else None
         bound = self._bound
         for d, q in want:
             if bound[d] < q:
-                return None  # above every node's available in this dim
+                return None
+        return want
+
+    def first_fit(self, request: dict[str, int]) -> str | None:
+        """The id of the first node in order whose availability holds the request."""
+        want = self._wanted(request)
+        if want is None:
+            return None
+        if not want:
+            return self._blocks[0].ids[0] if self._blocks else None
         found = self._first_fit2(want[0], want[1]) if len(want) == 2 else self._first_fit_any(want)
         if found is None:
             self._tighten_bound()
@@ -289,6 +297,22 @@ class NodeIndex:
                     return block.ids[i]
             block.tighten()  # scanned in vain: its bounds were loose
         return None
+
+    def fitting(self, request: dict[str, int]) -> Iterator[str]:
+        """The ids of the nodes whose availability holds the request, in order: ``first_fit``
+        and the ones after it, skipping the blocks whose bounds rule them out (for asks that
+        take the first of these that passes their node constraints)."""
+        want = self._wanted(request)
+        if want is None:
+            return
+        for block in self._blocks:
+            maxes = block.maxes
+            if any(maxes[d] < q for d, q in want):
+                continue
+            cols = block.cols
+            for i in range(len(block.ids)):
+                if all(cols[d][i] >= q for d, q in want):
+                    yield block.ids[i]
 
     def ordered(self) -> Iterator[str]:
         """Node ids in index order (schedulable nodes only)."""

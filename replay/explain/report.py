@@ -30,6 +30,7 @@ from replay.explain.format import (
     shortfall,
 )
 from replay.explain.walk import AppTry, AskTry, QueueTry
+from scheduler.core.constrained_nodes import node_excludes
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.queues import QueueNode
@@ -283,10 +284,12 @@ def node_section(part: PartitionState, ask: Ask) -> tuple[dict[str, Any], str | 
         node = part.nodes.get(ask.required_node)
         if node is not None:
             short = shortfall(ask.resources, node.available())
-            fit = node.schedulable and not short
+            excluded = node_excludes(ask.constraints, node) if ask.constraints is not None else None
+            fit = node.schedulable and not short and excluded is None
             why = None
             if not fit:
-                why = "unschedulable" if not node.schedulable else "does not fit: " + fmt_shortfall(short)
+                why = "unschedulable" if not node.schedulable else (
+                    excluded if excluded is not None else "does not fit: " + fmt_shortfall(short))
             section["nodes"].append(_node_entry(part, node, None, "chosen" if fit else "passed over", why))
             return section, node.node_id if fit else None
         return section, None
@@ -295,22 +298,25 @@ def node_section(part: PartitionState, ask: Ask) -> tuple[dict[str, Any], str | 
     for rank, node_id in enumerate(part.index.ordered(), start=1):
         node = part.nodes[node_id]
         short = shortfall(ask.resources, node.available())
+        excluded = node_excludes(ask.constraints, node) if ask.constraints is not None and not short else None
         if winner is not None:
-            if not short:  # the runner-up: what the winner beat (on score, or on node id when tied)
+            # the runner-up: what the winner beat (on score, or on node id when tied)
+            if not short and excluded is None:
                 section["nodes"].append(_node_entry(part, node, rank, "runner-up (fits, not reached)", None))
                 break
             continue
-        if not short:
+        if not short and excluded is None:
             section["nodes"].append(_node_entry(part, node, rank, "chosen", None))
             section["winner_rank"] = rank
             winner = node_id
             continue
-        why = "does not fit: " + fmt_shortfall(short)
+        why = excluded if excluded is not None else "does not fit: " + fmt_shortfall(short)
         if rank <= SHOW_NODES:
             section["nodes"].append(_node_entry(part, node, rank, "passed over", why))
         else:
             section["passed_over_not_shown"] += 1
-            key = "does not fit: " + ", ".join(f"{name} short" for name in short)
+            key = excluded if excluded is not None else \
+                "does not fit: " + ", ".join(f"{name} short" for name in short)
             reasons[key] = reasons.get(key, 0) + 1
     section["passed_over_reasons"] = dict(sorted(reasons.items()))
     return section, winner

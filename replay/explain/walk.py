@@ -15,6 +15,7 @@ from events.units import fmt_quantity as fq
 from projections.policies import AppSortPolicy
 from replay.explain.format import (
     RULE_MAX_APPS,
+    RULE_NODE_CONSTRAINTS,
     RULE_NODE_FIT,
     RULE_QUEUE_MAX,
     RULE_RESERVATION,
@@ -26,6 +27,8 @@ from replay.explain.format import (
     fmt_shortfall,
     shortfall,
 )
+from scheduler.core.constrained_nodes import first_admitting, node_excludes
+from scheduler.core.node_constraints import Constraints
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.queues import QueueNode
@@ -244,6 +247,9 @@ class Walker:
             turn_ends = f", so app {ask.app_id}'s turn ends here"
             if node is None:
                 return None, Blocker(RULE_RESERVATION, f"required node {ask.required_node} does not exist{turn_ends}")
+            excluded = node_excludes(ask.constraints, node) if ask.constraints is not None else None
+            if excluded is not None:
+                return None, Blocker(RULE_NODE_CONSTRAINTS, f"required node {node.node_id} is excluded: {excluded}")
             if shortfall(request, node.capacity):
                 why = f"required node {node.node_id} could never hold it (capacity {fmt_res(node.capacity)}){turn_ends}"
                 return None, Blocker(RULE_RESERVATION, why)
@@ -259,7 +265,27 @@ class Walker:
         node_id = self.part.index.first_fit(request)
         if node_id is None:
             return None, self.no_node_fits(request)
+        if ask.constraints is not None:
+            admitting = first_admitting(self.part, request, ask.constraints)
+            return (admitting, None) if admitting is not None else (None, self.constraints_block(ask.constraints))
         return self.part.nodes[node_id], None
+
+    def constraints_block(self, constraints: Constraints) -> Blocker:
+        """Why no node takes an ask that nodes hold but its constraints exclude, as kube-scheduler's
+        FailedScheduling counts it: "0/N nodes are available: 600 node selector mismatch, …" (a node
+        counted once, under the first filter it fails: unschedulable, then the constraints in
+        TaintToleration, NodeAffinity, NodePorts order, then reserved, then its room)."""
+        counts: dict[str, int] = {}
+        nodes = self.part.nodes
+        for node_id in sorted(nodes):
+            node = nodes[node_id]
+            why = "unschedulable" if not node.schedulable else node_excludes(constraints, node)
+            if why is None:
+                why = "reserved for other asks" if node.reserved_for is not None else "too little room"
+            counts[why] = counts.get(why, 0) + 1
+        ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+        listed = ", ".join(f"{count} {why}" for why, count in ranked)
+        return Blocker(RULE_NODE_CONSTRAINTS, f"0/{len(nodes)} nodes are available: {listed}")
 
     def required_holder(self, node: Node) -> tuple[str, str] | None:
         """(app, ask) of the required-node ask holding ``node``, if one does."""

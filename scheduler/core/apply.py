@@ -39,6 +39,7 @@ from scheduler.core.bounds import (
     pending_growth_problem,
     resource_types_problem,
 )
+from scheduler.core.node_constraints import compile_constraints, compile_taints
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import STATEAWARE_DISABLE_TAG, PartitionState
 from scheduler.core.placement import PlacementError, Submission, place_app
@@ -219,6 +220,8 @@ def _ask_added(state: SchedulerState, event: InputEvent, out: list[OutputData]) 
         preempt_other=preempt_other if preempt_other is not None else classes.preempts(priority_class),
         allow_preemption=data.allow_preemption,
     )
+    if data.constraints is not None:
+        ask.constraints = compile_constraints(data.constraints)
     if data.placeholder or data.task_group:
         ask.placeholder, ask.task_group = data.placeholder, data.task_group
         gang.ask_added(app, ask)
@@ -269,17 +272,20 @@ def _node_added(state: SchedulerState, event: InputEvent, out: list[OutputData])
     problem = resource_types_problem(part, capacity | occupied)
     if problem is not None:
         raise Rejected("too-many-resource-types", f"node {data.node_id!r}: {problem}")
-    part.add_node(
-        Node(
-            node_id=data.node_id,
-            partition=part.name,
-            capacity=capacity,
-            occupied=occupied,
-            schedulable=data.schedulable,
-            attributes=dict(data.attributes),
-            seq=state.next_seq(),
-        )
+    node = Node(
+        node_id=data.node_id,
+        partition=part.name,
+        capacity=capacity,
+        occupied=occupied,
+        schedulable=data.schedulable,
+        attributes=dict(data.attributes),
+        seq=state.next_seq(),
     )
+    if data.labels:
+        node.labels = dict(data.labels)
+    if data.taints:
+        node.taints = compile_taints(data.taints)
+    part.add_node(node)
 
 
 def _node_updated(state: SchedulerState, event: InputEvent, out: list[OutputData]) -> None:
@@ -301,6 +307,10 @@ def _node_updated(state: SchedulerState, event: InputEvent, out: list[OutputData
     )
     if problem is not None:
         raise Rejected("too-many-resource-types", f"node {data.node_id!r}: {problem}")
+    if data.labels is not None:
+        node.labels = dict(data.labels)
+    if data.taints is not None:
+        node.taints = compile_taints(data.taints)
     part.update_node(node, capacity, occupied, data.schedulable)
 
 

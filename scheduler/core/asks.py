@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from events.resources import Resources
+from scheduler.core.node_constraints import Constraints
 
 Shape = tuple[tuple[str, int], ...]  # a request's items, in order: equal shapes fit the same nodes
 
@@ -58,6 +59,7 @@ class Ask:
     placeholder: bool = False  # a gang's placeholder (scheduler.core.gang)
     task_group: str = ""  # its gang's task group ("": none)
     reserved_us: int = 0  # log time of the cycle that made the reservation (yunikorn-1.9's 60-minute timeout)
+    constraints: Constraints | None = None  # where it may run (scheduler.core.node_constraints); None: anywhere
 
     # Written out (the dataclass's own would be the same): compiled, a native ``__init__``;
     # the one ``dataclass`` generates is interpreted, at ~0.6 µs per ask of the log.
@@ -67,6 +69,7 @@ class Ask:
         reserved_node: str | None = None, reserved_cycle: int = 0, preempt_other: bool = False,
         allow_preemption: bool = True, preempt_check_us: int | None = None, preempt_triggered: bool = False,
         fit_checked: int = -1, placeholder: bool = False, task_group: str = "", reserved_us: int = 0,
+        constraints: Constraints | None = None,
     ) -> None:
         self.app_id = app_id
         self.ask_id = ask_id
@@ -87,6 +90,7 @@ class Ask:
         self.placeholder = placeholder
         self.task_group = task_group
         self.reserved_us = reserved_us
+        self.constraints = constraints
 
     def sort_key(self) -> tuple[int, int, int]:
         """Asks in an app: priority desc, then creation time asc, then arrival order.
@@ -117,8 +121,8 @@ class AskList:
         self._len = 0
         self._load = load  # a block splits in halves above twice this
         # For the cycle's walk (``scheduler.core.cycle._hopeless``): how many asks have each
-        # shape, and how many cannot be judged by their shape alone (a required node, or
-        # they may preempt). Counted at the first ``shape_counts`` call (only a full cluster
+        # shape, and how many cannot be judged by their shape alone (a required node, node
+        # constraints, or they may preempt). Counted at the first ``shape_counts`` call (only a full cluster
         # asks), then kept up to date; both fields are fixed while an ask is listed
         # (``update_ask`` takes the ask out to change its resources).
         self._shapes: dict[Shape, int] | None = None
@@ -147,7 +151,7 @@ class AskList:
         raise IndexError("ask index out of range")  # unreachable: the lengths sum to _len
 
     def shape_counts(self) -> tuple[dict[Shape, int], int]:
-        """How many asks have each shape, and how many have a required node or may preempt.
+        """How many asks have each shape, and how many have a required node, constraints or may preempt.
 
         >>> asks = AskList()
         >>> asks.add(Ask("app", "a", {"vcore": 1}, 0, 0, 1)); asks.add(Ask("app", "b", {"vcore": 1}, 0, 0, 2))
@@ -170,7 +174,7 @@ class AskList:
             shapes[shape] = left
         else:
             del shapes[shape]
-        if ask.required_node is not None or ask.preempt_other:
+        if ask.required_node is not None or ask.preempt_other or ask.constraints is not None:
             self._not_plain += delta
 
     def add(self, ask: Ask) -> None:

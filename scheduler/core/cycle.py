@@ -32,16 +32,17 @@ from typing import Final
 
 from events.model_construct import construct
 from events.models import AllocationDecided, AppBackedOff, GangDecided, OutputData
-from events.resources import Resources
 from events.times import format_time
 from projections.policies import AppSortPolicy
 from scheduler.config.profiles import RulesProfile
 from scheduler.core import gang
 from scheduler.core.asks import Shape, shape_of
+from scheduler.core.constrained_nodes import first_admitting, node_excludes, reservable_admitting
 from scheduler.core.gang import can_replace, replacement_step
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption import MAX_ATTEMPTS_PER_QUEUE, may_attempt, record_preemption, try_preemption
+from scheduler.core.preemption_19 import try_preemption_19
 from scheduler.core.preemption_victims import VictimIndex
 from scheduler.core.queues import QueueNode
 from scheduler.core.reservations import Step, may_reserve, required_node_passes, required_node_step, reserved_step
@@ -145,6 +146,9 @@ def _preempt(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, nodes_tr
         return None
     memo.attempts_left -= 1
     memo.preempt_tried.add((app.app_id, ask.ask_id))
+    if part.profile is YUNIKORN_1_9:  # v1.9.0's victim selection (scheduler.core.preemption_19)
+        found = try_preemption_19(part, app, ask, nodes_tried)
+        return None if found.node is None else Step(app, ask, found.node, "preemption", victims=found.victims)
     if memo.victims is None:
         memo.victims = VictimIndex(part)
     outcome = try_preemption(part, app, ask, nodes_tried, index=memo.victims)
@@ -168,7 +172,7 @@ def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, now_us: int
     if unplaceable and not _may_preempt(app, ask, memo, now_us):
         if not may_reserve(ask, now_us):
             return None
-        to_reserve = _reservable(part, memo, shape, request)
+        to_reserve = _reservable(part, memo, shape, ask)
         if to_reserve is None:
             return None
     if part.limits is not None and not part.limits.fits(app, request):
@@ -176,20 +180,28 @@ def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, now_us: int
     if not fits_queue_headroom(part, app.queue, request):
         return _preempt(part, app, ask, memo, False) if _may_preempt(app, ask, memo, now_us) else None
     if not unplaceable:
-        node_id = part.index.first_fit(request)  # schedulable, unreserved nodes
-        if node_id is not None:
-            return Step(app, ask, part.nodes[node_id])
-        memo.unplaceable.add(shape)
+        constraints = ask.constraints
+        if constraints is None:
+            node_id = part.index.first_fit(request)  # schedulable, unreserved nodes
+            if node_id is not None:
+                return Step(app, ask, part.nodes[node_id])
+            memo.unplaceable.add(shape)
+        else:  # node constraints (scheduler.core.constrained_nodes): its failure says nothing of the shape
+            admitting = first_admitting(part, request, constraints)
+            if admitting is not None:
+                return Step(app, ask, admitting)
     if may_reserve(ask, now_us):
-        node = to_reserve if to_reserve is not None else _reservable(part, memo, shape, request)
+        node = to_reserve if to_reserve is not None else _reservable(part, memo, shape, ask)
         if node is not None:
             return Step(app, ask, node, "no-fit")
     return _preempt(part, app, ask, memo, True) if _may_preempt(app, ask, memo, now_us) else None
 
 
-def _reservable(part: PartitionState, memo: CycleMemo, shape: Shape, request: Resources) -> Node | None:
-    """The node a request of ``shape`` would reserve now, or None (noted in the memo)."""
-    node = part.reserve_candidates.best(part.index, part.nodes, shape, request)
+def _reservable(part: PartitionState, memo: CycleMemo, shape: Shape, ask: Ask) -> Node | None:
+    """The node the ask (of ``shape``) would reserve now, or None (noted in the memo)."""
+    if ask.constraints is not None:
+        return reservable_admitting(part, ask.resources, ask.constraints)
+    node = part.reserve_candidates.best(part.index, part.nodes, shape, ask.resources)
     if node is None:
         memo.any_exhausted = True
     return node
@@ -223,7 +235,7 @@ def _try_app(part: PartitionState, app: App, memo: CycleMemo, now_us: int) -> St
             found = place(part, app, ask, memo, now_us)
         elif not fits_queue_headroom(part, app.queue, ask.resources) or (
             part.limits is not None and not part.limits.fits(app, ask.resources)
-        ):
+        ) or (ask.constraints is not None and _required_node_excludes(part, ask)):
             found = None
         else:
             found = required_node_step(part, app, ask)
@@ -240,6 +252,14 @@ def _try_app(part: PartitionState, app: App, memo: CycleMemo, now_us: int) -> St
         i += 1
     memo.failed_prefix[app.app_id] = i
     return None
+
+
+def _required_node_excludes(part: PartitionState, ask: Ask) -> bool:
+    """The ask's required node is registered and fails its node constraints (it is passed over,
+    as an ask beyond its headroom is)."""
+    assert ask.constraints is not None and ask.required_node is not None
+    node = part.nodes.get(ask.required_node)
+    return node is not None and node_excludes(ask.constraints, node) is not None
 
 
 def _try_app_counting(part: PartitionState, app: App, memo: CycleMemo, now_us: int) -> Step | None:
@@ -276,7 +296,7 @@ def _try_app_counting(part: PartitionState, app: App, memo: CycleMemo, now_us: i
             continue
         if not fits_queue_headroom(part, app.queue, ask.resources) or (
             part.limits is not None and not part.limits.fits(app, ask.resources)
-        ):
+        ) or (ask.constraints is not None and _required_node_excludes(part, ask)):
             continue
         found = required_node_step(part, app, ask)
         if found is not None:

@@ -12,6 +12,7 @@ from events.resources import Resources
 from projections.priority import MIN_PRIORITY
 from scheduler.core.asks import Ask as Ask
 from scheduler.core.asks import AskList
+from scheduler.core.node_constraints import HostPorts, Taint
 from scheduler.core.queues import QueueNode
 
 
@@ -32,12 +33,16 @@ class Allocation:
     preempted: bool = False  # chosen as a victim: counted as "preempting" until released
     placeholder: bool = False  # a gang's placeholder (scheduler.core.gang)
     task_group: str = ""
+    # The host ports its ask binds on the node, (protocol, port, address): counted in the node's
+    # ``host_ports`` while it lasts (scheduler.core.node_constraints). None: none.
+    host_ports: list[tuple[str, int, str]] | None = None
 
     # Written out (as ``Ask.__init__``): compiled, a native ``__init__``, one per decision.
     def __init__(
         self, app_id: str, ask_id: str, node_id: str, resources: Resources, priority: int, decision_id: str,
         seq: int, created_us: int = 0, allow_preemption: bool = True, required_node: str | None = None,
         preempted: bool = False, placeholder: bool = False, task_group: str = "",
+        host_ports: list[tuple[str, int, str]] | None = None,
     ) -> None:
         self.app_id = app_id
         self.ask_id = ask_id
@@ -52,6 +57,7 @@ class Allocation:
         self.preempted = preempted
         self.placeholder = placeholder
         self.task_group = task_group
+        self.host_ports = host_ports
 
 
 @dataclass(slots=True, eq=False)
@@ -134,6 +140,11 @@ class Node:
     # ``available()`` as of the last re-index (which every change makes): the state digest
     # encodes it for each changed node without building it a second time. A cache, never state.
     indexed_available: Resources = field(default_factory=dict)
+    # Where a pod may run (scheduler.core.node_constraints): Kubernetes' labels and taints, and
+    # the host ports its allocations bind (kept with them: ``PartitionState.allocate``/``_drop_allocation``).
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: list[Taint] = field(default_factory=list)
+    host_ports: HostPorts = field(default_factory=dict)
 
     def reservations(self) -> list[tuple[str, str]]:
         """Every (app, ask) holding the node, in the order they reserved it."""

@@ -20,6 +20,7 @@ from scheduler.config.profiles import DEFAULT_PROFILE, RulesProfile
 from scheduler.core.draining import chain_of, effective_root
 from scheduler.core.dynamic_queues import QueueSettings, create_path, prune, settings_from_spec
 from scheduler.core.form_cache import FormCache
+from scheduler.core.node_constraints import bind_ports
 from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.queues import RUNNING_STATES, QueueNode
 from scheduler.core.reserve_candidates import ReserveCandidates
@@ -363,6 +364,9 @@ class PartitionState:
             self.limits.add_resources(app, ask.resources)
         add_into(node.allocated, ask.resources)
         node.allocations[(app.app_id, ask.ask_id)] = alloc
+        if ask.constraints is not None and ask.constraints.host_ports:
+            alloc.host_ports = ask.constraints.host_ports
+            bind_ports(node.host_ports, alloc.host_ports, 1)
         if settle:
             self._reindex(node)
             self._refresh(app)
@@ -392,6 +396,8 @@ class PartitionState:
             node = self.nodes[alloc.node_id]
             add_into(node.allocated, alloc.resources)
             node.allocations[(app.app_id, alloc.ask_id)] = alloc
+            if alloc.host_ports:
+                bind_ports(node.host_ports, alloc.host_ports, 1)
         app.share = None
         app.queue.add_allocated(app.allocated)
         if self.limits is not None:
@@ -432,6 +438,8 @@ class PartitionState:
         if node is not None:
             sub_into(node.allocated, alloc.resources)
             del node.allocations[(app.app_id, alloc.ask_id)]
+            if alloc.host_ports:
+                bind_ports(node.host_ports, alloc.host_ports, -1)
             self._reindex(node)
 
     # -- nodes --------------------------------------------------------------------

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from events.models import AllocationRevoked, OutputData, Preemptor
 from events.resources import Resources, add_into, min_permissive
+from scheduler.core.constrained_nodes import node_excludes
 from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption_queues import (
@@ -281,6 +282,8 @@ def try_preemption(part: PartitionState, app: App, ask: Ask, nodes_tried: bool, 
         node = part.nodes[node_id]
         if not node.schedulable or (node.reserved_for is not None and node.reserved_for != own):
             continue
+        if ask.constraints is not None and node_excludes(ask.constraints, node) is not None:
+            continue  # where it may not run (scheduler.core.constrained_nodes)
         available = full_available(node)
         if lowest == 0 and not exhaustive:
             if fit_in(available, ask.resources, False):

@@ -34,6 +34,7 @@ from events.models import AskReserved, AskUnreserved
 from events.resources import Resources, fits
 from scheduler.config.profiles import RulesProfile
 from scheduler.core.asks import Shape, shape_of
+from scheduler.core.constrained_nodes import first_admitting, node_excludes
 from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.queues import QueueNode
@@ -263,11 +264,12 @@ def _try_leaf(part: PartitionState, leaf: QueueNode, by_app: _HeldByApp, fits_he
             node = part.nodes[ask.reserved_node]
             if ask.required_node is None and not node.schedulable:
                 continue  # a cordoned node is not used for an ordinary ask (docs/semantics.md)
-            if fits_node(ask.resources, node):
+            admitted = ask.constraints is None or node_excludes(ask.constraints, node) is None
+            if admitted and fits_node(ask.resources, node):
                 return Step(app, ask, node)
             if ask.required_node is None:
                 ask.fit_checked = node.version
-            elif not ask.preempt_triggered:
+            elif admitted and not ask.preempt_triggered:
                 victims = required_node_victims(node, ask)  # YuniKorn tryRequiredNodePreemption
                 if victims:
                     return Step(app, ask, node, "required-node", victims=victims)
@@ -275,6 +277,11 @@ def _try_leaf(part: PartitionState, leaf: QueueNode, by_app: _HeldByApp, fits_he
             if ask.required_node is not None:
                 continue
             if shape in unfit:
+                continue
+            if ask.constraints is not None:  # its failure says nothing of the shape
+                admitting = first_admitting(part, ask.resources, ask.constraints)
+                if admitting is not None:
+                    return Step(app, ask, admitting)
                 continue
             node_id = part.index.first_fit(ask.resources)  # unreserved nodes only
             if node_id is not None:

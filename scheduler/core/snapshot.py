@@ -11,33 +11,41 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
+from events.models import Constraints
 from events.resources import add_into
 from events.seen import SeenIds
 from scheduler.config import load_config
 from scheduler.config.profiles import RulesProfile
 from scheduler.core.engine import Engine
+from scheduler.core.node_constraints import Taint, compile_constraints
 from scheduler.core.objects import Allocation, App, Ask, Gang, Node, TaskGroup
 from scheduler.core.priorityclass import PriorityClass
 from scheduler.core.state import _Timer
 
 # The snapshot schema: bump it whenever ``dump``'s form changes (a field added, moved or
 # re-meant), not when decisions change — snapshots are valid across rules versions.
+# Columns added at the end of a row with defaults when absent (a gang's, node constraints) need no bump.
 SNAPSHOT_VERSION = 3  # 2: seen input ids grouped by source, in log order; 3: reservations, draining queues
 
 
 def _ask(a: Ask) -> list[Any]:
     row = [a.ask_id, a.resources, a.priority, a.created_us, a.seq, a.required_node, a.priority_class, a.tags,
            a.preempt_other, a.allow_preemption, a.preempt_triggered]
-    if a.placeholder or a.task_group:  # a gang's ask: two more columns (rows without them: defaults)
+    # A gang's ask: two more columns (rows without them: defaults); its constraints after them.
+    if a.placeholder or a.task_group or a.constraints is not None:
         row += [a.placeholder, a.task_group]
+    if a.constraints is not None:  # where it may run: its event's form (rows without it: anywhere)
+        row.append(a.constraints.wire.model_dump(mode="json"))
     return row
 
 
 def _alloc(al: Allocation) -> list[Any]:
     row = [al.ask_id, al.node_id, al.resources, al.priority, al.decision_id, al.seq, al.created_us,
            al.allow_preemption, al.required_node, al.preempted]
-    if al.placeholder or al.task_group:
+    if al.placeholder or al.task_group or al.host_ports:
         row += [al.placeholder, al.task_group]
+    if al.host_ports:  # the host ports it binds (rows without them: none)
+        row.append([list(p) for p in al.host_ports])
     return row
 
 
@@ -55,6 +63,13 @@ def _load_gang(data: dict[str, Any]) -> Gang:
     return gang
 
 
+def _node_constraints(n: Node) -> list[Any]:
+    """A node's labels and taints, two more columns when it has any (rows without them: none)."""
+    if not n.labels and not n.taints:
+        return []
+    return [n.labels, [[t.key, t.value, t.effect] for t in n.taints]]
+
+
 def _load_ask(app_id: str, row: list[Any]) -> Ask:
     """An ask from ``_ask`` output; rows of older snapshots lack the preemption fields (defaults)."""
     ask = Ask(app_id, *row[:8])
@@ -62,12 +77,17 @@ def _load_ask(app_id: str, row: list[Any]) -> Ask:
         ask.preempt_other, ask.allow_preemption, ask.preempt_triggered = row[8:11]
     if len(row) > 11:
         ask.placeholder, ask.task_group = row[11:13]
+    if len(row) > 13:
+        ask.constraints = compile_constraints(Constraints.model_validate(row[13]))  # its event's form
     return ask
 
 
 def _load_alloc(app_id: str, row: list[Any]) -> Allocation:
     """An allocation from ``_alloc`` output (older rows: preemption fields at their defaults)."""
-    return Allocation(app_id, *row)
+    alloc = Allocation(app_id, *row[:12])
+    if len(row) > 12:
+        alloc.host_ports = [(p[0], p[1], p[2]) for p in row[12]]
+    return alloc
 
 
 def dump(engine: Engine) -> dict[str, Any]:
@@ -87,7 +107,7 @@ def dump(engine: Engine) -> dict[str, Any]:
                 for (app_id, ask_id), node_id in part.reservations.items()
             ],
             "nodes": [
-                [n.node_id, n.capacity, n.occupied, n.schedulable, n.attributes, n.seq]
+                [n.node_id, n.capacity, n.occupied, n.schedulable, n.attributes, n.seq, *_node_constraints(n)]
                 for n in sorted(part.nodes.values(), key=lambda n: n.seq)
             ],
             "apps": [
@@ -135,8 +155,12 @@ def load(data: dict[str, Any]) -> Engine:
         part = state.partitions[pname]
         if pdata.get("draining"):
             part.restore_draining(pdata["draining"])
-        for node_id, capacity, occupied, schedulable, attributes, seq in pdata["nodes"]:
-            part.add_node(Node(node_id, pname, capacity, occupied, schedulable, attributes, seq))
+        for node_id, capacity, occupied, schedulable, attributes, seq, *more in pdata["nodes"]:
+            node = Node(node_id, pname, capacity, occupied, schedulable, attributes, seq)
+            if more:
+                node.labels = more[0]
+                node.taints = [Taint(*t) for t in more[1]]
+            part.add_node(node)
         for a in pdata["apps"]:
             leaf, _ = part.ensure_queue(a["queue"])  # a dynamic queue is created again
             app = App(

@@ -12,6 +12,9 @@ Pure functions, YuniKorn's shim conventions (docs/kubernetes.md):
   overhead, plus ``pods: 1``; its priority and preemption policy are the pod's (the API server's
   Priority admission resolved its PriorityClass into ``spec.priority``/``spec.preemptionPolicy``);
 * a DaemonSet's pod (required node affinity on ``metadata.name``) is a required-node ask;
+* where a pod may run — its ``nodeSelector``, required node affinity, tolerations and host ports —
+  is the ask's ``constraints`` (``pod_constraints``), checked by the core against the node's labels
+  and taints (``node_info``);
 * a node's capacity is ``status.allocatable``; it is schedulable unless cordoned or not Ready.
 
 What a pod asks that evsched does not model is listed by ``unmodelled`` and reported on the pod.
@@ -65,6 +68,7 @@ class PodAsk:
     allow_preemption: bool
     required_node: str | None
     unmodelled: tuple[str, ...]
+    constraints: Json  # ``ask.added``'s ``constraints``
 
     @property
     def ask_id(self) -> str:
@@ -174,29 +178,75 @@ def required_node_of(pod: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _requirements(items: Any) -> list[Json]:
+    return [{"key": str(r.get("key", "")), "operator": str(r.get("operator", "")),
+             "values": [str(v) for v in r.get("values") or []]}
+            for r in items or [] if isinstance(r, dict)]
+
+
+def host_ports_of(pod: Mapping[str, Any]) -> list[Json]:
+    """The host ports the pod binds (kube-scheduler's ``GetHostPorts``): its sidecars' (init containers
+    that restart) and its containers' ports with a ``hostPort``."""
+    spec = _spec(pod)
+    containers = [c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"]
+    containers += spec.get("containers") or []
+    ports: list[Json] = []
+    for container in containers:
+        for port in container.get("ports") or []:
+            if isinstance(port.get("hostPort"), int) and port["hostPort"] > 0:
+                ports.append({"port": port["hostPort"], "protocol": str(port.get("protocol") or "TCP"),
+                              "host_ip": str(port.get("hostIP") or "")})
+    return ports
+
+
+def pod_constraints(pod: Mapping[str, Any]) -> Json:
+    """Where the pod may run, as ``ask.added``'s ``constraints`` (docs/event-reference.md): its
+    ``nodeSelector``, required node affinity (but a DaemonSet's, which is the ask's required node),
+    tolerations (without ``tolerationSeconds``, which only delays an eviction) and host ports.
+    Empty (``{}``) when it has none of them: still constraints, so node taints keep it off as
+    Kubernetes would (an ask without ``constraints`` is placed by its resources alone)."""
+    spec = _spec(pod)
+    out: Json = {}
+    selector = spec.get("nodeSelector")
+    if isinstance(selector, dict) and selector:
+        out["node_selector"] = {str(k): str(v) for k, v in selector.items()}
+    node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    terms = required.get("nodeSelectorTerms")
+    if isinstance(terms, list) and terms and required_node_of(pod) is None:
+        out["node_affinity"] = [{"match_expressions": _requirements(t.get("matchExpressions")),
+                                 "match_fields": _requirements(t.get("matchFields"))}
+                                for t in terms if isinstance(t, dict)]
+    tolerations = [{"key": str(t.get("key") or ""), "operator": str(t.get("operator") or "Equal"),
+                    "value": str(t.get("value") or ""), "effect": str(t.get("effect") or "")}
+                   for t in spec.get("tolerations") or [] if isinstance(t, dict)]
+    if tolerations:
+        out["tolerations"] = tolerations
+    ports = host_ports_of(pod)
+    if ports:
+        out["host_ports"] = ports
+    return out
+
+
 def unmodelled(pod: Mapping[str, Any]) -> tuple[str, ...]:
     """What the pod asks of its node that evsched's fit check does not model (reported on the pod,
-    never silently ignored): node selectors, node affinity beyond a DaemonSet's, pod (anti-)affinity,
-    topology spread, host ports, volumes that claim storage."""
+    never silently ignored): pod (anti-)affinity, topology spread, volumes that claim storage (and
+    their topology), dynamic resource claims, preferred node affinity (a score, not a filter)."""
     spec = _spec(pod)
     found: list[str] = []
-    if spec.get("nodeSelector"):
-        found.append("nodeSelector")
     affinity = spec.get("affinity") or {}
-    node_affinity = affinity.get("nodeAffinity") or {}
-    if node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") and required_node_of(pod) is None:
-        found.append("required node affinity")
     if affinity.get("podAffinity"):
         found.append("pod affinity")
     if affinity.get("podAntiAffinity"):
         found.append("pod anti-affinity")
+    if (affinity.get("nodeAffinity") or {}).get("preferredDuringSchedulingIgnoredDuringExecution"):
+        found.append("preferred node affinity")
     if spec.get("topologySpreadConstraints"):
         found.append("topology spread constraints")
-    containers = [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
-    if any(port.get("hostPort") for c in containers for port in c.get("ports") or []):
-        found.append("host ports")
     if any("persistentVolumeClaim" in v or "ephemeral" in v for v in spec.get("volumes") or []):
         found.append("volume claims")
+    if spec.get("resourceClaims"):
+        found.append("resource claims")
     return tuple(found)
 
 
@@ -220,6 +270,7 @@ def pod_ask(pod: Mapping[str, Any], *, default_priority: int = 0) -> PodAsk:
         allow_preemption=str(annotations.get(ALLOW_PREEMPTION_ANNOTATION, "true")).lower() != "false",
         required_node=required_node_of(pod),
         unmodelled=unmodelled(pod),
+        constraints=pod_constraints(pod),
     )
 
 
@@ -257,6 +308,7 @@ class NodeInfo:
     capacity: dict[str, int]
     schedulable: bool
     labels: dict[str, str]
+    taints: list[dict[str, str]]  # ``node.added``'s form: key, value, effect
 
 
 def _ready(node: Mapping[str, Any]) -> bool:
@@ -267,13 +319,17 @@ def _ready(node: Mapping[str, Any]) -> bool:
 
 
 def node_info(node: Mapping[str, Any]) -> NodeInfo:
-    """A node's allocatable capacity and whether pods may be placed on it (not cordoned, Ready)."""
+    """A node's allocatable capacity, whether pods may be placed on it (not cordoned, Ready), its
+    labels and taints (without ``timeAdded``)."""
     meta = _meta(node)
     labels = meta.get("labels") or {}
+    taints = [{"key": str(t.get("key", "")), "value": str(t.get("value") or ""), "effect": str(t.get("effect", ""))}
+              for t in _spec(node).get("taints") or [] if isinstance(t, dict)]
     return NodeInfo(
         name=str(meta.get("name", "")),
         uid=str(meta.get("uid", "")),
         capacity=resources_of(_status(node).get("allocatable")),
         schedulable=not _spec(node).get("unschedulable", False) and _ready(node),
         labels={str(k): str(v) for k, v in labels.items()},
+        taints=taints,
     )

@@ -147,13 +147,24 @@ class KubeShim:
         info = node_info(node)
         known = self.nodes.get(info.name)
         if known is None:
-            self._emit("node.added", {"node_id": info.name, "capacity": info.capacity,
-                                      "occupied": self._occupied(info.name), "schedulable": info.schedulable,
-                                      "attributes": info.labels})
+            data: dict[str, Any] = {"node_id": info.name, "capacity": info.capacity,
+                                    "occupied": self._occupied(info.name), "schedulable": info.schedulable}
+            if info.labels:
+                data["labels"] = info.labels
+            if info.taints:
+                data["taints"] = info.taints
+            self._emit("node.added", data)
             self.occupied_sent[info.name] = self._occupied(info.name)
-        elif (known.capacity, known.schedulable) != (info.capacity, info.schedulable):
-            self._emit("node.updated", {"node_id": info.name, "capacity": info.capacity,
-                                        "schedulable": info.schedulable})
+        else:
+            changed: dict[str, Any] = {}
+            if (known.capacity, known.schedulable) != (info.capacity, info.schedulable):
+                changed.update(capacity=info.capacity, schedulable=info.schedulable)
+            if known.labels != info.labels:
+                changed["labels"] = info.labels
+            if known.taints != info.taints:
+                changed["taints"] = info.taints
+            if changed:
+                self._emit("node.updated", {"node_id": info.name, **changed})
         self.nodes[info.name] = info
 
     def node_gone(self, name: str) -> None:
@@ -237,6 +248,7 @@ class KubeShim:
                                 "allow_preemption": ask.allow_preemption}
         if ask.required_node:
             data["required_node"] = ask.required_node
+        data["constraints"] = ask.constraints  # even {}: node taints apply to every pod
         self._emit("ask.added", data, event_id=f"pod/{ask.uid}/{self.apps[ask.app_id]}", ask_id=ask.ask_id)
         state.state = "pending"
         state.since = asyncio.get_running_loop().time()
@@ -306,7 +318,9 @@ class KubeShim:
                 self.apps[app_id] = 0
         for name, engine_node in engine_nodes.items():
             self.nodes[name] = NodeInfo(name, "", dict(engine_node.capacity), engine_node.schedulable,
-                                        dict(engine_node.attributes))
+                                        dict(engine_node.labels),
+                                        [{"key": t.key, "value": t.value, "effect": t.effect}
+                                         for t in engine_node.taints])
             self.occupied_sent[name] = dict(engine_node.occupied)
         # Allocations and pending asks the engine holds become the mirror's pods once their pod is listed.
         held: dict[str, tuple[str, str]] = {}  # ask id → (state, node)

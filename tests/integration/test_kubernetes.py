@@ -168,6 +168,11 @@ class Scenario:
 
 @pytest.fixture
 def scenario(cluster: KubeCluster, tmp_path: Path) -> Iterator[Scenario]:
+    yield from scenario_in(cluster, tmp_path)
+
+
+def scenario_in(cluster: KubeCluster, tmp_path: Path) -> Iterator[Scenario]:
+    """A test's scenario, cleaned up after it (nodes, namespace, priority classes, the process)."""
     scenario = Scenario(cluster, tmp_path)
     try:
         yield scenario

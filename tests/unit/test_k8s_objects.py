@@ -6,11 +6,14 @@ from typing import Any
 
 import pytest
 
+from events.models import Constraints as ConstraintsModel
+from events.models import Taint as TaintModel
 from scheduler.kubernetes.objects import (
     default_app_id,
     node_info,
     occupying,
     pod_ask,
+    pod_constraints,
     pod_requests,
     required_node_of,
     unmodelled,
@@ -94,15 +97,69 @@ def test_a_daemonset_pod_is_a_required_node_ask() -> None:
     assert unmodelled(pod(daemon)) == ()
 
 
-def test_unmodelled_constraints_are_named() -> None:
-    spec = {"nodeSelector": {"disk": "ssd"}, "containers": [container("1", ports=[{"containerPort": 80,
-                                                                                     "hostPort": 8080}])],
-            "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{}]},
-                         "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                             {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}},
-            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "x"}}]}
-    assert unmodelled(pod(spec)) == ("nodeSelector", "required node affinity", "pod anti-affinity", "host ports",
-                                     "volume claims")
+SPEC_WITH_EVERYTHING: dict[str, Any] = {
+    "nodeSelector": {"disk": "ssd"},
+    "containers": [container("1", ports=[{"containerPort": 80, "hostPort": 8080},
+                                         {"containerPort": 53, "hostPort": 53, "protocol": "UDP",
+                                          "hostIP": "10.0.0.1"},
+                                         {"containerPort": 9000}])],
+    "initContainers": [container("1", restartPolicy="Always", ports=[{"containerPort": 1, "hostPort": 9100}]),
+                       container("1", ports=[{"containerPort": 1, "hostPort": 9200}])],  # not a sidecar: not bound
+    "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
+                    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+                     "tolerationSeconds": 300},
+                    {"operator": "Exists"}],
+    "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{}]},
+                 "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                     {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+                     {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n9"]}]}]},
+                     "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {}}]}},
+    "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "x"}}],
+}
+
+
+def test_what_is_not_modelled_is_named() -> None:
+    assert unmodelled(pod(SPEC_WITH_EVERYTHING)) == ("pod anti-affinity", "preferred node affinity", "volume claims")
+
+
+def test_a_pods_node_constraints_become_the_asks_constraints() -> None:
+    constraints = pod_constraints(pod(SPEC_WITH_EVERYTHING))
+    assert constraints == {
+        "node_selector": {"disk": "ssd"},
+        "node_affinity": [
+            {"match_expressions": [{"key": "zone", "operator": "In", "values": ["a"]}], "match_fields": []},
+            {"match_expressions": [], "match_fields": [{"key": "metadata.name", "operator": "NotIn",
+                                                        "values": ["n9"]}]}],
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
+                        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "value": "",
+                         "effect": "NoExecute"},
+                        {"key": "", "operator": "Exists", "value": "", "effect": ""}],
+        "host_ports": [{"port": 9100, "protocol": "TCP", "host_ip": ""},  # the sidecar's first, as Kubernetes
+                       {"port": 8080, "protocol": "TCP", "host_ip": ""},
+                       {"port": 53, "protocol": "UDP", "host_ip": "10.0.0.1"}],
+    }
+    ConstraintsModel.model_validate(constraints)  # what the ask carries is valid as it stands
+    assert pod_ask(pod(SPEC_WITH_EVERYTHING)).constraints == constraints
+    assert pod_constraints(pod({"containers": [container("1")]})) == {}  # none: still constraints (taints apply)
+
+
+def test_a_daemonsets_node_affinity_is_its_required_node_not_a_constraint() -> None:
+    spec = {"containers": [container("1")], "affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}}}}
+    ask = pod_ask(pod(spec))
+    assert ask.required_node == "n1" and ask.constraints == {}
+
+
+def test_node_taints_are_read_without_their_time() -> None:
+    node = {"metadata": {"name": "n1", "labels": {"zone": "a"}},
+            "spec": {"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule",
+                                 "timeAdded": "2026-01-01T00:00:00Z"}, {"key": "spot", "effect": "PreferNoSchedule"}]},
+            "status": {"allocatable": {"cpu": "1"}, "conditions": [{"type": "Ready", "status": "True"}]}}
+    info = node_info(node)
+    assert info.taints == [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"},
+                           {"key": "spot", "value": "", "effect": "PreferNoSchedule"}]
+    assert [TaintModel.model_validate(t) for t in info.taints]
 
 
 def test_nodes_schedulable_only_when_ready_and_not_cordoned() -> None:

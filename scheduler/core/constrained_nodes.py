@@ -1,0 +1,66 @@
+"""The nodes an ask with node constraints may take: the first in node order that fits and passes,
+the one it would reserve, and why the others were passed over.
+
+Asks without constraints never come here: their search is the node index's ``first_fit`` and the
+reservation candidates kept per request shape (``scheduler.core.reserve_candidates``), untouched.
+A constrained ask's search walks the index's nodes that hold its request, in order
+(``NodeIndex.fitting``: blocks whose bounds rule it out are skipped), and checks each against its
+constraints until one passes: O(fitting nodes before the first that passes), O(nodes that fit)
+when none does. Its reservation looks at every indexed node (O(nodes), only for an ask that fits
+nowhere and may reserve). The shape memos of the cycle are read (a shape no free node holds, a
+constrained ask of it fits nowhere either) but never written from a constrained ask's failure.
+"""
+
+from __future__ import annotations
+
+from events.resources import Resources, fits
+from scheduler.core.node_constraints import Constraints, excluded_by
+from scheduler.core.objects import Node
+from scheduler.core.partition import PartitionState
+from scheduler.core.reserve_candidates import fit_in_score
+
+
+def node_excludes(c: Constraints, node: Node) -> str | None:
+    """The constraint of ``c`` that ``node`` fails (``node_constraints.excluded_by``), or None."""
+    return excluded_by(c, node.node_id, node.labels, node.taints, node.host_ports)
+
+
+def first_admitting(part: PartitionState, request: Resources, c: Constraints) -> Node | None:
+    """The first node in order (schedulable, unreserved) that holds ``request`` and passes ``c``."""
+    nodes = part.nodes
+    for node_id in part.index.fitting(request):
+        node = nodes[node_id]
+        if excluded_by(c, node_id, node.labels, node.taints, node.host_ports) is None:
+            return node
+    return None
+
+
+def reservable_admitting(part: PartitionState, request: Resources, c: Constraints) -> Node | None:
+    """The node to reserve for a constrained ask, as ``ReserveCandidates.best`` picks among all
+    nodes: of the indexed nodes whose capacity holds it and that pass ``c``, the lowest
+    ``fit_in_score``, the first in node order on ties; None when there is none."""
+    best: Node | None = None
+    best_score = 0.0
+    nodes = part.nodes
+    for node_id in part.index.ordered():
+        node = nodes[node_id]
+        if not fits(request, node.capacity) or node_excludes(c, node) is not None:
+            continue
+        score = fit_in_score(request, node.indexed_available)
+        if best is None or score < best_score:
+            best, best_score = node, score
+    return best
+
+
+def exclusions(part: PartitionState, c: Constraints) -> dict[str, int]:
+    """Each constraint that excluded schedulable nodes, with how many (for explain); a node is
+    counted once, under the first constraint it fails."""
+    counts: dict[str, int] = {}
+    for node_id in sorted(part.nodes):
+        node = part.nodes[node_id]
+        if not node.schedulable:
+            continue
+        reason = node_excludes(c, node)
+        if reason is not None:
+            counts[reason] = counts.get(reason, 0) + 1
+    return counts

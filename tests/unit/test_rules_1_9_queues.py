@@ -254,3 +254,17 @@ def test_quota_preemption_keys_parse_under_1_9_with_a_warning_and_are_refused_un
         assert "quotapreemptionenabled': unknown key under the rules profile yunikorn-1.5" in str(exc)
     else:
         raise AssertionError("a yunikorn-1.5 partition took quotapreemptionenabled")
+
+
+def test_explain_pending_names_the_backoff() -> None:
+    import orjson
+
+    from replay.explain.pending import explain_pending
+    from scheduler.simulation.simulate import Simulation
+
+    sim = Simulation(load_config(config("yunikorn-1.9", "{vcore: 1}", a_props=BACKOFF)))
+    for line in one_too_big_then_a_small_one()[:-2]:  # through the cycle at 0.5 s
+        sim.feed(orjson.dumps(line))
+    why = explain_pending(sim.engine, "A", "a2")
+    assert [r["rule"] for r in why.reasons][:1] == ["docs/semantics.md#yunikorn-19 (unschedulable-ask backoff)"]
+    assert "backs off until 1970-01-01T00:00:10.500000Z" in why.reasons[0]["message"]

@@ -50,6 +50,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from events.resources import Resources
+from scheduler.core.constrained_nodes import node_excludes
 from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption import NodeTry, full_available, victim_order
@@ -323,13 +324,16 @@ def final_victims(node: Node, available: Resources, request: Resources,
     return out
 
 
-def _usable(node: Node, own: tuple[str, str], request: Resources) -> bool:
+def _usable(node: Node, own: tuple[str, str], ask: Ask) -> bool:
     """``initWorkingState``'s node filter: schedulable, not held unless (also) for this ask
     (``isReservedForAllocation``: under 1.9 several required-node asks may hold a node),
-    capacity holds the ask."""
+    capacity holds the ask; and, as under 1.5, a node the ask's constraints admit
+    (``scheduler.core.constrained_nodes``)."""
     if not node.schedulable or (node.reserved_for is not None and own not in node.reservations()):
         return False
-    return fit_in(node.capacity, request, False)
+    if ask.constraints is not None and node_excludes(ask.constraints, node) is not None:
+        return False
+    return fit_in(node.capacity, ask.resources, False)
 
 
 def try_preemption_19(part: PartitionState, app: App, ask: Ask, nodes_tried: bool, exhaustive: bool = False,
@@ -357,7 +361,7 @@ def try_preemption_19(part: PartitionState, app: App, ask: Ask, nodes_tried: boo
         if lowest <= 0 and not exhaustive and (lowest < 0 or nodes_tried or not fits_somewhere):
             break  # nothing left can win (as in ``preemption.try_preemption``)
         node = part.nodes[node_id]
-        if not _usable(node, own, request):
+        if not _usable(node, own, ask):
             continue
         available = full_available(node)
         if lowest == 0 and not exhaustive:

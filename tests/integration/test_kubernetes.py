@@ -253,13 +253,18 @@ def test_priority_preemption_deletes_a_victim_and_binds_the_preemptor(scenario: 
         await api.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", {
             "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": urgent},
             "value": 1000})
-        scenario.priority_classes.append(urgent)
-        for i in range(2):
-            await scenario.pod(api, f"low-{i}", app="batch", queue="root.low")
+        # YuniKorn's opt-out on a PriorityClass (mirrored by the shim): its pods are never victims
+        protected = scenario.name + "-protected"
+        await api.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", {
+            "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "value": 0,
+            "metadata": {"name": protected, "annotations": {"yunikorn.apache.org/allow-preemption": "false"}}})
+        scenario.priority_classes += [urgent, protected]
+        await scenario.pod(api, "low-0", app="batch", queue="root.low", priority_class=protected)
+        await scenario.pod(api, "low-1", app="batch", queue="root.low")
         await scenario.running(api, ["low-0", "low-1"])
         await scenario.pod(api, "urgent", app="online", queue="root.high", priority_class=urgent)
         pods = await scenario.running(api, ["urgent"])
-        assert len([n for n in pods if n.startswith("low-")]) == 1, "one victim deleted"
+        assert [n for n in pods if n.startswith("low-")] == ["low-0"], "low-1 the victim, low-0's class protects it"
         preempted = await scenario.events(api, "Preempted")
         assert len(preempted) == 1 and "urgent" in preempted[0]["message"], preempted
 

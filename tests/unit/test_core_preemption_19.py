@@ -117,3 +117,16 @@ def test_the_preemptors_shared_parent_passes_no_remaining_guarantee_down() -> No
     other = QueueSnap19("root.other", root, False, {"vcore": 10}, {}, None, {"vcore": 4}, [], ask_leaf)
     below = QueueSnap19("root.other.leaf", other, True, {"vcore": 1}, {}, None, {"vcore": 20}, [], ask_leaf)
     assert below.remaining() == {"vcore": -6}  # the parent is over: the leaf can lose what it holds
+
+
+def test_only_nodes_the_asks_constraints_admit_are_tried() -> None:
+    """As under 1.5 (``scheduler.core.constrained_nodes``): f3 on n1 would win the tie on node id,
+    but the ask's node selector admits only n2 (zone b), where f4 is the newest."""
+    lines = [at(0, CLASS), at(0, node("n1", labels={"zone": "a"})), at(0, node("n2", labels={"zone": "b"})),
+             at(0, app("be", queue="root.best"))]
+    lines += [at(i, ask("be", f"f{i}", vcore=2000, memory=2000)) for i in range(1, 5)] + [at(4, SCHEDULE)]
+    lines += [at(10, app("c", queue="root.crit")),
+              at(10, ask("c", "c1", vcore=2000, memory=2000, priority_class="critical",
+                         constraints={"node_selector": {"zone": "b"}})), *QUICK]
+    v15, v19_ = both(lines, leaves("{guaranteed: {vcore: 2, memory: 2000}}"))
+    assert v15 == v19_ == [("f4", "n2", "preempted")]

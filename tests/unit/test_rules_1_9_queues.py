@@ -7,25 +7,18 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler.config import load_config
-from tests.sim import SCHEDULE, app, ask, node, of_type, run
+from tests.sim import SCHEDULE, app, ask, node, of_type, root_queues, run
 from tests.unit.test_rules_profile import decisions, then_one_each
 
 
 def config(rules: str, a_guaranteed: str, a_props: str = "", b_props: str = "") -> str:
-    rules_line = f"    rules: {rules}\n"
-    return f"""
-partitions:
-  - name: default
-{rules_line}    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
-            resources: {{guaranteed: {a_guaranteed}}}
-            properties: {{{a_props}}}
-          - name: b
-            properties: {{{b_props}}}
-"""
+    return root_queues(f"""
+        - name: a
+          resources: {{guaranteed: {a_guaranteed}}}
+          properties: {{{a_props}}}
+        - name: b
+          properties: {{{b_props}}}
+    """, partition=f"rules: {rules}")
 
 
 def test_a_zero_beside_a_positive_guarantee_is_kept_for_the_fair_share() -> None:

@@ -15,23 +15,16 @@ from replay.verify import verify
 from scheduler.config import ConfigError, load_config
 from scheduler.config.profiles import RulesProfile
 from tests.explain_logdrive import LogDriver
-from tests.sim import SCHEDULE, app, ask, node, of_type, run
+from tests.sim import SCHEDULE, app, ask, node, of_type, root_queues, run
 
 
 def config(rules: str = "", leaf_props: str = "") -> str:
-    rules_line = f"    rules: {rules}\n" if rules else ""
-    return f"""
-partitions:
-  - name: default
-{rules_line}    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
-            properties: {{{leaf_props}}}
-          - name: b
-          - name: default
-"""
+    return root_queues(f"""
+        - name: a
+          properties: {{{leaf_props}}}
+        - name: b
+        - name: default
+    """, partition=f"rules: {rules}" if rules else "")
 
 
 def decisions(outputs: list[dict[str, Any]]) -> list[tuple[str, int]]:

@@ -31,7 +31,8 @@ as stalled (how many were bound).
     python benchmarks/k8s.py [--nodes 1000] [--shapes 1x5000,5x1000,25x200,full]
         [--schedulers evsched,kube-scheduler,yunikorn] [--creators 4] [--live] [--no-build-yunikorn]
 
-Prints one row per shape and scheduler, a table, and TARGET lines: evsched's pods/s (to bound,
+Prints one row per shape and scheduler (with the CPU seconds the scheduler's process used: on a
+shared machine the one figure that says how much work each did), a table, and TARGET lines: evsched's pods/s (to bound,
 and to Running) against each other scheduler's per shape, and replay verify.
 """
 
@@ -97,6 +98,7 @@ class Row:
     created: float  # seconds creating
     verify: str  # "ok", "-" (not evsched) or why it failed
     stalled: str = ""  # why the run was cut short ("" when every pod ran)
+    cpu_s: float = 0.0  # CPU seconds the scheduler's process used (user + system), start to the last pod Running
 
 
 async def gather_limited(count: int, make: Any, limit: int = IN_FLIGHT) -> None:
@@ -272,6 +274,15 @@ def start_scheduler(which: str, cluster: KubeCluster, workdir: Path, yunikorn: P
         out.close()
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a live process and its waited-for children (/proc; 0 where there is none)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
 def verify_log(log: Path) -> str:
     done = subprocess.run([sys.executable, "-m", "scheduler", "replay", "verify", "--log", str(log)], cwd=ROOT,
                           capture_output=True, text=True, check=False)
@@ -333,14 +344,16 @@ async def main_async(args: argparse.Namespace) -> int:
                 try:
                     to_bound, to_running, created, stalled = await run_shape(api, count, create, start, args.live)
                 finally:
+                    cpu = sum(cpu_seconds(proc.pid) for proc in procs)
                     for proc in procs:
                         stop_group(proc, grace_s=30.0)
                 checked = verify_log(run_dir / "evsched-log") if which == "evsched" else "-"
-                row = Row(shape, which, count, to_bound, to_running, created, checked, stalled)
+                row = Row(shape, which, count, to_bound, to_running, created, checked, stalled, cpu)
                 rows.append(row)
                 print(f"{shape:<8} {which:<15} {count:>6} pods bound in {to_bound:7.2f} s ({count / to_bound:7.1f}/s),"
                       f" Running in {to_running:7.2f} s ({count / to_running:7.1f}/s); created in {created:.2f} s;"
-                      f" verify {checked}; load {os.getloadavg()[0]:.1f} {stalled}", flush=True)
+                      f" scheduler CPU {cpu:.1f} s; verify {checked}; load {os.getloadavg()[0]:.1f} {stalled}",
+                      flush=True)
                 await clear_pods(api)
     finally:
         await api.close()
@@ -357,15 +370,17 @@ async def main_async(args: argparse.Namespace) -> int:
 def report(rows: list[Row], args: argparse.Namespace, no_yunikorn: str) -> None:
     print()
     print(f"| shape | scheduler | pods | s to all bound | pods/s bound | s to all Running | pods/s Running "
-          f"| creation pods/s | replay verify |  ({args.nodes} nodes, {'live' if args.live else 'backlog'})")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---|")
+          f"| scheduler CPU s | creation pods/s | replay verify |  ({args.nodes} nodes, "
+          f"{'live' if args.live else 'backlog'})")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
         if r.stalled:
-            print(f"| {r.shape} | {r.scheduler} | {r.pods} | {r.stalled} | - | - | - | {r.pods / r.created:.1f} "
-                  f"| {r.verify} |")
+            print(f"| {r.shape} | {r.scheduler} | {r.pods} | {r.stalled} | - | - | - | {r.cpu_s:.1f} "
+                  f"| {r.pods / r.created:.1f} | {r.verify} |")
             continue
         print(f"| {r.shape} | {r.scheduler} | {r.pods} | {r.to_bound:.2f} | {r.pods / r.to_bound:.1f} "
-              f"| {r.to_running:.2f} | {r.pods / r.to_running:.1f} | {r.pods / r.created:.1f} | {r.verify} |")
+              f"| {r.to_running:.2f} | {r.pods / r.to_running:.1f} | {r.cpu_s:.1f} | {r.pods / r.created:.1f} "
+              f"| {r.verify} |")
     by = {(r.shape, r.scheduler): r for r in rows}
     met = True
     for shape in args.shapes.split(","):

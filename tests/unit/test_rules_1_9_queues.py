@@ -7,25 +7,18 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler.config import load_config
-from tests.sim import SCHEDULE, app, ask, node, of_type, run
-from tests.unit.test_rules_profile import decisions
+from tests.sim import SCHEDULE, app, ask, node, of_type, root_queues, run
+from tests.unit.test_rules_profile import decisions, then_one_each
 
 
 def config(rules: str, a_guaranteed: str, a_props: str = "", b_props: str = "") -> str:
-    rules_line = f"    rules: {rules}\n"
-    return f"""
-partitions:
-  - name: default
-{rules_line}    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
-            resources: {{guaranteed: {a_guaranteed}}}
-            properties: {{{a_props}}}
-          - name: b
-            properties: {{{b_props}}}
-"""
+    return root_queues(f"""
+        - name: a
+          resources: {{guaranteed: {a_guaranteed}}}
+          properties: {{{a_props}}}
+        - name: b
+          properties: {{{b_props}}}
+    """, partition=f"rules: {rules}")
 
 
 def test_a_zero_beside_a_positive_guarantee_is_kept_for_the_fair_share() -> None:
@@ -43,12 +36,8 @@ def used_memory_guaranteed_zero() -> list[dict[str, Any]]:
     """a holds 100m/100 of a 16-core node, b 200m/200; a's guarantee is 16 cores and memory 0.
     Without the zero a's share is 100/16000 (its vcore or memory against the fair max) and b's
     200/16000: a goes first. With it a's memory counts 1.0 under 1.9: b goes first."""
-    return [
-        node("n1", vcore=16_000, memory=16_000), app("A", "root.a"), app("B", "root.b"),
-        ask("A", "a1", vcore=100, memory=100), ask("B", "b1", vcore=200, memory=200), SCHEDULE,
-        ask("A", "a2", vcore=100, memory=100), ask("B", "b2", vcore=100, memory=100),
-        {**SCHEDULE, "data": {"max_allocations": 1}}, SCHEDULE,
-    ]
+    return then_one_each({"vcore": 16_000, "memory": 16_000}, {"vcore": 100, "memory": 100},
+                         {"vcore": 200, "memory": 200})
 
 
 def test_under_1_9_a_used_type_guaranteed_zero_counts_one_in_the_fair_share() -> None:

@@ -118,7 +118,7 @@ bench: $(VENV)/.bench-installed native
 # scenarios run through both; disagreements (with minimal scenarios) go to .build/diffs.
 # Fails only on a difference that no documented known difference explains.
 HARNESS           := conformance/.build/yunikorn-harness
-CONFORMANCE_COUNT ?= 2128
+CONFORMANCE_COUNT ?= 2240
 CONFORMANCE_SEED  ?= 0
 # Linked against a copy of yunikorn-core whose clock follows the log (conformance/patch_clock.py).
 $(HARNESS): conformance/yunikorn/*.go conformance/yunikorn/evclock/*.go conformance/yunikorn/go.mod \

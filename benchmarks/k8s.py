@@ -13,7 +13,8 @@ turn on the same cluster:
   to 5,000, as its scheduler_perf runs; at its default 50 QPS it binds 50 pods/s);
 - ``yunikorn``: YuniKorn 1.9's standalone scheduler (k8shim v1.9.0 with yunikorn-core v1.9.0, one
   binary, built once by tests/brokers/k8s/build-yunikorn.sh), its queues from the
-  ``yunikorn-configs`` ConfigMap, client QPS and burst 5,000. Pods name ``schedulerName:
+  ``yunikorn-configs`` ConfigMap, its shipped client QPS and burst (1,000; at 5,000 some of its
+  Bindings failed with "unexpected EOF" here, and it does not retry a failed bind). Pods name ``schedulerName:
   yunikorn`` and carry the ``applicationId`` and ``queue`` labels, so the admission controller
   is not needed. A build that fails is reported (its error) and the column left out.
 
@@ -24,12 +25,14 @@ not (on this machine one client creates ~100 pods/s, slower than every scheduler
 from creation, the client set the figure). ``--live`` instead starts the scheduler first and
 times from the first creation while the clients create. Both report seconds to the last pod
 bound (the scheduler's work) and to the last pod Running (KWOK's, after it). Pods are deleted
-between runs.
+between runs. A run in which no pod is bound or Running for ``STALL_S`` is cut short and reported
+as stalled (how many were bound).
 
     python benchmarks/k8s.py [--nodes 1000] [--shapes 1x5000,5x1000,25x200,full]
         [--schedulers evsched,kube-scheduler,yunikorn] [--creators 4] [--live] [--no-build-yunikorn]
 
-Prints one row per shape and scheduler, a table, and TARGET lines: evsched's pods/s (to bound,
+Prints one row per shape and scheduler (with the CPU seconds the scheduler's process used: on a
+shared machine the one figure that says how much work each did), a table, and TARGET lines: evsched's pods/s (to bound,
 and to Running) against each other scheduler's per shape, and replay verify.
 """
 
@@ -61,7 +64,7 @@ from tests.kube_cluster import (  # noqa: E402
     build_yunikorn,
     yunikorn_cache_dir,
 )
-from tests.procs import free_port, stop_group  # noqa: E402
+from tests.procs import die_with_parent, free_port, stop_group  # noqa: E402
 
 NAMESPACE = "bench"
 YUNIKORN_NAMESPACE = "yunikorn"  # where YuniKorn reads its ConfigMaps ($NAMESPACE)
@@ -69,7 +72,9 @@ NODE_CPU, NODE_MEMORY, NODE_PODS = 32, "256Gi", 110
 IN_FLIGHT = 32  # creating requests in flight per client process
 SCHEDULERS = ("evsched", "kube-scheduler", "yunikorn")
 SCHEDULER_NAME = {"evsched": "evsched", "kube-scheduler": "default-scheduler", "yunikorn": "yunikorn"}
-CLIENT_QPS = "5000"
+CLIENT_QPS = "5000"  # kube-scheduler's, as its scheduler_perf runs (its default 50 binds 50 pods/s)
+YUNIKORN_QPS = "1000"  # YuniKorn's shipped kubernetes.qps/burst (5,000 lost binds to "unexpected EOF" here)
+STALL_S = 120.0  # no pod bound or Running for this long: the run is cut short and reported as stalled
 QUEUES = """partitions:
 - name: default
   placementrules:
@@ -92,6 +97,8 @@ class Row:
     to_running: float
     created: float  # seconds creating
     verify: str  # "ok", "-" (not evsched) or why it failed
+    stalled: str = ""  # why the run was cut short ("" when every pod ran)
+    cpu_s: float = 0.0  # CPU seconds the scheduler's process used (user + system), start to the last pod Running
 
 
 async def gather_limited(count: int, make: Any, limit: int = IN_FLIGHT) -> None:
@@ -170,8 +177,9 @@ async def create_pods(kubeconfig: Path, scheduler_name: str, shape: str, nodes: 
 
 
 async def run_shape(api: KubeApi, count: int, create: Callable[[], Any], start: Callable[[], None],
-                    live: bool) -> tuple[float, float, float]:
-    """Seconds until every pod is bound, until every one is Running, and creating them. ``live``: the
+                    live: bool) -> tuple[float, float, float, str]:
+    """Seconds until every pod is bound, until every one is Running, creating them, and why the run was
+    cut short ("": it was not; a scheduler that leaves pods pending for ``STALL_S`` is). ``live``: the
     scheduler first, timed from the first creation; else the pods first, timed from the scheduler's start."""
     start_version = (await api.list(f"/api/v1/namespaces/{NAMESPACE}/pods"))["resourceVersion"]
     bound: set[str] = set()
@@ -206,8 +214,19 @@ async def run_shape(api: KubeApi, count: int, create: Callable[[], Any], start: 
         times["began"] = time.perf_counter()
         watcher = asyncio.create_task(watch())
         start()
+    seen = (0, 0)
+    last_progress = time.perf_counter()
+    while not watcher.done():  # a stall is judged by progress, not by how long a run takes
+        await asyncio.wait([watcher], timeout=5.0)
+        if (len(bound), len(running)) != seen:
+            seen, last_progress = (len(bound), len(running)), time.perf_counter()
+        elif time.perf_counter() - last_progress > STALL_S:
+            watcher.cancel()
+            elapsed = time.perf_counter() - times["began"]
+            return (times["bound"] or elapsed, elapsed, created,
+                    f"stalled: {len(bound)}/{count} bound, {len(running)} Running, none for {STALL_S:.0f} s")
     await watcher
-    return times["bound"], times["running"], created
+    return times["bound"], times["running"], created, ""
 
 
 async def clear_pods(api: KubeApi) -> None:
@@ -221,10 +240,10 @@ async def clear_pods(api: KubeApi) -> None:
 
 
 async def setup_yunikorn(api: KubeApi) -> None:
-    """YuniKorn's namespace and ConfigMaps: the queues, client QPS as kube-scheduler's, warnings only in its log."""
+    """YuniKorn's namespace and ConfigMaps: the queues, its shipped client QPS, warnings only in its log."""
     await api.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                      "metadata": {"name": YUNIKORN_NAMESPACE}})
-    for name, data in (("yunikorn-defaults", {"kubernetes.qps": CLIENT_QPS, "kubernetes.burst": CLIENT_QPS,
+    for name, data in (("yunikorn-defaults", {"kubernetes.qps": YUNIKORN_QPS, "kubernetes.burst": YUNIKORN_QPS,
                                               "log.level": "WARN"}),
                        ("yunikorn-configs", {"queues.yaml": QUEUES})):
         await api.request("POST", f"/api/v1/namespaces/{YUNIKORN_NAMESPACE}/configmaps", {
@@ -249,9 +268,19 @@ def start_scheduler(which: str, cluster: KubeCluster, workdir: Path, yunikorn: P
         env = dict(os.environ, KUBECONFIG=str(cluster.kubeconfig), NAMESPACE=YUNIKORN_NAMESPACE)
     try:
         return subprocess.Popen(cmd, cwd=workdir if which == "yunikorn" else ROOT, stdout=out,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env)
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env,
+                                preexec_fn=die_with_parent)
     finally:
         out.close()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a live process and its waited-for children (/proc; 0 where there is none)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def verify_log(log: Path) -> str:
@@ -313,16 +342,18 @@ async def main_async(args: argparse.Namespace) -> int:
                     return create_pods(cluster.kubeconfig, SCHEDULER_NAME[which], shape, args.nodes, args.creators)
 
                 try:
-                    to_bound, to_running, created = await run_shape(api, count, create, start, args.live)
+                    to_bound, to_running, created, stalled = await run_shape(api, count, create, start, args.live)
                 finally:
+                    cpu = sum(cpu_seconds(proc.pid) for proc in procs)
                     for proc in procs:
                         stop_group(proc, grace_s=30.0)
                 checked = verify_log(run_dir / "evsched-log") if which == "evsched" else "-"
-                row = Row(shape, which, count, to_bound, to_running, created, checked)
+                row = Row(shape, which, count, to_bound, to_running, created, checked, stalled, cpu)
                 rows.append(row)
                 print(f"{shape:<8} {which:<15} {count:>6} pods bound in {to_bound:7.2f} s ({count / to_bound:7.1f}/s),"
                       f" Running in {to_running:7.2f} s ({count / to_running:7.1f}/s); created in {created:.2f} s;"
-                      f" verify {checked}; load {os.getloadavg()[0]:.1f}", flush=True)
+                      f" scheduler CPU {cpu:.1f} s; verify {checked}; load {os.getloadavg()[0]:.1f} {stalled}",
+                      flush=True)
                 await clear_pods(api)
     finally:
         await api.close()
@@ -339,11 +370,17 @@ async def main_async(args: argparse.Namespace) -> int:
 def report(rows: list[Row], args: argparse.Namespace, no_yunikorn: str) -> None:
     print()
     print(f"| shape | scheduler | pods | s to all bound | pods/s bound | s to all Running | pods/s Running "
-          f"| creation pods/s | replay verify |  ({args.nodes} nodes, {'live' if args.live else 'backlog'})")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---|")
+          f"| scheduler CPU s | creation pods/s | replay verify |  ({args.nodes} nodes, "
+          f"{'live' if args.live else 'backlog'})")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
+        if r.stalled:
+            print(f"| {r.shape} | {r.scheduler} | {r.pods} | {r.stalled} | - | - | - | {r.cpu_s:.1f} "
+                  f"| {r.pods / r.created:.1f} | {r.verify} |")
+            continue
         print(f"| {r.shape} | {r.scheduler} | {r.pods} | {r.to_bound:.2f} | {r.pods / r.to_bound:.1f} "
-              f"| {r.to_running:.2f} | {r.pods / r.to_running:.1f} | {r.pods / r.created:.1f} | {r.verify} |")
+              f"| {r.to_running:.2f} | {r.pods / r.to_running:.1f} | {r.cpu_s:.1f} | {r.pods / r.created:.1f} "
+              f"| {r.verify} |")
     by = {(r.shape, r.scheduler): r for r in rows}
     met = True
     for shape in args.shapes.split(","):
@@ -351,6 +388,12 @@ def report(rows: list[Row], args: argparse.Namespace, no_yunikorn: str) -> None:
         for other in ("kube-scheduler", "yunikorn"):
             theirs = by.get((shape, other))
             if ours is None or theirs is None:
+                continue
+            if ours.stalled or theirs.stalled:
+                verdict = "MISSED" if ours.stalled else "met"
+                met = met and not ours.stalled
+                print(f"TARGET {shape}: evsched {ours.stalled or 'ran every pod'}; {other} "
+                      f"{theirs.stalled or 'ran every pod'} ({verdict})")
                 continue
             for what, mine, their in (("bound", ours.to_bound, theirs.to_bound),
                                       ("Running", ours.to_running, theirs.to_running)):
@@ -362,10 +405,10 @@ def report(rows: list[Row], args: argparse.Namespace, no_yunikorn: str) -> None:
     if no_yunikorn:
         print(f"TARGET vs YuniKorn: not measured ({no_yunikorn[:300]})")
     verified = [r for r in rows if r.scheduler == "evsched"]
-    bad = [r for r in verified if r.verify != "ok"]
+    bad = [r for r in verified if r.verify != "ok" or r.stalled]
     print(f"TARGET replay verify: {len(verified) - len(bad)}/{len(verified)} evsched logs verified "
           f"({'met' if not bad else 'MISSED'})")
-    decided = sum(r.pods for r in verified if r.verify == "ok")
+    decided = sum(r.pods for r in verified if r.verify == "ok" and not r.stalled)
     print(f"evsched: {decided} pods bound and Running, logs verified")
     print(f"TARGET all: {'met' if met and not bad and not no_yunikorn else 'MISSED'}")
 

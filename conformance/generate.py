@@ -46,6 +46,7 @@ FAMILIES = (
     "releases",
     "required-nodes",
     "preemption",
+    "preemption-tree",
     "placement",
     "acls",
     "user-limits",
@@ -410,6 +411,26 @@ def fam_preemption(sc: Scenario) -> None:
             sc.lines.append({"type": "allocation.released", "data": {"app_id": app_id, "ask_id": ask_id}})
         sc.schedule()
 
+
+
+def fam_preemption_tree(sc: Scenario) -> None:
+    """``preemption`` across a queue tree, where yunikorn-core 1.9 changed the rules: guarantees
+    on parents too (an ancestor's guarantee limits what a queue below it can lose, YUNIKORN-3240;
+    a preemptor under its guarantee whose parent is over, 2769), guarantees of one resource type
+    only (a queue over for one type and under for another, 3113), and maxes on parents (the
+    fence found from usage plus the ask, 3241)."""
+    fam_preemption(sc)  # builds the lines; the config line is written from the tree at the end
+    rng = sc.rng
+    for q in sc.root.walk()[1:]:
+        if q.children and rng.random() < 0.5:
+            vcore, memory = rng.randint(1, 8), rng.randint(1, 8)
+            q.resources["guaranteed"] = {"vcore": f"{vcore * 1000}m", "memory": str(memory * 1000)}
+        if q.children and rng.random() < 0.3:
+            vcore, memory = rng.randint(2, 12), rng.randint(2, 12)
+            q.resources["max"] = {"vcore": f"{vcore * 1000}m", "memory": str(memory * 1000)}
+        guaranteed = q.resources.get("guaranteed")
+        if guaranteed is not None and rng.random() < 0.3:
+            del guaranteed[rng.choice(("vcore", "memory"))]
 
 # --- config, placement and access ----------------------------------------------------------
 
@@ -861,6 +882,7 @@ BUILDERS: dict[str, Callable[[Scenario], None]] = {
     "releases": fam_releases,
     "required-nodes": fam_required_nodes,
     "preemption": fam_preemption,
+    "preemption-tree": fam_preemption_tree,
     "placement": fam_placement,
     "acls": fam_acls,
     "user-limits": fam_user_limits,

@@ -184,13 +184,6 @@ def may_preempt(lines: Lines) -> bool:
     return any(line.get("type") == "ask.added" and (line.get("data") or {}).get("preempt_other") for line in lines)
 
 
-def preemption_dropped(lines: Lines) -> Lines:
-    """The scenario with no ask that may preempt (``preempt_other`` false everywhere)."""
-    return [{**line, "data": {**line["data"], "preempt_other": False}}
-            if line.get("type") == "ask.added" and (line.get("data") or {}).get("preempt_other") else line
-            for line in lines]
-
-
 def victim_picked_twice(ours: Outcome, theirs: Outcome) -> bool:
     """yunikorn-core revoked an allocation it had already revoked (not allocated again since),
     and both sides agree on every decision before that cycle."""
@@ -310,19 +303,6 @@ KNOWN_DIFFERENCES: tuple[Known, ...] = (
         "deliberate (docs/semantics.md)",
         lambda lines: bool(_occupied_lines(lines)),
         occupied_dropped,
-        profiles=V19,
-    ),
-    Known(
-        "preemption-1.9-rules",
-        "yunikorn-core 1.9 chooses preemption victims by its phase 1 and 2 rules (sibling "
-        "preemption when the preemptor's parent is over its guarantee, YUNIKORN-2769; per resource "
-        "type guarantees, 3113; ancestors' guarantees limiting what a queue can lose, 3240; the "
-        "fence from projected usage, 3241: objects/preemption.go, preemption_queue.go); evsched's "
-        "yunikorn-1.9 profile still chooses them by 1.5's rules. Recognised: the scenario agrees "
-        "once no ask may preempt",
-        "evsched core: 1.9's preemption rules in the yunikorn-1.9 profile (not implemented)",
-        may_preempt,
-        preemption_dropped,
         profiles=V19,
     ),
 )

@@ -250,11 +250,16 @@ class KafkaCluster:
         self.wait_ready(timeout_s)
 
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S, nodes: list[KafkaNode] | None = None) -> None:
-        """Wait until every running node is a registered broker; raise with log tails if not."""
-        want = {n.node_id for n in (nodes or self.nodes) if n.running()}
-        children = {f"node {n.node_id}": n.proc for n in self.nodes if n.proc is not None and n.node_id in want}
-        procs.wait_until(lambda: want <= asyncio.run(registered_brokers(self.bootstrap)), children,
-                   f"the cluster to answer with brokers {sorted(want)}", timeout_s, self._failure)
+        """Wait until every running node is a registered broker and accepts connections (a broker
+        registers with the controllers before its listener opens); raise with log tails if not."""
+        want = [n for n in (nodes or self.nodes) if n.running()]
+        ids = {n.node_id for n in want}
+        children = {f"node {n.node_id}": n.proc for n in want if n.proc is not None}
+
+        def ready() -> bool:
+            return all(_tcp_open(n.bootstrap) for n in want) and ids <= asyncio.run(registered_brokers(self.bootstrap))
+
+        procs.wait_until(ready, children, f"the cluster to answer with brokers {sorted(ids)}", timeout_s, self._failure)
 
     def _failure(self, what: str) -> str:
         tails = "\n".join(

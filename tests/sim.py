@@ -12,10 +12,11 @@ from scheduler.config import load_config
 from scheduler.simulation.simulate import Simulation
 
 
-def root_queues(children: str = "", *, rules: str = "", root: str = "") -> str:
+def root_queues(children: str = "", *, rules: str = "", root: str = "", partition: str = "") -> str:
     """Config text of one partition, ``default``, whose root (``submitacl: '*'``) holds ``children``:
     the YAML list of its child queues. ``rules`` is the partition's placement rules (a YAML list),
-    ``root`` more of root's own settings (``childtemplate: ...``). Each is written at any indentation
+    ``partition`` more of the partition's own settings (``rules: yunikorn-1.9``), ``root`` more of
+    root's own settings (``childtemplate: ...``). Each is written at any indentation
     (it is dedented and placed); with ``children`` alone the text is byte for byte what the tests
     wrote out by hand, so checksums do not change::
 
@@ -27,6 +28,7 @@ def root_queues(children: str = "", *, rules: str = "", root: str = "") -> str:
     """
     text = "\npartitions:\n  - name: default\n"
     text += _block("placementrules:", rules, 4)
+    text += _block("", partition, 4)
     text += "    queues:\n      - name: root\n        submitacl: '*'\n"
     text += _block("", root, 8)
     return text + _block("queues:", children, 8)

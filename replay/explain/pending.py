@@ -14,7 +14,9 @@ import itertools
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from events.times import format_time
 from replay.explain.format import (
+    RULE_BACKOFF,
     RULE_QUEUE_SORT,
     RULE_RESERVATION,
     Blocker,
@@ -133,6 +135,13 @@ def explain_pending(engine: Engine, app_id: str, ask_id: str, partition: str | N
             RULE_RESERVATION,
             f"reserved on node {ask.reserved_node} since cycle {ask.reserved_cycle}: reserved asks are tried first, "
             "and it is allocated there (or on another node) as soon as it fits",
+        ))
+    last_cycle_us = engine.state.cycle_time_us
+    if app.backoff_until_us and (last_cycle_us is None or app.backoff_until_us > last_cycle_us):
+        candidates.insert(0, Blocker(
+            RULE_BACKOFF,
+            f"app {app_id} backs off until {format_time(app.backoff_until_us)}: its last try met its queue's "
+            "application.unschedasks.backoff unschedulable asks, and the walk skips it until then (yunikorn-1.9)",
         ))
     reasons = [b for b in candidates if b is not None]
     apps = part.ordered_apps(leaf)

@@ -16,7 +16,7 @@ from events.codec import decode_output
 from events.models import AllocationRevoked, OutputData
 from events.times import parse_time
 from replay.explain.decision import CycleBatch, ExplainError
-from replay.explain.preemption import RULE, preemption_report
+from replay.explain.preemption import preemption_report
 from replay.find_cycle import find_cycle
 from replay.reader import LogSource, channel_order
 from replay.rederive import Rederiver, StartPoint
@@ -75,7 +75,7 @@ def _summary(report: dict[str, Any], app_id: str, ask_id: str, same: bool) -> st
     text = (f"{app_id}/{ask_id} was preempted in cycle {report['cycle']} for {pre['app_id']}/{pre['ask_id']} "
             f"(queue {pre['queue']}, priority {pre['priority']}). Fence: {report['fence']} — {report['fence_reason']}. "
             f"Guarantees checked: {guarantees}. Node {report['node']} won: {report.get('why_node', '')}. "
-            f"Victims: {', '.join(v['app_id'] + '/' + v['ask_id'] for v in report['victims'])} [{RULE}]")
+            f"Victims: {', '.join(v['app_id'] + '/' + v['ask_id'] for v in report['victims'])} [{report['rule']}]")
     if not same:
         text = "WARNING: the re-derived victims differ from the core's step. " + text
     return text

@@ -138,6 +138,9 @@ def render_revocation(r: dict[str, Any]) -> str:
     for q in r["queues"]:
         state = "within its guarantee" if q["within_guarantee"] else (
             "at or above its guarantee" if q["at_or_above_guarantee"] else "below its guarantee")
+        if "remaining_guarantee" in q:  # yunikorn-1.9: judged type by type
+            left = q["remaining_guarantee"]
+            state = f"remaining guarantee {fmt_res(left) if left is not None else 'none (no guarantee above)'}"
         lines.append(f"  {q['queue']} [{q['role']}]: guaranteed {fmt_res(q['guaranteed'])}, allocated "
                      f"{fmt_res(q['allocated'])}, preempting {fmt_res(q['preempting'])} — {state}")
     lines.append("Nodes tried (fewest victims first, then node id):")
@@ -148,4 +151,7 @@ def render_revocation(r: dict[str, Any]) -> str:
     if r.get("additional_victims"):
         extra = ", ".join(r["additional_victims"])
         lines.append(f"Additional victims (to bring the queue within its guarantee): {extra}")
+    if r.get("victim_rules"):
+        lines.append(f"Candidates and the rule that took or kept each ({r['profile']}):")
+        lines += [f"  {v['victim']} [{v['stage']}]: {v['rule']}" for v in r["victim_rules"]]
     return "\n".join(printable_lines(lines)) + "\n"

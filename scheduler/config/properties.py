@@ -24,6 +24,7 @@ from scheduler.config.resolve import (
     PREEMPTION_POLICY,
     PRIORITY_OFFSET,
     PRIORITY_POLICY,
+    QUOTA_PREEMPTION_DELAY,
     RESOURCE_TYPES_MAX,
     UNSCHED_BACKOFF,
     UNSCHED_BACKOFF_DELAY,
@@ -57,6 +58,7 @@ RULES: Mapping[str, tuple[Callable[[str], bool], str]] = {
     PREEMPTION_POLICY: (lambda v: v.lower() in PREEMPTION_POLICIES, " | ".join(PREEMPTION_POLICIES)),
     PREEMPTION_DELAY: (_positive_duration, 'a positive Go duration such as "30s" or "1m30s"'),
     RESOURCE_TYPES_MAX: (_positive_count, "a whole number from 1 to 999999999"),
+    QUOTA_PREEMPTION_DELAY: (_positive_duration, 'a positive Go duration such as "30s" or "1m30s"'),
     UNSCHED_BACKOFF: (_uint64, "a whole number from 0 (off) to 18446744073709551615"),
     UNSCHED_BACKOFF_DELAY: (_positive_duration, 'a positive Go duration such as "30s" or "1m30s"'),
 }
@@ -73,7 +75,7 @@ def property_problems(config: SchedulerConfig) -> tuple[list[str], list[str]]:
 ["queue root.a: property 'colour' is not one evsched reads (known: application.sort.policy, \
 application.sort.priority, application.unschedasks.backoff, application.unschedasks.backoff.delay, \
 evsched.resource.types.max, preemption.delay, preemption.policy, priority.offset, \
-priority.policy)"])
+priority.policy, quota.preemption.delay)"])
     >>> property_problems(load("{priority.offset: '-5', application.sort.policy: fair}"))
     ([], [])
     """
@@ -81,6 +83,10 @@ priority.policy)"])
     warnings: list[str] = []
     for partition in config.partitions:
         prefix = "" if len(config.partitions) == 1 else f"partition {partition.name}, "
+        if partition.quota_preemption:
+            warnings.append(f"{prefix}preemption.quotapreemptionenabled: quota preemption when a max is lowered "
+                            "(YUNIKORN-3193) is not implemented by evsched: a lowered max preempts nothing "
+                            "(docs/semantics.md#yunikorn-19)")
         for where, key, value in _set_properties(partition.root, {}, None):
             rule = RULES.get(key)
             if rule is None:
@@ -88,6 +94,9 @@ priority.policy)"])
                 warnings.append(f"{prefix}{where}: property {key!r} is not one evsched reads (known: {known})")
             elif not rule[0](value):
                 errors.append(f"{prefix}{where}: {key}: {value!r} is not {rule[1]}")
+            elif key == QUOTA_PREEMPTION_DELAY:
+                warnings.append(f"{prefix}{where}: {key}: quota preemption (YUNIKORN-3193) is not implemented by "
+                                "evsched: the delay is read by nothing")
             elif key in (UNSCHED_BACKOFF, UNSCHED_BACKOFF_DELAY) and partition.rules is not RulesProfile.YUNIKORN_1_9:
                 warnings.append(f"{prefix}{where}: {key} is read only under the rules profile yunikorn-1.9 "
                                 "(YUNIKORN-3115, YuniKorn 1.8 on); yunikorn-1.5 has no unschedulable-ask backoff")

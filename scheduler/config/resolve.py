@@ -36,6 +36,7 @@ PREEMPTION_DELAY = "preemption.delay"
 # yunikorn-1.9 (YUNIKORN-3115): skip an app for ``.delay`` after this many unschedulable asks
 UNSCHED_BACKOFF = "application.unschedasks.backoff"
 UNSCHED_BACKOFF_DELAY = "application.unschedasks.backoff.delay"
+QUOTA_PREEMPTION_DELAY = "quota.preemption.delay"  # yunikorn-1.9's quota preemption: parsed, not implemented
 
 APP_SORT_POLICIES = ("fifo", "fair", "stateaware")
 DEFAULT_APP_SORT_POLICY = "fifo"
@@ -173,5 +174,6 @@ def resolve_partition(part: NormalPartition) -> PartitionSpec:
         ),
         placement_rules=resolve_rules(part.raw.placementrules),
         preemption_enabled=part.raw.preemption is None or part.raw.preemption.enabled is not False,
+        quota_preemption=part.raw.preemption is not None and part.raw.preemption.quotapreemptionenabled is True,
         rules=RulesProfile.parse(part.raw.rules),
     )

@@ -99,6 +99,8 @@ class PartitionSpec:
     placement_rules: tuple[RuleSpec, ...] = ()
     preemption_enabled: bool = True  # ``preemption: {enabled: false}`` turns preemption off
     rules: RulesProfile = DEFAULT_PROFILE  # ``rules``: the YuniKorn generation whose rules it runs
+    # ``preemption.quotapreemptionenabled`` (yunikorn-1.9, YUNIKORN-3193): parsed, not implemented
+    quota_preemption: bool = False
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from events.resources import min_permissive
 from scheduler.config import resmath
 from scheduler.config.error_paths import where
 from scheduler.config.model import RawConfig, RawQueue, RawResources
-from scheduler.config.profiles import profile_problem
+from scheduler.config.profiles import RulesProfile, profile_problem
 from scheduler.config.structure import NormalPartition, child_path, children, walk
 from scheduler.config.validate_limits import LIMIT_RULES
 from scheduler.config.validate_placement import rule_placement_rules
@@ -108,8 +108,20 @@ def rule_rules_profile(part: NormalPartition) -> list[str]:
     return [] if problem is None else [f"{where(part.name, key='rules')}: {problem}"]
 
 
+def rule_quota_preemption_key(part: NormalPartition) -> list[str]:
+    """``preemption.quotapreemptionenabled`` is yunikorn-1.9's: under yunikorn-1.5 an unknown key, as
+    YuniKorn 1.5's strict parser has it."""
+    raw = part.raw.preemption
+    if raw is None or raw.quotapreemptionenabled is None or profile_problem(part.raw.rules) is not None:
+        return []
+    if RulesProfile.parse(part.raw.rules) is RulesProfile.YUNIKORN_1_9:
+        return []
+    return [f"{where(part.name, key='preemption.quotapreemptionenabled')}: unknown key under the rules profile "
+            "yunikorn-1.5 (YuniKorn 1.5 refuses it; it is yunikorn-1.9's quota preemption, YUNIKORN-3193)"]
+
+
 PARTITION_RULES: tuple[PartitionRule, ...] = (
-    rule_queues_set, rule_node_sort_policy, rule_placement_rules, rule_rules_profile,
+    rule_queues_set, rule_node_sort_policy, rule_placement_rules, rule_rules_profile, rule_quota_preemption_key,
 )
 
 

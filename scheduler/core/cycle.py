@@ -42,6 +42,7 @@ from scheduler.core.gang import can_replace, replacement_step
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption import MAX_ATTEMPTS_PER_QUEUE, may_attempt, record_preemption, try_preemption
+from scheduler.core.preemption_19 import try_preemption_19
 from scheduler.core.preemption_victims import VictimIndex
 from scheduler.core.queues import QueueNode
 from scheduler.core.reservations import Step, may_reserve, required_node_passes, required_node_step, reserved_step
@@ -145,6 +146,9 @@ def _preempt(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, nodes_tr
         return None
     memo.attempts_left -= 1
     memo.preempt_tried.add((app.app_id, ask.ask_id))
+    if part.profile is YUNIKORN_1_9:  # v1.9.0's victim selection (scheduler.core.preemption_19)
+        found = try_preemption_19(part, app, ask, nodes_tried)
+        return None if found.node is None else Step(app, ask, found.node, "preemption", victims=found.victims)
     if memo.victims is None:
         memo.victims = VictimIndex(part)
     outcome = try_preemption(part, app, ask, nodes_tried, index=memo.victims)

@@ -273,3 +273,15 @@ def test_a_batch_spanning_several_fetches_is_read_whole(kafka_bootstrap: str, ka
             assert sizes == [20_000, 5_000, 5_000]
 
     run(body())
+
+
+def test_the_diagnosis_of_a_failed_start_tries_every_bootstrap_server(kafka_bootstrap: str) -> None:
+    """A bootstrap list whose first server is down is reachable (the client's own error is the one
+    to report, not "cannot connect" to that server); a list with none up names the first."""
+    from events.log.kafka.clients import diagnose
+    from tests.procs import free_port
+
+    down = f"127.0.0.1:{free_port()}"
+    assert asyncio.run(diagnose({"bootstrap_servers": f"{down},{kafka_bootstrap}"})) is None
+    why = asyncio.run(diagnose({"bootstrap_servers": f"{down},127.0.0.1:{free_port()}"}))
+    assert why is not None and str(why).startswith(f"cannot connect to {down}: ")

@@ -24,7 +24,7 @@ import pytest
 from scheduler.kubernetes.api import ApiError, KubeApi, load_kubeconfig
 from tests.cli import evsched, evsched_env
 from tests.kube_cluster import KubeCluster, session_cluster
-from tests.procs import stop_group, stopping
+from tests.procs import start_logged, stop_group, stopping
 from tests.sim import root_queues
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,15 +66,15 @@ class Scenario:
         self.nodes: list[str] = []
         self.priority_classes: list[str] = []
 
+    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
+        """``python -m scheduler ARGS`` in its own process group, its output in ``<workdir>/<name>.log``."""
+        return start_logged([sys.executable, "-m", "scheduler", *args], self.workdir / f"{name}.log", ROOT,
+                            evsched_env())
+
     def start(self) -> None:
-        out = open(self.workdir / "evsched.log", "ab")  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "scheduler", "k8s", "--kubeconfig", str(self.cluster.kubeconfig),
-             "--scheduler-name", self.name, "--log", str(self.log), "--config", str(self.config)],
-            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-            env=evsched_env(),
-        )
-        out.close()
+        self.proc = self._spawn("evsched", ["k8s", "--kubeconfig", str(self.cluster.kubeconfig),
+                                            "--scheduler-name", self.name, "--log", str(self.log),
+                                            "--config", str(self.config)])
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -148,6 +148,17 @@ class Scenario:
         await self.until(f"pods {names} Running", check)
         return await self.pods(api)
 
+    def tear_down(self) -> None:
+        """``cleanup`` with an API client of its own: the end of a test's fixture."""
+        async def body() -> None:
+            api = KubeApi(load_kubeconfig(self.cluster.kubeconfig))
+            try:
+                await self.cleanup(api)
+            finally:
+                await api.close()
+
+        asyncio.run(body())
+
     async def cleanup(self, api: KubeApi) -> None:
         self.stop()
         for node in self.nodes:
@@ -177,14 +188,7 @@ def scenario_in(cluster: KubeCluster, tmp_path: Path) -> Iterator[Scenario]:
     try:
         yield scenario
     finally:
-        async def cleanup() -> None:
-            api = KubeApi(load_kubeconfig(cluster.kubeconfig))
-            try:
-                await scenario.cleanup(api)
-            finally:
-                await api.close()
-
-        asyncio.run(cleanup())
+        scenario.tear_down()
 
 
 def run(body: Callable[[KubeApi], Awaitable[None]], scenario: Scenario) -> None:
@@ -249,13 +253,18 @@ def test_priority_preemption_deletes_a_victim_and_binds_the_preemptor(scenario: 
         await api.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", {
             "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": urgent},
             "value": 1000})
-        scenario.priority_classes.append(urgent)
-        for i in range(2):
-            await scenario.pod(api, f"low-{i}", app="batch", queue="root.low")
+        # YuniKorn's opt-out on a PriorityClass (mirrored by the shim): its pods are never victims
+        protected = scenario.name + "-protected"
+        await api.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", {
+            "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "value": 0,
+            "metadata": {"name": protected, "annotations": {"yunikorn.apache.org/allow-preemption": "false"}}})
+        scenario.priority_classes += [urgent, protected]
+        await scenario.pod(api, "low-0", app="batch", queue="root.low", priority_class=protected)
+        await scenario.pod(api, "low-1", app="batch", queue="root.low")
         await scenario.running(api, ["low-0", "low-1"])
         await scenario.pod(api, "urgent", app="online", queue="root.high", priority_class=urgent)
         pods = await scenario.running(api, ["urgent"])
-        assert len([n for n in pods if n.startswith("low-")]) == 1, "one victim deleted"
+        assert [n for n in pods if n.startswith("low-")] == ["low-0"], "low-1 the victim, low-0's class protects it"
         preempted = await scenario.events(api, "Preempted")
         assert len(preempted) == 1 and "urgent" in preempted[0]["message"], preempted
 
@@ -283,28 +292,37 @@ def test_a_pod_that_fits_nowhere_says_why(scenario: Scenario) -> None:
     run(body, scenario)
 
 
-def test_a_restart_mid_stream_binds_every_pod_once(scenario: Scenario) -> None:
-    async def body(api: KubeApi) -> None:
-        for _ in range(2):
-            await scenario.node(api, cpu="8")
-        scenario.start()
-        for i in range(6):
-            await scenario.pod(api, f"p-{i}", app="app", queue="root.low", cpu="500m")
-        await scenario.running(api, ["p-0"])
-        scenario.stop(signal.SIGKILL)  # mid-stream: decisions may be in the log and not yet bound
-        for i in range(6, 10):  # created while evsched is down
-            await scenario.pod(api, f"p-{i}", app="app", queue="root.low", cpu="500m")
-        await api.request("DELETE", f"/api/v1/namespaces/{scenario.namespace}/pods/p-5",
-                          params={"gracePeriodSeconds": "0"})
-        scenario.start()
-        names = [f"p-{i}" for i in range(10) if i != 5]
-        pods = await scenario.running(api, names)
-        decided = {d["data"]["ask_id"].split(".", 1)[1]: d["data"]["node_id"] for d in scenario.decisions()}
-        for name in names:
-            assert decided[name] == pods[name]["spec"]["nodeName"], name
+async def bind_across_a_restart(scenario: Scenario, api: KubeApi, pods: int) -> None:
+    """Two nodes; pods ``p-0``… created; the shim SIGKILLed once ``p-0`` runs (decisions may be in
+    the log and not yet bound), pods up to ``p-<pods-1>`` created while it is down and ``p-5``
+    deleted; the shim started again: every pod left runs on the node its decision named."""
+    for _ in range(2):
+        await scenario.node(api, cpu="8")
+    scenario.start()
+    for i in range(6):
+        await scenario.pod(api, f"p-{i}", app="app", queue="root.low", cpu="500m")
+    await scenario.running(api, ["p-0"])
+    scenario.stop(signal.SIGKILL)
+    for i in range(6, pods):
+        await scenario.pod(api, f"p-{i}", app="app", queue="root.low", cpu="500m")
+    await api.request("DELETE", f"/api/v1/namespaces/{scenario.namespace}/pods/p-5",
+                      params={"gracePeriodSeconds": "0"})
+    scenario.start()
+    names = [f"p-{i}" for i in range(pods) if i != 5]
+    running = await scenario.running(api, names)
+    outputs = await asyncio.to_thread(scenario.decisions)  # a Kafka log's reader runs an event loop of its own
+    decided = {d["data"]["ask_id"].split(".", 1)[1]: d["data"]["node_id"] for d in outputs}
+    for name in names:
+        assert decided[name] == running[name]["spec"]["nodeName"], name
 
-    run(body, scenario)
+
+def assert_each_ask_decided_once(scenario: Scenario) -> None:
     decided = [d["data"]["ask_id"] for d in scenario.decisions()]
     assert len(decided) == len(set(decided)), "an ask decided twice"
     assert "already bound" not in scenario.output()
+
+
+def test_a_restart_mid_stream_binds_every_pod_once(scenario: Scenario) -> None:
+    run(lambda api: bind_across_a_restart(scenario, api, pods=10), scenario)
+    assert_each_ask_decided_once(scenario)
     verify(scenario)

@@ -9,34 +9,27 @@ and `replay verify` re-derives the Kafka log's decisions.
 
 from __future__ import annotations
 
-import asyncio
-import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from scheduler.kubernetes.api import KubeApi, load_kubeconfig
-from tests.cli import evsched, evsched_env
-from tests.integration.test_kubernetes import Scenario, run
+from tests.cli import evsched
+from tests.integration.test_kubernetes import Scenario, assert_each_ask_decided_once, bind_across_a_restart, run
 from tests.kafka_broker import KafkaTopics
 from tests.kafka_run import decisions, kafka_args, read_all
 from tests.kube_cluster import KubeCluster, session_cluster
-from tests.procs import stop_group
+from tests.procs import stop_group, stopping
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeCluster]:
-    cluster = session_cluster(tmp_path_factory.mktemp("k8s-kafka"))
-    try:
+    with stopping(session_cluster(tmp_path_factory.mktemp("k8s-kafka"))) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 class ApartScenario(Scenario):
@@ -47,15 +40,6 @@ class ApartScenario(Scenario):
         self.kafka = kafka_args(bootstrap, topics)
         self.bootstrap, self.topics = bootstrap, topics
         self.service: subprocess.Popen[bytes] | None = None
-
-    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
-        out = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115
-        try:
-            return subprocess.Popen([sys.executable, "-m", "scheduler", *args], cwd=ROOT, stdout=out,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                                    env=evsched_env())
-        finally:
-            out.close()
 
     def start_service(self) -> None:
         # the queues first, on the admin topic, so that no input of the shim's is read before them
@@ -87,43 +71,13 @@ def apart(cluster: KubeCluster, tmp_path: Path, kafka_bootstrap: str, kafka_topi
         yield scenario
     finally:
         scenario.stop_all()
-
-        async def cleanup() -> None:
-            api = KubeApi(load_kubeconfig(cluster.kubeconfig))
-            try:
-                await scenario.cleanup(api)
-            finally:
-                await api.close()
-
-        asyncio.run(cleanup())
+        scenario.tear_down()
 
 
 def test_shim_and_service_apart_over_kafka_bind_every_pod_once_across_a_shim_restart(apart: ApartScenario) -> None:
-    async def body(api: KubeApi) -> None:
-        for _ in range(2):
-            await apart.node(api, cpu="8")
-        apart.start_service()
-        apart.start()
-        for i in range(6):
-            await apart.pod(api, f"p-{i}", app="app", queue="root.low", cpu="500m")
-        await apart.running(api, ["p-0"])
-        apart.stop(signal.SIGKILL)  # the shim only: decisions may be on the topic and not yet bound
-        for i in range(6, 9):  # created while the shim is down
-            await apart.pod(api, f"p-{i}", app="app", queue="root.low", cpu="500m")
-        await api.request("DELETE", f"/api/v1/namespaces/{apart.namespace}/pods/p-5",
-                          params={"gracePeriodSeconds": "0"})
-        apart.start()
-        names = [f"p-{i}" for i in range(9) if i != 5]
-        pods = await apart.running(api, names)
-        outputs = await asyncio.to_thread(apart.decisions)  # read_all runs an event loop of its own
-        decided = {d["data"]["ask_id"].split(".", 1)[1]: d["data"]["node_id"] for d in outputs}
-        for name in names:
-            assert decided[name] == pods[name]["spec"]["nodeName"], name
-
-    run(body, apart)
-    decided = [d["data"]["ask_id"] for d in apart.decisions()]
-    assert len(decided) == len(set(decided)), "an ask decided twice"
-    assert "already bound" not in apart.output()
+    apart.start_service()
+    run(lambda api: bind_across_a_restart(apart, api, pods=9), apart)  # the shim alone restarts
+    assert_each_ask_decided_once(apart)
     apart.stop_all()
     done = evsched("replay", "verify", *apart.kafka, check=False, text=True)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -4,6 +4,7 @@ link only to files that exist, and the references list what the code has — eve
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import subprocess
@@ -118,3 +119,17 @@ def test_native_md_counts_the_compiled_modules() -> None:
 
     stated = re.search(r"`NATIVE_MODULES` in `setup.py` \((\d+) modules", (DOCS / "native.md").read_text())
     assert stated is not None and int(stated.group(1)) == len(native_modules(ROOT))
+
+
+def test_open_log_is_the_one_place_a_kafka_log_is_built() -> None:
+    """docs/architecture.md: ``open_log`` is the one place the product builds a ``KafkaLog`` (a call of
+    it anywhere else below the CLI would take its own subset of the settings)."""
+    builders = []
+    for package in ("events", "projections", "scheduler", "replay"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            calls = [n.func for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(n, ast.Call)]
+            if any(getattr(func, "id", getattr(func, "attr", "")) == "KafkaLog" for func in calls):
+                builders.append(str(path.relative_to(ROOT)))
+    assert builders == ["events/log/open.py"]
+    assert "`events.log.open.open_log(settings)` is the one place a log is opened from settings" in (
+        DOCS / "architecture.md").read_text(encoding="utf-8")

@@ -69,3 +69,36 @@ def test_a_pending_ask_that_may_preempt_says_what_an_attempt_finds(tmp_path: Pat
     assert [v["ask_id"] for v in attempt["victims"]] == ["f2"]
     assert [n["node_id"] for n in attempt["nodes_tried"]] == ["n2"]
     assert "It may preempt; an attempt now (fence root) would preempt 1 on n2" in pending.summary
+
+
+def test_a_revocation_under_the_19_profile_names_the_rule_behind_each_candidate(tmp_path: Path) -> None:
+    """yunikorn-1.9 (docs/semantics.md#yunikorn-19): the queues carry their remaining guarantee,
+    and each candidate the chosen node looked at is named with the rule that took or kept it.
+    best's remaining guarantee is 6000 − 8000 = −2000 in both types, so f3 (the newest on n1)
+    is taken; then best is at its guarantee (remaining 0: not below zero), so f1, behind f3 on n1,
+    and every candidate of the additional pass are kept."""
+    config = CONFIG.replace("  - name: default\n", "  - name: default\n    rules: yunikorn-1.9\n", 1)
+    with LogDriver(tmp_path / "log", config) as drv:
+        drv.submit(node("n1"), node("n2"), app("be", "root.best"),
+                   *(ask("be", f"f{i}", vcore=2000, memory=2000) for i in range(1, 5)))
+        drv.cycle()
+        drv.submit(app("c", "root.crit"), ask("c", "c1", vcore=2000, memory=2000, priority=1000, preempt_other=True))
+        drv.cycle()
+        drv.now_us += 2_000_000
+        drv.cycle()
+    with open_file_log(tmp_path / "log") as source:
+        report = explain_revocation_from_log(source, "be", "f3")
+    assert report["profile"] == "yunikorn-1.9" and report["rule"] == "docs/semantics.md#yunikorn-19"
+    assert report["fence"] == "root" and report["fence_by"] == "root"
+    queues = {q["queue"]: q for q in report["queues"]}
+    assert queues["root.best"]["remaining_guarantee"] == {"vcore": -2000, "memory": -2000}
+    assert queues["root.crit"]["remaining_guarantee"] == {"vcore": 4000, "memory": 4000}
+    assert [v["ask_id"] for v in report["victims"]] == ["f3"]
+    rules = [(r["stage"], r["victim"], r["verdict"]) for r in report["victim_rules"]]
+    assert rules == [("node", "be/f3", "taken"), ("node", "be/f1", "kept-victim-queue-within-guarantee"),
+                     *(("additional", f"be/{k}", "kept-victim-queue-within-guarantee") for k in ("f4", "f2", "f1"))]
+    assert all("YUNIKORN" in r["rule"] or "v1.9.0" in r["rule"] or r["verdict"].startswith("taken-last")
+               or r["verdict"] == "not-reached" for r in report["victim_rules"])
+    text = evsched("replay", "explain", "--revoked", "be/f3", "--log", str(tmp_path / "log")).stdout.decode()
+    assert "remaining guarantee" in text and "Candidates and the rule that took or kept each (yunikorn-1.9)" in text
+    assert "be/f3 [node]: taken" in text

@@ -7,28 +7,18 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler.config import load_config
-from tests.sim import SCHEDULE, app, ask, node, of_type, run
+from tests.sim import SCHEDULE, app, ask, node, of_type, root_queues, run
+from tests.unit.test_rules_profile import decisions, then_one_each
 
 
 def config(rules: str, a_guaranteed: str, a_props: str = "", b_props: str = "") -> str:
-    rules_line = f"    rules: {rules}\n"
-    return f"""
-partitions:
-  - name: default
-{rules_line}    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
-            resources: {{guaranteed: {a_guaranteed}}}
-            properties: {{{a_props}}}
-          - name: b
-            properties: {{{b_props}}}
-"""
-
-
-def decisions(outputs: list[dict[str, Any]]) -> list[tuple[str, int]]:
-    return [(d["ask_id"], d["cycle"]) for d in of_type(outputs, "allocation.decided")]
+    return root_queues(f"""
+        - name: a
+          resources: {{guaranteed: {a_guaranteed}}}
+          properties: {{{a_props}}}
+        - name: b
+          properties: {{{b_props}}}
+    """, partition=f"rules: {rules}")
 
 
 def test_a_zero_beside_a_positive_guarantee_is_kept_for_the_fair_share() -> None:
@@ -46,12 +36,8 @@ def used_memory_guaranteed_zero() -> list[dict[str, Any]]:
     """a holds 100m/100 of a 16-core node, b 200m/200; a's guarantee is 16 cores and memory 0.
     Without the zero a's share is 100/16000 (its vcore or memory against the fair max) and b's
     200/16000: a goes first. With it a's memory counts 1.0 under 1.9: b goes first."""
-    return [
-        node("n1", vcore=16_000, memory=16_000), app("A", "root.a"), app("B", "root.b"),
-        ask("A", "a1", vcore=100, memory=100), ask("B", "b1", vcore=200, memory=200), SCHEDULE,
-        ask("A", "a2", vcore=100, memory=100), ask("B", "b2", vcore=100, memory=100),
-        {**SCHEDULE, "data": {"max_allocations": 1}}, SCHEDULE,
-    ]
+    return then_one_each({"vcore": 16_000, "memory": 16_000}, {"vcore": 100, "memory": 100},
+                         {"vcore": 200, "memory": 200})
 
 
 def test_under_1_9_a_used_type_guaranteed_zero_counts_one_in_the_fair_share() -> None:
@@ -235,3 +221,39 @@ def test_shared_reservations_fold_snapshot_and_end_with_their_node(tmp_path: Any
         outs = [orjson.loads(r.value) for r in log.iter_outputs()]
     ended = sorted((o["data"]["ask_id"], o["data"]["reason"]) for o in outs if o["type"] == "ask.unreserved")
     assert ended == [("a1", "node-removed"), ("b1", "node-removed"), ("c1", "allocated")]
+
+
+def test_quota_preemption_keys_parse_under_1_9_with_a_warning_and_are_refused_under_1_5() -> None:
+    from scheduler.config import ConfigError
+    from scheduler.config.properties import property_problems
+
+    def with_quota(rules: str) -> str:
+        return config(rules, "{vcore: 1}", a_props="quota.preemption.delay: 30s").replace(
+            "    queues:\n", "    preemption: {enabled: true, quotapreemptionenabled: true}\n    queues:\n", 1)
+
+    loaded = load_config(with_quota("yunikorn-1.9"))
+    assert loaded.partitions[0].quota_preemption
+    errors, warnings = property_problems(loaded)
+    assert errors == [] and any("quota preemption when a max is lowered (YUNIKORN-3193) is not implemented" in w
+                                for w in warnings)
+    assert any(w.startswith("queue root.a: quota.preemption.delay") for w in warnings)
+    try:
+        load_config(with_quota("yunikorn-1.5"))
+    except ConfigError as exc:
+        assert "quotapreemptionenabled': unknown key under the rules profile yunikorn-1.5" in str(exc)
+    else:
+        raise AssertionError("a yunikorn-1.5 partition took quotapreemptionenabled")
+
+
+def test_explain_pending_names_the_backoff() -> None:
+    import orjson
+
+    from replay.explain.pending import explain_pending
+    from scheduler.simulation.simulate import Simulation
+
+    sim = Simulation(load_config(config("yunikorn-1.9", "{vcore: 1}", a_props=BACKOFF)))
+    for line in one_too_big_then_a_small_one()[:-2]:  # through the cycle at 0.5 s
+        sim.feed(orjson.dumps(line))
+    why = explain_pending(sim.engine, "A", "a2")
+    assert [r["rule"] for r in why.reasons][:1] == ["docs/semantics.md#yunikorn-19 (unschedulable-ask backoff)"]
+    assert "backs off until 1970-01-01T00:00:10.500000Z" in why.reasons[0]["message"]

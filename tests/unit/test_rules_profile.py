@@ -15,23 +15,16 @@ from replay.verify import verify
 from scheduler.config import ConfigError, load_config
 from scheduler.config.profiles import RulesProfile
 from tests.explain_logdrive import LogDriver
-from tests.sim import SCHEDULE, app, ask, node, of_type, run
+from tests.sim import SCHEDULE, app, ask, node, of_type, root_queues, run
 
 
 def config(rules: str = "", leaf_props: str = "") -> str:
-    rules_line = f"    rules: {rules}\n" if rules else ""
-    return f"""
-partitions:
-  - name: default
-{rules_line}    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
-            properties: {{{leaf_props}}}
-          - name: b
-          - name: default
-"""
+    return root_queues(f"""
+        - name: a
+          properties: {{{leaf_props}}}
+        - name: b
+        - name: default
+    """, partition=f"rules: {rules}" if rules else "")
 
 
 def decisions(outputs: list[dict[str, Any]]) -> list[tuple[str, int]]:
@@ -47,15 +40,22 @@ def test_the_key_parses_defaults_and_refuses_what_it_does_not_know() -> None:
     assert any("rules" in r and "'yunikorn-2.0'" in r and "yunikorn-1.9" in r for r in caught.value.reasons)
 
 
-def two_queues_one_at_a_time() -> list[dict[str, Any]]:
-    """a uses 10% of the vcores and 20% of the memory, b 50% and 1%: 1.5 compares raw usage
-    (b's 5,000 < a's 20,000, b first), 1.9 shares of the cluster (a's 0.2 < b's 0.5, a first)."""
+def then_one_each(capacity: dict[str, int], a1: dict[str, int], b1: dict[str, int]) -> list[dict[str, Any]]:
+    """Node n1 of ``capacity``; apps A (root.a) and B (root.b) placed a1 and b1 in one cycle; then
+    a2 and b2 (100/100 each), one decision a cycle: the fair queue order says which goes first."""
     return [
-        node("n1", vcore=10_000, memory=100_000), app("A", "root.a"), app("B", "root.b"),
-        ask("A", "a1", vcore=1000, memory=20_000), ask("B", "b1", vcore=5000, memory=1000), SCHEDULE,
+        node("n1", **capacity), app("A", "root.a"), app("B", "root.b"),
+        ask("A", "a1", **a1), ask("B", "b1", **b1), SCHEDULE,
         ask("A", "a2", vcore=100, memory=100), ask("B", "b2", vcore=100, memory=100),
         {**SCHEDULE, "data": {"max_allocations": 1}}, SCHEDULE,
     ]
+
+
+def two_queues_one_at_a_time() -> list[dict[str, Any]]:
+    """a uses 10% of the vcores and 20% of the memory, b 50% and 1%: 1.5 compares raw usage
+    (b's 5,000 < a's 20,000, b first), 1.9 shares of the cluster (a's 0.2 < b's 0.5, a first)."""
+    return then_one_each({"vcore": 10_000, "memory": 100_000}, {"vcore": 1000, "memory": 20_000},
+                         {"vcore": 5000, "memory": 1000})
 
 
 def test_the_fair_queue_order_is_1_9s_share_of_the_fair_max() -> None:

@@ -87,23 +87,35 @@ async def ensure_topics(
 
 
 async def diagnose(options: Mapping[str, Any]) -> LogError | None:
-    """Why a Kafka client with ``options`` cannot connect, from one direct connection (None
-    when that connection works): ``LogRefused`` for an untrusted certificate or refused
-    credentials (retrying cannot help), else a plain ``LogError``. Never holds a password."""
+    """Why a Kafka client with ``options`` cannot connect, from direct connections to the bootstrap
+    servers in turn (None as soon as one works: a cluster with one broker down is reachable, and the
+    client's own error is the one to report): ``LogRefused`` for an untrusted certificate or refused
+    credentials (retrying cannot help), else a plain ``LogError`` naming the first server's failure.
+    Never holds a password."""
+    servers = options.get("bootstrap_servers", "")
+    listed = servers.split(",") if isinstance(servers, str) else list(servers)
+    first_failure: LogError | None = None
+    for server in [s.strip() for s in listed if s.strip()] or [""]:
+        why = await _diagnose_one(server, options)
+        if why is None or isinstance(why, LogRefused):
+            return why
+        first_failure = first_failure or why
+    return first_failure
+
+
+async def _diagnose_one(server: str, options: Mapping[str, Any]) -> LogError | None:
     from aiokafka.conn import create_conn
 
-    servers = options.get("bootstrap_servers", "")
-    first = (servers if isinstance(servers, str) else ",".join(servers)).split(",")[0].strip()
-    host, _, port = first.rpartition(":")
+    host, _, port = server.rpartition(":")
     keys = ("security_protocol", "ssl_context", "sasl_mechanism", "sasl_plain_username", "sasl_plain_password")
     try:
-        conn = await create_conn(host or first, int(port or 9092), request_timeout_ms=10_000,
+        conn = await create_conn(host or server, int(port or 9092), request_timeout_ms=10_000,
                                  **{k: options[k] for k in keys if k in options})
     except ssl.SSLCertVerificationError as exc:
-        return LogRefused(f"the TLS certificate of {first} is not trusted ({exc.verify_message}); "
+        return LogRefused(f"the TLS certificate of {server} is not trusted ({exc.verify_message}); "
                           "pass its CA with --ssl-cafile")
     except ssl.SSLError as exc:
-        return LogRefused(f"TLS handshake with {first} failed: {exc.reason or exc}")
+        return LogRefused(f"TLS handshake with {server} failed: {exc.reason or exc}")
     except Exception as exc:  # aiokafka's SASL and connection errors share no base but Exception
         text = str(exc)
         password = options.get("sasl_plain_password")
@@ -111,8 +123,8 @@ async def diagnose(options: Mapping[str, Any]) -> LogError | None:
             text = text.replace(str(password), "***")
         if "uthenticat" in text or "SASL" in text.upper():
             return LogRefused(f"SASL authentication as {options.get('sasl_plain_username')!r} with "
-                              f"{options.get('sasl_mechanism')} was refused by {first}: {text}")
-        return LogError(f"cannot connect to {first}: {type(exc).__name__}: {text}")
+                              f"{options.get('sasl_mechanism')} was refused by {server}: {text}")
+        return LogError(f"cannot connect to {server}: {type(exc).__name__}: {text}")
     conn.close()
     return None
 

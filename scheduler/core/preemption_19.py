@@ -1,0 +1,401 @@
+"""Guarantee-based preemption under yunikorn-1.9: yunikorn-core v1.9.0 ``preemption.go`` (``Preemptor``), deterministic.
+
+The same attempt as ``scheduler.core.preemption`` (who may preempt and when: ``may_attempt``;
+the outcome: ``record_preemption``), with v1.9.0's victim selection. Queues are judged by
+their remaining guarantee type by type (``QueueSnap19.remaining``,
+``scheduler.core.preemption_queues_19``), and the steps differ from 1.5 as follows:
+
+1. **Fence** (``findPreemptionFenceRoot``): from the ask's leaf up, the first queue with
+   ``preemption.policy: fence``, or root, or — new — the first whose usage plus the ask
+   exceeds its max in some type (the max layered down from root, root's being the cluster;
+   YUNIKORN-3241). A leaf that is its own fence has nothing to take from.
+2. **Candidates** (``FindEligiblePreemptionVictims``): in every leaf under the fence other
+   than the ask's whose policy is not ``disabled`` and whose remaining guarantee is not
+   all ≥ 0 (nil — no guarantee at or above it — counts as over), each allocation that
+   shares a resource type with the ask, has no required node, is not being preempted,
+   and whose priority the ask reaches (as 1.5).
+3. **Guarantee check** (``checkPreemptionQueueGuarantees``): the ask's queue's remaining
+   guarantee already holds the ask (``FitInActual``), or, with the ask added, removing the
+   candidates leaves no type of the ask below zero in it (``isAskQueueUnderGuaranteed``).
+4. **Per node** (``calculateVictimsByNode``), nodes schedulable, not held for another ask
+   and — new — whose capacity holds the ask (YUNIKORN-2820): a candidate is usable when
+   its queue's remaining guarantee, before it goes, is nil or below zero in a type of the
+   ask (``isVictimQueueOverGuaranteed``: per type, YUNIKORN-3113; ancestors included,
+   3240); and the ask's queue must have room for it: its remaining guarantee holds the
+   victim (``FitInActual``), and the victim is counted in the ask's queue from then on.
+   The first candidate the ask's queue cannot hold ends the node's list (Go ``break``).
+   Victims that shrink the ask's shortfall on the node go first, the others after; the
+   second pass re-checks each victim's queue and finds the start index (``FitIn``).
+5. **Node choice** as 1.5: the lowest start index, then the lowest node id.
+6. **Additional victims** (``calculateAdditionalVictims``): the other candidates in victim
+   order, each taken while the ask's queue can hold it and its remaining guarantee
+   changes, until the first it cannot hold; with any taken, the ask's queue must end with
+   no type of the ask below zero, else the attempt fails.
+7. **Final victims** (``TryPreemption``): unless the ask already fits the node, only
+   victims on that node count; they are taken in order while the ask is still strictly
+   greater than their total (``StrictlyGreaterThanOnlyExisting``), and the attempt fails
+   when even all of them leave a shortfall.
+
+Deterministic adaptations (Go iterates maps here): candidates in configuration order, apps
+in arrival order, allocations in allocation order; the victim order (``victim_order``) ends
+in allocation order; the per-node and additional loops stop at the first victim the ask's
+queue cannot hold, so that order decides where they stop when creation times tie.
+yunikorn's ``time.Since`` on reservations (cancelling lower-priority reservations older
+than an hour, YUNIKORN-3092) is not in this module: a node held for another ask is skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from events.resources import Resources
+from scheduler.core.constrained_nodes import node_excludes
+from scheduler.core.objects import Allocation, App, Ask, Node
+from scheduler.core.partition import PartitionState
+from scheduler.core.preemption import NodeTry, full_available, victim_order
+from scheduler.core.preemption_queues import fit_in, sub_non_negative
+from scheduler.core.preemption_queues_19 import (
+    QueueSnap19,
+    duplicate_19,
+    equals_or_empty_19,
+    fenced_by_max,
+    fit_in_actual,
+    greater_only_existing,
+    live_max_19,
+    negative_in,
+    none_negative,
+    snapshot_19,
+)
+from scheduler.core.queues import QueueNode
+
+# Why a candidate was or was not taken (the trace explain reads; docs/semantics.md#yunikorn-19).
+TAKEN = "taken"
+TAKEN_LAST = "taken-last-resort"  # usable, but did not shrink the shortfall (1.5's tail too)
+KEPT_GUARANTEE = "kept-victim-queue-within-guarantee"  # YUNIKORN-3113/3240
+KEPT_ASK_QUEUE = "kept-ask-queue-full"  # the ask's queue cannot hold it: the list ends (YUNIKORN-2769)
+KEPT_NO_CHANGE = "kept-no-guarantee-change"
+NOT_REACHED = "not-reached"
+
+
+@dataclass
+class Outcome19:
+    """What one 1.9 attempt found; ``node`` is None when it failed (``reason`` says where).
+
+    ``trace`` is filled only when asked (explain): (app, ask, verdict) per candidate the
+    chosen node's first pass and the additional pass looked at, in order.
+    """
+
+    fence: str
+    fence_by: str  # "policy", "root" or "max"
+    queues: dict[str, QueueSnap19]
+    tried: list[NodeTry] = field(default_factory=list)
+    node: Node | None = None
+    victims: list[Allocation] = field(default_factory=list)
+    collected: list[Allocation] = field(default_factory=list)  # node's and additional victims before the last filter
+    reason: str = ""
+    trace: list[tuple[str, str, str, str]] = field(default_factory=list)  # (stage, app, ask, verdict)
+
+
+def fence_root_19(part: PartitionState, leaf: QueueNode, ask: Ask) -> tuple[QueueNode, dict[str, int], str]:
+    """``findPreemptionFenceRoot``: the fence queue, the ask's priority at each level, and why it is the fence."""
+    priorities: dict[str, int] = {}
+    queue = leaf
+    current = ask.priority
+    while True:
+        current = queue.offset if queue.fence else current + queue.offset
+        priorities[queue.path] = current
+        if queue.parent is None:
+            return queue, priorities, "root"
+        if queue.preemption_policy == "fence":
+            return queue, priorities, "policy"
+        projected = dict(queue.allocated)
+        for name, value in ask.resources.items():
+            projected[name] = projected.get(name, 0) + value
+        if fenced_by_max(live_max_19(queue, part.cluster_capacity), projected):
+            return queue, priorities, "max"
+        queue = queue.parent
+
+
+def _collect(part: PartitionState, queue: QueueNode, ask: Ask, ask_snap: QueueSnap19, priorities: dict[str, int],
+             priority: int, fenced: bool, out: dict[str, QueueSnap19]) -> None:
+    """``findEligiblePreemptionVictims``: depth first, in configuration order."""
+    if queue.path == ask_snap.path:
+        return
+    if queue.is_leaf:
+        if queue.preemption_policy == "disabled":
+            return
+        had = set(out)
+        snap = snapshot_19(queue, part.preempting, part.cluster_capacity, out, ask_snap)
+        remaining = snap.remaining()
+        if remaining is None or not none_negative(remaining):
+            wanted = ask.resources
+            for app_id in queue.apps:
+                for alloc in part.apps[app_id].allocations.values():
+                    if alloc.required_node is not None or alloc.preempted:
+                        continue
+                    if not any(name in alloc.resources for name in wanted):
+                        continue  # no resource type in common with the ask (``MatchAny``)
+                    if fenced or alloc.priority <= priority:
+                        snap.victims.append(alloc)
+        if not snap.victims:
+            # Go deletes the leaf's snapshot here and prunes unused ancestors at the end
+            # (``prunePreemptionSnapshots``): neither could give anything.
+            for path in set(out) - had:
+                del out[path]
+        return
+    for child in queue.children:
+        child_fenced = False
+        child_priority = priorities.get(child.path)
+        if child_priority is None:
+            if child.fence:
+                if child.offset > priority:
+                    continue
+                child_fenced = True
+                child_priority = priority
+            else:
+                child_priority = priority - child.offset
+        _collect(part, child, ask, ask_snap, priorities, child_priority, fenced or child_fenced, out)
+
+
+def find_victims_19(part: PartitionState, leaf: QueueNode, ask: Ask) -> tuple[QueueNode, str, dict[str, QueueSnap19]]:
+    """``FindEligiblePreemptionVictims``: the fence, why, and the snapshots (with candidates) by path."""
+    fence, priorities, fence_by = fence_root_19(part, leaf, ask)
+    out: dict[str, QueueSnap19] = {}
+    ask_snap = snapshot_19(leaf, part.preempting, part.cluster_capacity, out, None)
+    snap: QueueSnap19 | None = ask_snap
+    while snap is not None and snap.parent is not None:  # every queue of the ask's lineage but root
+        snap.ask_queue = ask_snap
+        snap = snap.parent
+    _collect(part, fence, ask, ask_snap, priorities, priorities[fence.path], False, out)
+    return fence, fence_by, out
+
+
+def guarantee_reachable(queues: dict[str, QueueSnap19], leaf: str, request: Resources) -> bool:
+    """``checkPreemptionQueueGuarantees``."""
+    copy = duplicate_19(queues)
+    current = copy[leaf]
+    before = current.remaining()
+    if before is not None and fit_in_actual(before, request):
+        return True
+    current.add(request)
+    # Go removes the candidates queue by queue (map order) and stops once the test holds;
+    # removing only raises the ask's remaining guarantee, so the order never matters.
+    for snap in copy.values():
+        for alloc in snap.victims:
+            snap.remove(alloc.resources)
+            remaining = current.remaining()
+            if remaining is not None and not negative_in(request, remaining):
+                return True
+    return False
+
+
+def victims_on_node_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str], leaf: str, request: Resources,
+                       available: Resources, candidates: list[Allocation],
+                       trace: list[tuple[str, str, str, str]] | None = None) -> tuple[int, list[Allocation] | None]:
+    """``calculateVictimsByNode`` (v1.9.0): (start index, victims) — (-1, []) when the ask fits
+    already, (-1, None) when preempting here cannot make it fit."""
+    if fit_in(available, request, False):
+        return -1, []
+    snaps = duplicate_19(queues)
+    ask_queue = snaps[leaf]
+    current = dict(available)
+    head: list[Allocation] = []
+    tail: list[Allocation] = []
+    for i, victim in enumerate(candidates):
+        snap = snaps[leaf_of[id(victim)]]
+        remaining = snap.remaining()
+        snap.remove(victim.resources)
+        # ``GetPreemptableResource`` ≥ 0 is also required, and always holds: it keeps only
+        # the types above their guarantee, and a minimum of positive values stays positive.
+        if remaining is None or negative_in(request, remaining):
+            room = ask_queue.remaining()
+            if room is None or not fit_in_actual(room, victim.resources):
+                snap.add(victim.resources)
+                if trace is not None:
+                    trace.append(("node", victim.app_id, victim.ask_id, KEPT_ASK_QUEUE))
+                    trace.extend(("node", v.app_id, v.ask_id, NOT_REACHED) for v in candidates[i + 1:])
+                break
+            ask_queue.add(victim.resources)
+            shortfall = sub_non_negative(request, current)
+            grown = dict(current)
+            for name, value in victim.resources.items():
+                grown[name] = grown.get(name, 0) + value
+            if equals_or_empty_19(shortfall, sub_non_negative(request, grown)):
+                ask_queue.remove(victim.resources)
+                snap.add(victim.resources)
+                tail.append(victim)
+                if trace is not None:
+                    trace.append(("node", victim.app_id, victim.ask_id, TAKEN_LAST))
+            else:
+                current = grown
+                head.append(victim)
+                if trace is not None:
+                    trace.append(("node", victim.app_id, victim.ask_id, TAKEN))
+        else:
+            snap.add(victim.resources)
+            if trace is not None:
+                trace.append(("node", victim.app_id, victim.ask_id, KEPT_GUARANTEE))
+    head.extend(tail)
+    if not head:
+        return -1, None
+    snaps = duplicate_19(queues)
+    current = dict(available)
+    results: list[Allocation] = []
+    index = -1
+    for victim in head:
+        snap = snaps[leaf_of[id(victim)]]
+        remaining = snap.remaining()
+        snap.remove(victim.resources)
+        if remaining is None or negative_in(request, remaining):
+            for name, value in victim.resources.items():
+                current[name] = current.get(name, 0) + value
+            if index < 0 and fit_in(current, request, False):
+                index = len(results)
+            results.append(victim)
+        else:
+            snap.add(victim.resources)
+    if index < 0:
+        return -1, None
+    return index, results
+
+
+def additional_victims_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str], leaf: str, request: Resources,
+                          chosen: list[Allocation], trace: list[tuple[str, str, str, str]] | None = None,
+                          ) -> list[Allocation] | None:
+    """``calculateAdditionalVictims`` (v1.9.0): more victims, or None when the ask's queue would
+    end below zero in a type of the ask."""
+    snaps = duplicate_19(queues)
+    ask_queue = snaps[leaf]
+    seen = {id(v) for v in chosen}
+    for victim in chosen:
+        snaps[leaf_of[id(victim)]].remove(victim.resources)
+    candidates = [v for snap in queues.values() for v in snap.victims if id(v) not in seen]
+    candidates.sort(key=victim_order)  # compareAllocationLess, then allocation order
+    extra: list[Allocation] = []
+    for i, victim in enumerate(candidates):
+        snap = snaps[leaf_of[id(victim)]]
+        remaining = snap.remaining()
+        snap.remove(victim.resources)
+        if remaining is None or negative_in(request, remaining):
+            room = ask_queue.remaining()
+            if room is None or not fit_in_actual(room, victim.resources):
+                snap.add(victim.resources)
+                if trace is not None:
+                    trace.append(("additional", victim.app_id, victim.ask_id, KEPT_ASK_QUEUE))
+                    trace.extend(("additional", v.app_id, v.ask_id, NOT_REACHED) for v in candidates[i + 1:])
+                break
+            ask_queue.add(victim.resources)
+            if not equals_or_empty_19(room, ask_queue.remaining()):
+                extra.append(victim)
+                if trace is not None:
+                    trace.append(("additional", victim.app_id, victim.ask_id, TAKEN))
+            else:
+                ask_queue.remove(victim.resources)
+                snap.add(victim.resources)
+                if trace is not None:
+                    trace.append(("additional", victim.app_id, victim.ask_id, KEPT_NO_CHANGE))
+        else:
+            snap.add(victim.resources)
+            if trace is not None:
+                trace.append(("additional", victim.app_id, victim.ask_id, KEPT_GUARANTEE))
+    if extra:
+        final = ask_queue.remaining()
+        if final is None or negative_in(request, final):
+            return None
+    return extra
+
+
+def final_victims(node: Node, available: Resources, request: Resources,
+                  victims: list[Allocation]) -> list[Allocation] | None:
+    """``TryPreemption``'s last filter: the victims actually preempted, or None on a shortfall."""
+    fits = fit_in(available, request, False)
+    total: dict[str, int] = {}
+    out: list[Allocation] = []
+    for victim in victims:
+        if not fits and victim.node_id != node.node_id:
+            continue  # victims elsewhere do not help an ask that does not fit this node
+        if greater_only_existing(request, total):
+            out.append(victim)
+        for name, value in victim.resources.items():
+            total[name] = total.get(name, 0) + value
+    if greater_only_existing(request, total):
+        return None
+    return out
+
+
+def _usable(node: Node, own: tuple[str, str], ask: Ask) -> bool:
+    """``initWorkingState``'s node filter: schedulable, not held unless (also) for this ask
+    (``isReservedForAllocation``: under 1.9 several required-node asks may hold a node),
+    capacity holds the ask; and, as under 1.5, a node the ask's constraints admit
+    (``scheduler.core.constrained_nodes``)."""
+    if not node.schedulable or (node.reserved_for is not None and own not in node.reservations()):
+        return False
+    if ask.constraints is not None and node_excludes(ask.constraints, node) is not None:
+        return False
+    return fit_in(node.capacity, ask.resources, False)
+
+
+def try_preemption_19(part: PartitionState, app: App, ask: Ask, nodes_tried: bool, exhaustive: bool = False,
+                      explain: bool = False) -> Outcome19:
+    """``TryPreemption`` (v1.9.0) without side effects: the node and victims, or a failed ``Outcome19``.
+
+    ``exhaustive`` tries every node (for explain); otherwise nodes that cannot beat the best
+    found so far are skipped — the chosen node and victims are the same. ``explain`` fills
+    the trace.
+    """
+    leaf = app.queue
+    own = (app.app_id, ask.ask_id)
+    request = ask.resources
+    fence, fence_by, queues = find_victims_19(part, leaf, ask)
+    outcome = Outcome19(fence.path, fence_by, queues)
+    if not guarantee_reachable(queues, leaf.path, request):
+        outcome.reason = "guarantee"
+        return outcome
+    leaf_of = {id(v): path for path, snap in queues.items() for v in snap.victims}
+    fits_somewhere = part.index.first_fit(request) is not None or (
+        ask.reserved_node is not None and fit_in(full_available(part.nodes[ask.reserved_node]), request, False))
+    lowest = 1 << 62
+    node_ids: Iterable[str] = sorted(part.nodes)
+    for node_id in node_ids:
+        if lowest <= 0 and not exhaustive and (lowest < 0 or nodes_tried or not fits_somewhere):
+            break  # nothing left can win (as in ``preemption.try_preemption``)
+        node = part.nodes[node_id]
+        if not _usable(node, own, ask):
+            continue
+        available = full_available(node)
+        if lowest == 0 and not exhaustive:
+            if fit_in(available, request, False):
+                outcome.tried.append(NodeTry(node_id, -1, []))
+                lowest = -1
+            continue
+        candidates = sorted((a for a in node.allocations.values() if id(a) in leaf_of), key=victim_order)
+        start, victims = victims_on_node_19(queues, leaf_of, leaf.path, request, available, candidates)
+        if victims is not None and (victims or not nodes_tried):
+            outcome.tried.append(NodeTry(node_id, start, victims))
+            lowest = min(lowest, start)
+    if not outcome.tried:
+        outcome.reason = "no-node"
+        return outcome
+    best = min(outcome.tried, key=lambda t: (t.start_index, t.node_id))
+    node = part.nodes[best.node_id]
+    chosen = best.victims[: best.start_index + 1]
+    trace = outcome.trace if explain else None
+    if trace is not None:
+        candidates = sorted((a for a in node.allocations.values() if id(a) in leaf_of), key=victim_order)
+        victims_on_node_19(queues, leaf_of, leaf.path, request, full_available(node), candidates, trace)
+    extra = additional_victims_19(queues, leaf_of, leaf.path, request, chosen, trace)
+    if extra is None:
+        outcome.reason = "additional"
+        return outcome
+    if not chosen and not extra:
+        outcome.reason = "no-victims"
+        return outcome
+    outcome.collected = chosen + extra
+    final = final_victims(node, full_available(node), request, outcome.collected)
+    if final is None:
+        outcome.reason = "shortfall"
+        return outcome
+    outcome.node = node
+    outcome.victims = final
+    return outcome

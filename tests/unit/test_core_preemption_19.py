@@ -1,0 +1,132 @@
+"""Preemption under the yunikorn-1.9 profile (yunikorn-core v1.9.0 ``objects/preemption.go``,
+``queue.go`` ``FindEligiblePreemptionVictims``/``findPreemptionFenceRoot``), against 1.5 on the
+same lines.
+
+Each scenario is one where v1.9.0 and v1.5.2 decide differently; the victims were derived by
+hand from v1.9.0's code (the steps in ``scheduler.core.preemption_19``'s docstring) and are
+asserted exactly, with 1.5's outcome beside them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.core.preemption_queues_19 import QueueSnap19
+from tests.sim import SCHEDULE, app, ask, node, root_queues, run
+from tests.unit.test_core_preemption import CLASS, filled, revoked
+from tests.unit.test_core_reservations import at
+
+
+def v19(config: str) -> str:
+    """The same configuration under the yunikorn-1.9 rules profile."""
+    return config.replace("  - name: default\n", "  - name: default\n    rules: yunikorn-1.9\n", 1)
+
+
+def both(lines: list[dict[str, Any]], config: str) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
+    """The revocations under yunikorn-1.5, then under yunikorn-1.9."""
+    return revoked(run(lines, config)[0]), revoked(run(lines, v19(config))[0])
+
+
+def crit_ask(t: float = 10, **resources: int) -> list[dict[str, Any]]:
+    res = resources or {"vcore": 2000, "memory": 2000}
+    return [at(t, app("c", queue="root.crit")),
+            at(t, {**ask("c", "c1", priority_class="critical"), "data": {
+                **ask("c", "c1", priority_class="critical")["data"], "resources": res}})]
+
+
+QUICK = [at(10, SCHEDULE), at(11.5, SCHEDULE)]
+
+
+def leaves(best: str) -> str:
+    return root_queues(f"""
+        - name: best
+          resources: {best}
+        - name: crit
+          resources: {{guaranteed: {{vcore: 4, memory: 4000}}}}
+          properties: {{preemption.delay: 1s}}
+    """)
+
+
+def test_a_queue_over_its_guarantee_only_in_a_type_the_ask_does_not_need_gives_nothing() -> None:
+    """YUNIKORN-3113: best guarantees 8 vcores (it uses 8) and 2000 memory (it uses 8000). A
+    vcore-only ask finds best's remaining guarantee {vcore: 0, memory: -6000}: nothing below
+    zero in vcore (``isVictimQueueOverGuaranteed``), so no victim. 1.5 sees best above its
+    guarantee as a whole and takes f3."""
+    lines = [*filled(), *crit_ask(vcore=2000), *QUICK]
+    v15, v19_ = both(lines, leaves("{guaranteed: {vcore: 8, memory: 2000}}"))
+    assert v15 == [("f3", "n1", "preempted")]
+    assert v19_ == []
+
+
+def test_a_queue_without_any_guarantee_gives_victims() -> None:
+    """v1.9.0: a queue with no guarantee at or above it has a nil remaining guarantee, which
+    counts as over (``remaining == nil``); 1.5 never takes from such a queue. The newest
+    allocation on n1 (f3) goes, as 1.5 would choose if it could."""
+    lines = [*filled(), *crit_ask(), *QUICK]
+    v15, v19_ = both(lines, leaves("{}"))
+    assert v15 == []
+    assert v19_ == [("f3", "n1", "preempted")]
+
+
+def test_the_fence_is_the_first_queue_the_ask_would_push_over_its_max() -> None:
+    """YUNIKORN-3241: grp's max is 4000/4000 and low, inside it, holds all of it, so crit's ask
+    (grp's usage + the ask over its max) makes grp the fence: only low's allocations may go.
+    Fair node order puts l1, f2 on n1, l2, f3 on n2 and f1, f4 on n3: best's f2, the newest on n1
+    and in a queue over its guarantee, would go first without the fence; with it n1's only
+    candidate is l1, as n2's is l2, and n1 wins the tie on node id. Under
+    1.5 nothing goes: crit's lineage is within its guarantee only once grp's usage fits grp's max
+    again, and only low could give that — a queue without a guarantee, which never gives in 1.5."""
+    config = root_queues("""
+        - name: best
+          resources: {guaranteed: {vcore: 1, memory: 1000}}
+        - name: grp
+          resources: {max: {vcore: 4, memory: 4000}}
+          queues:
+            - name: low
+            - name: crit
+              resources: {guaranteed: {vcore: 2, memory: 2000}}
+              properties: {preemption.delay: 1s}
+    """)
+    lines = [at(0, CLASS), at(0, node("n1")), at(0, node("n2")), at(0, node("n3")),
+             at(0, app("lo", queue="root.grp.low")), at(0, app("be", queue="root.best"))]
+    for i, (owner, key) in enumerate((("lo", "l1"), ("lo", "l2"), ("be", "f1"), ("be", "f2"), ("be", "f3"),
+                                      ("be", "f4")), 1):
+        lines += [at(i, ask(owner, key, vcore=2000, memory=2000)), at(i, SCHEDULE)]
+    lines += [at(10, app("c", queue="root.grp.crit")),
+              at(10, ask("c", "c1", vcore=2000, memory=2000, priority_class="critical")), *QUICK]
+    outputs15, _ = run(lines, config)
+    outputs19, _ = run(lines, v19(config))
+    assert revoked(outputs15) == []
+    assert revoked(outputs19) == [("l1", "n1", "preempted")]
+
+
+def test_the_preemptors_shared_parent_passes_no_remaining_guarantee_down() -> None:
+    """YUNIKORN-2769, ``GetRemainingGuaranteedResource``: an ancestor of the ask's leaf with its
+    own guarantee returns nil while the ask's leaf has a guarantee, so a sibling is judged by its
+    own guarantee alone; a queue elsewhere is judged with its parent's remaining too
+    (``ComponentWiseMin``, YUNIKORN-3240)."""
+    root = QueueSnap19("root", None, False, {"vcore": 10}, {}, None, None, [], None)
+    grp = QueueSnap19("root.grp", root, False, {"vcore": 10}, {}, None, {"vcore": 4}, [], None)
+    ask_leaf = QueueSnap19("root.grp.crit", grp, True, {}, {}, None, {"vcore": 2}, [], None)
+    sibling = QueueSnap19("root.grp.sib", grp, True, {"vcore": 10}, {}, None, {"vcore": 20}, [], ask_leaf)
+    grp.ask_queue = ask_leaf_queue = ask_leaf
+    ask_leaf.ask_queue = ask_leaf_queue
+    assert grp.remaining() is None  # over by 6, but the ask's own ancestor: nothing passed down
+    assert sibling.remaining() == {"vcore": 10}  # its own guarantee alone: not over, nothing to take
+    assert ask_leaf.remaining() == {"vcore": 2}
+    other = QueueSnap19("root.other", root, False, {"vcore": 10}, {}, None, {"vcore": 4}, [], ask_leaf)
+    below = QueueSnap19("root.other.leaf", other, True, {"vcore": 1}, {}, None, {"vcore": 20}, [], ask_leaf)
+    assert below.remaining() == {"vcore": -6}  # the parent is over: the leaf can lose what it holds
+
+
+def test_only_nodes_the_asks_constraints_admit_are_tried() -> None:
+    """As under 1.5 (``scheduler.core.constrained_nodes``): f3 on n1 would win the tie on node id,
+    but the ask's node selector admits only n2 (zone b), where f4 is the newest."""
+    lines = [at(0, CLASS), at(0, node("n1", labels={"zone": "a"})), at(0, node("n2", labels={"zone": "b"})),
+             at(0, app("be", queue="root.best"))]
+    lines += [at(i, ask("be", f"f{i}", vcore=2000, memory=2000)) for i in range(1, 5)] + [at(4, SCHEDULE)]
+    lines += [at(10, app("c", queue="root.crit")),
+              at(10, ask("c", "c1", vcore=2000, memory=2000, priority_class="critical",
+                         constraints={"node_selector": {"zone": "b"}})), *QUICK]
+    v15, v19_ = both(lines, leaves("{guaranteed: {vcore: 2, memory: 2000}}"))
+    assert v15 == v19_ == [("f4", "n2", "preempted")]

@@ -7,8 +7,9 @@ A constrained ask's search takes the index's ``first_fit`` when it passes (the p
 else walks the index's nodes that hold its request, in order (``NodeIndex.fitting``: blocks whose
 bounds rule it out are skipped), and checks each against its constraints until one passes:
 O(fitting nodes before the first that passes), O(nodes that fit) when none does. Its reservation
-looks at every indexed node (O(nodes), only for an ask that fits nowhere and may reserve). The shape memos of the cycle are read (a shape no free node holds, a
-constrained ask of it fits nowhere either) but never written from a constrained ask's failure.
+looks at every indexed node (O(nodes), only for an ask that fits nowhere and may reserve). The
+cycle's shape memos are read (a shape no free node holds, a constrained ask of it fits nowhere
+either) but never written from a constrained ask's failure.
 """
 
 from __future__ import annotations

@@ -103,11 +103,12 @@ def required_node_step(part: PartitionState, app: App, ask: Ask) -> Step | None:
             cancel.append((held_app, held))
         elif part.profile is not RulesProfile.YUNIKORN_1_9 or ask.reserved_node == node.node_id:
             return None  # 1.5: a required-node ask holds it (maybe this one): the app's turn ends
-        # yunikorn-1.9 (``node.go:Reserve``: "allow multiple required node reservations on the
-        # same node"): the other required-node asks keep it, and this one reserves it too, fit
-        # or not (``tryRequiredNode``: ``tryNode`` refuses a node reserved for another ask,
-        # ``node.go:preAllocateCheck``)
-        return Step(app, ask, node, "required-node", cancel)
+        else:
+            # yunikorn-1.9 (``node.go:Reserve``: "allow multiple required node reservations on
+            # the same node"): the other required-node asks keep it, and this one reserves it
+            # too, fit or not (``tryRequiredNode``: ``tryNode`` refuses a node reserved for
+            # another ask, ``node.go:preAllocateCheck``)
+            return Step(app, ask, node, "required-node")
     if fits_node(ask.resources, node):
         return Step(app, ask, node, None, cancel)
     return Step(app, ask, node, "required-node", cancel)

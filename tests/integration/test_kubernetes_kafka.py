@@ -9,6 +9,7 @@ and `replay verify` re-derives the Kafka log's decisions.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -78,6 +79,10 @@ def test_shim_and_service_apart_over_kafka_bind_every_pod_once_across_a_shim_res
     apart.start_service()
     run(lambda api: bind_across_a_restart(apart, api, pods=9), apart)  # the shim alone restarts
     assert_each_ask_decided_once(apart)
+    shim_log = (apart.workdir / "evsched.log").read_text(errors="replace")
+    assert "differs from the recorded digest" not in shim_log, "the shim's folded state is not the service's"
+    folded = [int(n) for n in re.findall(r"\((\d+) cycles folded", shim_log)]
+    assert len(folded) == 2 and folded[1] > 0, folded  # the restarted shim reconciled with the state folded
     apart.stop_all()
     done = evsched("replay", "verify", *apart.kafka, check=False, text=True)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -11,13 +11,18 @@ The reference (``benchmarks/baseline.py``) then makes the same first decisions f
 same inputs, re-deriving everything per step; both per-allocation times are printed with
 their ratio, and the decisions are checked to be identical.
 
+With ``--constraints`` every ask carries empty node constraints (``constraints: {}``, what the
+Kubernetes shim sends for a pod with no node selector, affinity, tolerations or host ports, and
+no node is tainted): every node passes, so the decisions are the same, made by the constrained
+ask's search (``scheduler.core.constrained_nodes``) — its cost against the plain path.
+
 With ``--user-limit V`` every user of the workload (user0 … user6) gets a partition-level
 ``limits`` entry of V vcores (YuniKorn ugm), so each allocation also checks and charges the
 user's usage at every queue of its path; the reference comparison is skipped then.
 
     python benchmarks/core.py [--policy fair|binpacking|both] [--repeat N] [--baseline-steps K]
                               [--nodes N] [--asks N] [--apps N] [--leaves N] [--default-gc] [--profile FILE]
-                              [--user-limit VCORES]
+                              [--user-limit VCORES] [--constraints]
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import harness  # noqa: F401  (puts the repository on sys.path)
 from baseline import ReferenceScheduler
 from harness import decoded, engine_with, gc_setting, info, machine, profiled, report, timed
 
-from events.models import AllocationDecided, InputEvent
+from events.models import AllocationDecided, AskAdded, Constraints, InputEvent
 from scheduler.core.cycle import run_cycle
 from scheduler.simulation.workload import REFERENCE, WorkloadSpec, config_yaml, events, numbered
 
@@ -42,6 +47,13 @@ def with_user_limits(config: str, vcores: int, users: int = 7) -> str:
     entries = [f"      - {{limit: user{u}, users: [user{u}], maxresources: {{vcore: {vcores}}}}}" for u in range(users)]
     head = "  - name: default\n"
     return config.replace(head, head + "    limits:\n" + "\n".join(entries) + "\n", 1)
+
+
+def with_empty_constraints(evts: list[InputEvent]) -> list[InputEvent]:
+    """Every ``ask.added`` with ``constraints: {}`` (decided by the constrained search; no node is tainted)."""
+    empty = Constraints()
+    return [e.model_copy(update={"data": e.data.model_copy(update={"constraints": empty})})
+            if isinstance(e.data, AskAdded) else e for e in evts]
 
 
 def core_run(spec: WorkloadSpec, evts: list[InputEvent] | None, steps: int, default_gc: bool, profile: str | None,
@@ -72,8 +84,10 @@ def bench_policy(spec: WorkloadSpec, args: argparse.Namespace) -> None:
     print(f"\n== core allocation, {policy} nodes: {spec.nodes:,} nodes, {spec.asks:,} asks, {spec.apps:,} apps, "
           f"{spec.leaves} leaves in {spec.departments} departments", flush=True)
     evts = decoded(spec)
+    if args.constraints:
+        evts = with_empty_constraints(evts)
     config = with_user_limits(config_yaml(spec), args.user_limit) if args.user_limit else None
-    label = f"core.{policy}" + (".user_limit" if config else "")
+    label = f"core.{policy}" + (".user_limit" if config else "") + (".constraints" if args.constraints else "")
     best: tuple[int, float, float, float, list[tuple[str, str, str]]] | None = None
     for i in range(args.repeat):
         run = core_run(spec, evts, args.baseline_steps, args.default_gc, args.profile if i == 0 else None, config)
@@ -83,7 +97,8 @@ def bench_policy(spec: WorkloadSpec, args: argparse.Namespace) -> None:
             best = run
     assert best is not None
     decisions, cpu, wall, core_step, head = best
-    what = f"core allocation rate, {policy} nodes" + (f", {args.user_limit} vcores per user" if config else "")
+    what = f"core allocation rate, {policy} nodes" + (f", {args.user_limit} vcores per user" if config else "") \
+        + (", every ask with empty node constraints" if args.constraints else "")
     report(label, what, decisions / cpu, "allocations/s",
            TARGET_ALLOC_PER_S[policy],
            note=f"best of {args.repeat}; {cpu / decisions * 1e6:.1f} us/allocation; wall {decisions / wall:,.0f}/s")
@@ -113,6 +128,8 @@ def main() -> None:
     parser.add_argument("--profile", metavar="FILE", help="pyinstrument text profile of the first run")
     parser.add_argument("--user-limit", type=int, default=0, metavar="VCORES",
                         help="a limits entry of this many vcores for each workload user (0: no limits)")
+    parser.add_argument("--constraints", action="store_true",
+                        help="every ask with empty node constraints: the constrained search's cost")
     args = parser.parse_args()
     print(f"machine: {machine()}")
     spec = dataclasses.replace(REFERENCE, nodes=args.nodes, asks=args.asks, apps=args.apps, leaves=args.leaves)

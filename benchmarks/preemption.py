@@ -8,7 +8,11 @@ and reserves its node (YuniKorn tries every node for every preemption), so the c
 ``--asks`` preemptions. Preemptions/s = victims / CPU time of that cycle. The release of the
 victims and the preemptors' allocations are not timed.
 
-    python benchmarks/preemption.py [--nodes 5000] [--asks 1000] [--repeat 1]
+    python benchmarks/preemption.py [--nodes 5000] [--asks 1000] [--repeat 1] [--rules yunikorn-1.9]
+
+``--rules`` runs the partition under that rules profile (docs/semantics.md#rules-profiles);
+the default is yunikorn-1.5. Under yunikorn-1.9 each attempt gathers its candidates from
+scratch (``scheduler.core.preemption_19``: no per-cycle victim index), so expect it slower.
 """
 
 from __future__ import annotations
@@ -21,13 +25,14 @@ from harness import info, machine, timed
 from events.codec import decode_input
 from events.models import AllocationRevoked, InputEvent
 from scheduler.config import load_config
+from scheduler.config.profiles import DEFAULT_PROFILE, PROFILE_NAMES
 from scheduler.core.cycle import run_cycle
 from scheduler.core.engine import Engine
 
 CONFIG = """
 partitions:
   - name: default
-    queues:
+{rules}    queues:
       - name: root
         submitacl: '*'
         queues:
@@ -47,9 +52,9 @@ def _event(obj: dict[str, object], n: int) -> InputEvent:
     return decoded
 
 
-def full_cluster(nodes: int, asks: int) -> Engine:
+def full_cluster(nodes: int, asks: int, rules: str = "") -> Engine:
     """Nodes filled with best-effort work (allocated), the high-priority asks pending."""
-    engine = Engine(load_config(CONFIG.format(half=nodes * 2)))
+    engine = Engine(load_config(CONFIG.format(half=nodes * 2, rules=f"    rules: {rules}\n" if rules else "")))
     n = 0
 
     def add(obj: dict[str, object]) -> None:
@@ -77,12 +82,14 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--asks", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--rules", choices=PROFILE_NAMES, default=DEFAULT_PROFILE.value, help="the rules profile")
     args = parser.parse_args()
     print(f"machine: {machine()}\n")
-    print(f"== preemption: {args.nodes:,} nodes full of best-effort work, {args.asks:,} high-priority asks")
+    print(f"== preemption: {args.nodes:,} nodes full of best-effort work, {args.asks:,} high-priority asks "
+          f"({args.rules})")
     best = 0.0
     for run in range(args.repeat):
-        engine = full_cluster(args.nodes, args.asks)
+        engine = full_cluster(args.nodes, args.asks, "" if args.rules == DEFAULT_PROFILE.value else args.rules)
         with timed() as t:
             outputs, _ = run_cycle(engine.state, 10_000)  # 10 ms: past the 1 ms preemption delay
         victims = sum(1 for o in outputs if isinstance(o, AllocationRevoked))
@@ -91,7 +98,7 @@ def main() -> None:
         print(f"   run {run + 1}: {victims:,} preemptions in {t.cpu:.2f} s cpu ({t.wall:.2f} s wall) "
               f"= {rate:,.1f}/s cpu")
     info("preemption_rate", "preemption rate", f"{best:,.1f} preemptions/s (best of {args.repeat}; "
-         f"{args.nodes:,} nodes, {args.asks:,} asks)", value=best)
+         f"{args.nodes:,} nodes, {args.asks:,} asks, {args.rules})", value=best)
 
 
 if __name__ == "__main__":

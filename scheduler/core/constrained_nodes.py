@@ -3,12 +3,13 @@ the one it would reserve, and why the others were passed over.
 
 Asks without constraints never come here: their search is the node index's ``first_fit`` and the
 reservation candidates kept per request shape (``scheduler.core.reserve_candidates``), untouched.
-A constrained ask's search walks the index's nodes that hold its request, in order
-(``NodeIndex.fitting``: blocks whose bounds rule it out are skipped), and checks each against its
-constraints until one passes: O(fitting nodes before the first that passes), O(nodes that fit)
-when none does. Its reservation looks at every indexed node (O(nodes), only for an ask that fits
-nowhere and may reserve). The shape memos of the cycle are read (a shape no free node holds, a
-constrained ask of it fits nowhere either) but never written from a constrained ask's failure.
+A constrained ask's search takes the index's ``first_fit`` when it passes (the plain ask's cost),
+else walks the index's nodes that hold its request, in order (``NodeIndex.fitting``: blocks whose
+bounds rule it out are skipped), and checks each against its constraints until one passes:
+O(fitting nodes before the first that passes), O(nodes that fit) when none does. Its reservation
+looks at every indexed node (O(nodes), only for an ask that fits nowhere and may reserve). The
+cycle's shape memos are read (a shape no free node holds, a constrained ask of it fits nowhere
+either) but never written from a constrained ask's failure.
 """
 
 from __future__ import annotations
@@ -26,8 +27,18 @@ def node_excludes(c: Constraints, node: Node) -> str | None:
 
 
 def first_admitting(part: PartitionState, request: Resources, c: Constraints) -> Node | None:
-    """The first node in order (schedulable, unreserved) that holds ``request`` and passes ``c``."""
+    """The first node in order (schedulable, unreserved) that holds ``request`` and passes ``c``.
+
+    The index's ``first_fit`` first: when that node passes (no taint, selector or port keeps the
+    ask off it: a Kubernetes pod with nothing to say), the search costs what a plain ask's does;
+    only otherwise are the nodes that fit walked one by one."""
     nodes = part.nodes
+    first = part.index.first_fit(request)
+    if first is None:
+        return None  # no node holds it
+    node = nodes[first]
+    if excluded_by(c, first, node.labels, node.taints, node.host_ports) is None:
+        return node
     for node_id in part.index.fitting(request):
         node = nodes[node_id]
         if excluded_by(c, node_id, node.labels, node.taints, node.host_ports) is None:

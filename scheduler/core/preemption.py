@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from events.models import AllocationRevoked, OutputData, Preemptor
 from events.resources import Resources, add_into, min_permissive
+from scheduler.config.profiles import RulesProfile
 from scheduler.core.constrained_nodes import node_excludes
 from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.partition import PartitionState
@@ -318,7 +319,9 @@ def record_preemption(part: PartitionState, app: App, ask: Ask, node: Node, vict
 
     A victim's resources stay allocated, counted as "preempting" in its queue, until the
     resource manager releases it. An ask already holding another node keeps that reservation
-    (YuniKorn's ``reserve`` refuses a second one); it may take any node that frees up.
+    (YuniKorn 1.5's ``reserve`` refuses a second one); it may take any node that frees up.
+    Under yunikorn-1.9 the reservation moves to the preemption's node (``ask.unreserved``,
+    reason ``preemption``, then ``ask.reserved``).
     """
     preemptor = Preemptor(app_id=app.app_id, ask_id=ask.ask_id, queue=app.queue.path)
     for victim in victims:
@@ -332,6 +335,11 @@ def record_preemption(part: PartitionState, app: App, ask: Ask, node: Node, vict
                 decision_id=victim.decision_id, preemptor=preemptor))
     ask.preempt_triggered = True
     if ask.reserved_node is None:
+        part.reserve(app, ask, node, cycle, "preemption", out, now_us)
+    elif ask.reserved_node != node.node_id and part.profile is RulesProfile.YUNIKORN_1_9:
+        # v1.9.0 partition.go:reserve moves an ask's reservation ("fixing reservations"):
+        # the node it held is unreserved and the node its victims free reserved.
+        part.unreserve(app, ask, "preemption", out)
         part.reserve(app, ask, node, cycle, "preemption", out, now_us)
 
 

@@ -179,15 +179,45 @@ def guarantee_reachable(queues: dict[str, QueueSnap19], leaf: str, request: Reso
     if before is not None and fit_in_actual(before, request):
         return True
     current.add(request)
-    # Go removes the candidates queue by queue (map order) and stops once the test holds;
-    # removing only raises the ask's remaining guarantee, so the order never matters.
+    # Go removes the candidates one by one, queue by queue (map order), and stops once the test
+    # holds. Removing a candidate only raises its ancestors' remaining guarantees (whether one
+    # is nil depends on guarantees alone), so the ask's queue's remaining guarantee only rises:
+    # the test holds after some candidate exactly when it holds after all of them.
+    any_candidate = False
     for snap in copy.values():
         for alloc in snap.victims:
             snap.remove(alloc.resources)
-            remaining = current.remaining()
-            if remaining is not None and not negative_in(request, remaining):
-                return True
-    return False
+            any_candidate = True
+    if not any_candidate:
+        return False
+    remaining = current.remaining()
+    return remaining is not None and not negative_in(request, remaining)
+
+
+def _take(snap: QueueSnap19, ask_queue: QueueSnap19, request: Resources,
+          victim: Allocation) -> tuple[str, dict[str, int] | None]:
+    """One candidate of the first pass or the additional pass: (verdict, the ask queue's remaining
+    guarantee before it). ``TAKEN``: gone from its queue and counted in the ask's; otherwise
+    put back — ``KEPT_ASK_QUEUE`` ends the list (Go's ``break``)."""
+    remaining = snap.remaining()
+    snap.remove(victim.resources)
+    # ``GetPreemptableResource`` ≥ 0 is also required, and always holds: it keeps only the
+    # types above their guarantee, and a minimum of positive values stays positive.
+    if remaining is not None and not negative_in(request, remaining):
+        snap.add(victim.resources)
+        return KEPT_GUARANTEE, None
+    room = ask_queue.remaining()
+    if room is None or not fit_in_actual(room, victim.resources):
+        snap.add(victim.resources)
+        return KEPT_ASK_QUEUE, room
+    ask_queue.add(victim.resources)
+    return TAKEN, room
+
+
+def _untake(snap: QueueSnap19, ask_queue: QueueSnap19, victim: Allocation) -> None:
+    """Undo a ``TAKEN`` of ``_take``."""
+    ask_queue.remove(victim.resources)
+    snap.add(victim.resources)
 
 
 def victims_on_node_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str], leaf: str, request: Resources,
@@ -204,38 +234,24 @@ def victims_on_node_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str], 
     tail: list[Allocation] = []
     for i, victim in enumerate(candidates):
         snap = snaps[leaf_of[id(victim)]]
-        remaining = snap.remaining()
-        snap.remove(victim.resources)
-        # ``GetPreemptableResource`` ≥ 0 is also required, and always holds: it keeps only
-        # the types above their guarantee, and a minimum of positive values stays positive.
-        if remaining is None or negative_in(request, remaining):
-            room = ask_queue.remaining()
-            if room is None or not fit_in_actual(room, victim.resources):
-                snap.add(victim.resources)
-                if trace is not None:
-                    trace.append(("node", victim.app_id, victim.ask_id, KEPT_ASK_QUEUE))
-                    trace.extend(("node", v.app_id, v.ask_id, NOT_REACHED) for v in candidates[i + 1:])
-                break
-            ask_queue.add(victim.resources)
-            shortfall = sub_non_negative(request, current)
+        verdict, _ = _take(snap, ask_queue, request, victim)
+        if verdict == TAKEN:
             grown = dict(current)
             for name, value in victim.resources.items():
                 grown[name] = grown.get(name, 0) + value
-            if equals_or_empty_19(shortfall, sub_non_negative(request, grown)):
-                ask_queue.remove(victim.resources)
-                snap.add(victim.resources)
+            if equals_or_empty_19(sub_non_negative(request, current), sub_non_negative(request, grown)):
+                _untake(snap, ask_queue, victim)  # the shortfall on the node did not shrink
                 tail.append(victim)
-                if trace is not None:
-                    trace.append(("node", victim.app_id, victim.ask_id, TAKEN_LAST))
+                verdict = TAKEN_LAST
             else:
                 current = grown
                 head.append(victim)
-                if trace is not None:
-                    trace.append(("node", victim.app_id, victim.ask_id, TAKEN))
-        else:
-            snap.add(victim.resources)
+        if trace is not None:
+            trace.append(("node", victim.app_id, victim.ask_id, verdict))
+        if verdict == KEPT_ASK_QUEUE:
             if trace is not None:
-                trace.append(("node", victim.app_id, victim.ask_id, KEPT_GUARANTEE))
+                trace.extend(("node", v.app_id, v.ask_id, NOT_REACHED) for v in candidates[i + 1:])
+            break
     head.extend(tail)
     if not head:
         return -1, None
@@ -275,30 +291,19 @@ def additional_victims_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str
     extra: list[Allocation] = []
     for i, victim in enumerate(candidates):
         snap = snaps[leaf_of[id(victim)]]
-        remaining = snap.remaining()
-        snap.remove(victim.resources)
-        if remaining is None or negative_in(request, remaining):
-            room = ask_queue.remaining()
-            if room is None or not fit_in_actual(room, victim.resources):
-                snap.add(victim.resources)
-                if trace is not None:
-                    trace.append(("additional", victim.app_id, victim.ask_id, KEPT_ASK_QUEUE))
-                    trace.extend(("additional", v.app_id, v.ask_id, NOT_REACHED) for v in candidates[i + 1:])
-                break
-            ask_queue.add(victim.resources)
-            if not equals_or_empty_19(room, ask_queue.remaining()):
-                extra.append(victim)
-                if trace is not None:
-                    trace.append(("additional", victim.app_id, victim.ask_id, TAKEN))
+        verdict, room = _take(snap, ask_queue, request, victim)
+        if verdict == TAKEN:
+            if equals_or_empty_19(room, ask_queue.remaining()):
+                _untake(snap, ask_queue, victim)  # the ask's queue's remaining guarantee did not change
+                verdict = KEPT_NO_CHANGE
             else:
-                ask_queue.remove(victim.resources)
-                snap.add(victim.resources)
-                if trace is not None:
-                    trace.append(("additional", victim.app_id, victim.ask_id, KEPT_NO_CHANGE))
-        else:
-            snap.add(victim.resources)
+                extra.append(victim)
+        if trace is not None:
+            trace.append(("additional", victim.app_id, victim.ask_id, verdict))
+        if verdict == KEPT_ASK_QUEUE:
             if trace is not None:
-                trace.append(("additional", victim.app_id, victim.ask_id, KEPT_GUARANTEE))
+                trace.extend(("additional", v.app_id, v.ask_id, NOT_REACHED) for v in candidates[i + 1:])
+            break
     if extra:
         final = ask_queue.remaining()
         if final is None or negative_in(request, final):

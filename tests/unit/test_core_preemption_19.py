@@ -130,3 +130,26 @@ def test_only_nodes_the_asks_constraints_admit_are_tried() -> None:
                          constraints={"node_selector": {"zone": "b"}})), *QUICK]
     v15, v19_ = both(lines, leaves("{guaranteed: {vcore: 2, memory: 2000}}"))
     assert v15 == v19_ == [("f4", "n2", "preempted")]
+
+
+def test_a_reserved_ask_that_preempts_elsewhere_moves_its_reservation() -> None:
+    """v1.9.0 ``partition.go:reserve`` ("fixing reservations"): 1.5's
+    ``test_an_ask_already_reserved_keeps_its_reservation`` under 1.9. c1 reserved n3 (no-fit) at
+    12.5 s; its preemption at 41 s frees n1, and the reservation moves there."""
+    n3 = node("n3", vcore=3000, memory=3000, occupied={"vcore": 2000, "memory": 2000})
+    config = root_queues("""
+        - name: best
+          resources: {guaranteed: {vcore: 2, memory: 2000}}
+        - name: crit
+          resources: {guaranteed: {vcore: 4, memory: 4000}}
+    """)
+    lines = [*filled(), at(3, n3), at(10, app("c", queue="root.crit")),
+             at(10, ask("c", "c1", vcore=2000, memory=2000, priority_class="critical")),
+             at(10, SCHEDULE), at(12.5, SCHEDULE), at(41, SCHEDULE)]
+    outputs, state = run(lines, v19(config))
+    held = [(o["type"], o["data"]["node_id"], o["data"]["reason"]) for o in outputs
+            if o["type"] in ("ask.reserved", "ask.unreserved")]
+    assert held == [("ask.reserved", "n3", "no-fit"), ("ask.unreserved", "n3", "preemption"),
+                    ("ask.reserved", "n1", "preemption")]
+    assert revoked(outputs) == [("f3", "n1", "preempted")]
+    assert state["nodes"]["n1"]["reserved_for"] == "c/c1" and "reserved_for" not in state["nodes"]["n3"]

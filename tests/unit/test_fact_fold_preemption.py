@@ -44,3 +44,24 @@ def test_recovery_folds_preemptions_as_fact() -> None:
         assert recovered.digest_mismatches == []
         assert snapshot.dump(recovered.engine) == snapshot.dump(live)
         assert _next_cycle(recovered.engine) == _next_cycle(live)
+
+
+def test_recovery_folds_a_moved_reservation_as_fact() -> None:
+    """yunikorn-1.9: c1 reserves n3 (no-fit), then preempts on n1, and its reservation moves
+    (``ask.unreserved`` reason ``preemption``, then ``ask.reserved``); recovery from the log
+    ends in the live state."""
+    config = CONFIG.replace("  - name: default\n", "  - name: default\n    rules: yunikorn-1.9\n", 1).replace(
+        "preemption.delay: 1ms", "preemption.delay: 30s")
+    tick = {"type": "node.updated", "data": {"node_id": "n1", "schedulable": True}}
+    out = [node("n1"), node("n2"), node("n3", vcore=3000, memory=3000, occupied={"vcore": 2000, "memory": 2000}),
+           app("be", "root.best"), app("c", "root.crit")]
+    out += [ask("be", f"f{i}", vcore=2000, memory=2000) for i in range(1, 5)]
+    out += [ask("c", "c1", vcore=2000, memory=2000, priority=1000, preempt_other=True), tick, tick, tick]
+    out += [{"type": "allocation.released", "data": {"app_id": "be", "ask_id": "f3"}}, tick]
+    records = _records(out, 1, 20_000_000)
+    live, recovered, log = _live_and_recovered(records, 1, 20_000_000, config)
+    outputs = [r.value for r in log.iter_outputs()]
+    assert sum(b'"ask.unreserved"' in v and b'"preemption"' in v for v in outputs) == 1
+    assert recovered.digest_mismatches == []
+    assert snapshot.dump(recovered.engine) == snapshot.dump(live)
+    assert _next_cycle(recovered.engine) == _next_cycle(live)

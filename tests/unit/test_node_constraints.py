@@ -5,6 +5,7 @@ ports counted with their allocations (checked against a from-scratch fold), snap
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -14,9 +15,11 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from events.codec import decode_input
+from events.log.file import FileLog
 from events.models import AskAdded, InputEvent, NodeSelectorRequirement, Toleration
 from events.models import Constraints as ConstraintsModel
 from events.models import Taint as TaintModel
+from replay.explain.from_log import explain_from_log
 from replay.explain.pending import explain_pending
 from scheduler.core.node_constraints import (
     NODE_AFFINITY,
@@ -28,6 +31,7 @@ from scheduler.core.node_constraints import (
 )
 from scheduler.core.snapshot import dump, load
 from scheduler.simulation.simulate import Simulation
+from tests.explain_logdrive import LogDriver
 from tests.sim import SCHEDULE, app, ask, node, of_type, placements, run
 
 
@@ -417,3 +421,22 @@ def test_a_record_with_constraints_decodes_through_the_codec_to_the_same_ask() -
     assert event.data.constraints == ConstraintsModel.model_validate(
         {"node_selector": {"zone": "a"}, "host_ports": [{"port": 80}]})
 
+
+
+def test_a_decisions_explanation_says_which_constraint_passed_each_node_over(tmp_path: Path) -> None:
+    with LogDriver(tmp_path / "log") as drv:
+        # fair: least used first, so the idle a-nodes and the tainted one come before b1 (a little used)
+        drv.submit(*[node(f"a{i}", labels={"zone": "a"}) for i in range(12)],
+                   node("t1", labels={"zone": "b"}, taints=[GPU]),
+                   node("b1", labels={"zone": "b"}, occupied={"vcore": 1000}), app("x"),
+                   ask("x", "k", constraints={"node_selector": {"zone": "b"}}))
+        drv.cycle()
+    with FileLog(tmp_path / "log", readonly=True) as log:
+        e = explain_from_log(log, "default-1-1")
+    assert e.verified and e.chosen is not None and e.chosen["node_id"] == "b1"
+    assert e.nodes is not None
+    why = {n["node_id"]: (n["why_not"] or {}).get("message") for n in e.nodes["nodes"] if n["outcome"] == "passed over"}
+    assert why["a0"] == why["a7"] == "node selector mismatch"  # ids in order: a0, a1, a10, a11, a2, …
+    # beyond the first ten listed, counted by reason
+    assert e.nodes["passed_over_reasons"] == {"node selector mismatch": 2,
+                                              "untolerated taint dedicated=gpu:NoSchedule": 1}

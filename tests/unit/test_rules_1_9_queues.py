@@ -187,6 +187,7 @@ def test_under_1_9_several_required_node_asks_reserve_one_node() -> None:
 
 
 def test_shared_reservations_fold_snapshot_and_end_with_their_node(tmp_path: Any) -> None:
+    from events.times import format_time
     from replay.reader import open_file_log
     from replay.verify import verify
     from scheduler.core import snapshot
@@ -195,7 +196,7 @@ def test_shared_reservations_fold_snapshot_and_end_with_their_node(tmp_path: Any
 
     lines = several_asks_requiring_one_node()[:-2]
     records = [{"id": f"i{n}", "source": "rm", "type": line["type"], "data": line.get("data", {}),
-                "time": __import__("events.times", fromlist=["format_time"]).format_time(START_US + n)}
+                "time": format_time(START_US + n)}
                for n, line in enumerate(lines) if line["type"] != "schedule"]
     cfg = config("yunikorn-1.9", "{vcore: 1}")
     live, recovered, _ = _live_and_recovered(records, 3, 1_000, cfg)

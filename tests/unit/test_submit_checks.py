@@ -157,8 +157,9 @@ partitions:
         "  - queue root.parent (child template): application.sort.policy: 'fastest' is not fifo | fair | stateaware "
         "(lower case)",
         "  - warning: queue root: property 'colour' is not one evsched reads (known: application.sort.policy, "
-        "application.sort.priority, evsched.resource.types.max, preemption.delay, preemption.policy, priority.offset, "
-        "priority.policy)",
+        "application.sort.priority, application.unschedasks.backoff, application.unschedasks.backoff.delay, "
+        "evsched.resource.types.max, preemption.delay, preemption.policy, priority.offset, priority.policy, "
+        "quota.preemption.delay)",
     ]
     fixed = _config(tmp_path, config.read_text().replace("fastest", "fair"))
     ok = evsched("config", "check", str(fixed), text=True)

@@ -70,6 +70,19 @@ class _Block:
         """Bounds back to the exact column maxima."""
         self.maxes = [_col_max(c) for c in self.cols]
 
+    def rules_out(self, want: list[tuple[int, int]]) -> bool:
+        """The block's bounds show that none of its nodes holds ``want``."""
+        maxes = self.maxes
+        return any(maxes[d] < q for d, q in want)
+
+    def first_holding(self, want: list[tuple[int, int]], start: int) -> int:
+        """The row of the first node from ``start`` on whose availability holds ``want`` (-1: none)."""
+        cols = self.cols
+        for i in range(start, len(self.ids)):
+            if all(cols[d][i] >= q for d, q in want):
+                return i
+        return -1
+
 
 class NodeIndex:
     """Schedulable nodes sorted by policy key, searchable for the first node that fits."""
@@ -262,14 +275,12 @@ class NodeIndex:
 
     def _first_fit_any(self, want: list[tuple[int, int]]) -> str | None:
         for block in self._blocks:
-            maxes = block.maxes
-            if any(maxes[d] < q for d, q in want):
+            if block.rules_out(want):
                 continue
-            cols = block.cols
-            for i in range(len(block.ids)):
-                if all(cols[d][i] >= q for d, q in want):
-                    return block.ids[i]
-            block.tighten()
+            i = block.first_holding(want, 0)
+            if i >= 0:
+                return block.ids[i]
+            block.tighten()  # scanned in vain: its bounds were loose
         return None
 
     def _tighten_bound(self) -> None:
@@ -306,13 +317,12 @@ class NodeIndex:
         if want is None:
             return
         for block in self._blocks:
-            maxes = block.maxes
-            if any(maxes[d] < q for d, q in want):
+            if block.rules_out(want):
                 continue
-            cols = block.cols
-            for i in range(len(block.ids)):
-                if all(cols[d][i] >= q for d, q in want):
-                    yield block.ids[i]
+            i = block.first_holding(want, 0)
+            while i >= 0:
+                yield block.ids[i]
+                i = block.first_holding(want, i + 1)
 
     def ordered(self) -> Iterator[str]:
         """Node ids in index order (schedulable nodes only)."""

@@ -165,6 +165,19 @@ def full_available(node: Node) -> dict[str, int]:
     return sub(sub(node.capacity, node.allocated), node.occupied)
 
 
+def freed_on_node(current: dict[str, int], victim: Allocation, request: Resources, skip_undef: bool,
+                  results: list[Allocation], index: int) -> int:
+    """A victim taken on the node: its resources count as available in ``current`` and it joins
+    ``results``. Returns the index of the first victim whose release lets the request fit the
+    node (``index`` as it was once set; -1 while none does)."""
+    for name, value in victim.resources.items():
+        current[name] = current.get(name, 0) + value
+    if index < 0 and fit_in(current, request, skip_undef):
+        index = len(results)
+    results.append(victim)
+    return index
+
+
 def victims_on_node(queues: dict[str, QueueSnap], leaf_of: Callable[[str], str], leaf: str, request: Resources,
                     available: Resources, candidates: list[Allocation]) -> tuple[int, list[Allocation] | None]:
     """``calculateVictimsByNode``: (start index, victims) — (-1, []) when the ask fits already,
@@ -208,11 +221,7 @@ def victims_on_node(queues: dict[str, QueueSnap], leaf_of: Callable[[str], str],
         snap = snaps[leaf_of(victim.app_id)]
         snap.remove(victim.resources)
         if snap.at_or_above_guaranteed():
-            for name, value in victim.resources.items():
-                current[name] = current.get(name, 0) + value
-            if index < 0 and fit_in(current, request, True):
-                index = len(results)
-            results.append(victim)
+            index = freed_on_node(current, victim, request, True, results, index)
         else:
             snap.add(victim.resources)
     if index < 0:

@@ -53,7 +53,7 @@ from events.resources import Resources
 from scheduler.core.constrained_nodes import node_excludes
 from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.partition import PartitionState
-from scheduler.core.preemption import NodeTry, child_priority, full_available, victim_order
+from scheduler.core.preemption import NodeTry, child_priority, freed_on_node, full_available, victim_order
 from scheduler.core.preemption_queues import fit_in, sub_non_negative
 from scheduler.core.preemption_queues_19 import (
     QueueSnap19,
@@ -266,11 +266,7 @@ def victims_on_node_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str], 
         remaining = snap.remaining()
         snap.remove(victim.resources)
         if remaining is None or negative_in(request, remaining):
-            for name, value in victim.resources.items():
-                current[name] = current.get(name, 0) + value
-            if index < 0 and fit_in(current, request, False):
-                index = len(results)
-            results.append(victim)
+            index = freed_on_node(current, victim, request, False, results, index)
         else:
             snap.add(victim.resources)
     if index < 0:

@@ -178,6 +178,25 @@ def freed_on_node(current: dict[str, int], victim: Allocation, request: Resource
     return index
 
 
+def fits_as_is(tried: list[NodeTry], node_id: str, available: Resources, request: Resources, lowest: int) -> int:
+    """Once a node needs only its first victim, the nodes after it are only checked for holding the
+    ask as they are (a try with no victims, start -1). Returns the lowest start index so far."""
+    if fit_in(available, request, False):
+        tried.append(NodeTry(node_id, -1, []))
+        return -1
+    return lowest
+
+
+def noted_try(tried: list[NodeTry], node_id: str, start: int, victims: list[Allocation] | None, keep_empty: bool,
+              lowest: int) -> int:
+    """A node's victims (``calculateVictimsByNode``) noted among the nodes tried (none: preempting
+    there cannot help; an empty list only when ``keep_empty``). Returns the lowest start index so far."""
+    if victims is not None and (victims or keep_empty):
+        tried.append(NodeTry(node_id, start, victims))
+        return min(lowest, start)
+    return lowest
+
+
 def victims_on_node(queues: dict[str, QueueSnap], leaf_of: Callable[[str], str], leaf: str, request: Resources,
                     available: Resources, candidates: list[Allocation]) -> tuple[int, list[Allocation] | None]:
     """``calculateVictimsByNode``: (start index, victims) — (-1, []) when the ask fits already,
@@ -302,15 +321,11 @@ def try_preemption(part: PartitionState, app: App, ask: Ask, nodes_tried: bool, 
             continue  # where it may not run (scheduler.core.constrained_nodes)
         available = full_available(node)
         if lowest == 0 and not exhaustive:
-            if fit_in(available, ask.resources, False):
-                outcome.tried.append(NodeTry(node_id, -1, []))
-                lowest = -1
+            lowest = fits_as_is(outcome.tried, node_id, available, ask.resources, lowest)
             continue
         candidates = sorted((a for a in node.allocations.values() if eligible(a)), key=victim_order)
         start, victims = victims_on_node(queues, leaf_of, leaf.path, ask.resources, available, candidates)
-        if victims is not None and (victims or not nodes_tried):
-            outcome.tried.append(NodeTry(node_id, start, victims))
-            lowest = min(lowest, start)
+        lowest = noted_try(outcome.tried, node_id, start, victims, not nodes_tried, lowest)
     if not outcome.tried:
         outcome.reason = "no-node"
         return outcome

@@ -53,7 +53,15 @@ from events.resources import Resources
 from scheduler.core.constrained_nodes import node_excludes
 from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.partition import PartitionState
-from scheduler.core.preemption import NodeTry, child_priority, freed_on_node, full_available, victim_order
+from scheduler.core.preemption import (
+    NodeTry,
+    child_priority,
+    fits_as_is,
+    freed_on_node,
+    full_available,
+    noted_try,
+    victim_order,
+)
 from scheduler.core.preemption_queues import fit_in, sub_non_negative
 from scheduler.core.preemption_queues_19 import (
     QueueSnap19,
@@ -364,15 +372,11 @@ def try_preemption_19(part: PartitionState, app: App, ask: Ask, nodes_tried: boo
             continue
         available = full_available(node)
         if lowest == 0 and not exhaustive:
-            if fit_in(available, request, False):
-                outcome.tried.append(NodeTry(node_id, -1, []))
-                lowest = -1
+            lowest = fits_as_is(outcome.tried, node_id, available, request, lowest)
             continue
         candidates = sorted((a for a in node.allocations.values() if id(a) in leaf_of), key=victim_order)
         start, victims = victims_on_node_19(queues, leaf_of, leaf.path, request, available, candidates)
-        if victims is not None and (victims or not nodes_tried):
-            outcome.tried.append(NodeTry(node_id, start, victims))
-            lowest = min(lowest, start)
+        lowest = noted_try(outcome.tried, node_id, start, victims, not nodes_tried, lowest)
     if not outcome.tried:
         outcome.reason = "no-node"
         return outcome

@@ -114,6 +114,9 @@ def _fold_decided(cyc: _Cycle, data: Mapping[str, Any]) -> None:
     nodes, apps = cyc.unsettled.setdefault(part.name, ({}, {}))
     nodes[node.node_id] = node
     apps[app.app_id] = app
+    # Timers fire at the cycle's start, before its steps: a state change recorded after one of
+    # the app's decisions happened at the cycle's time, not at its placeholder timeout's.
+    cyc.timeout_at.pop(app.app_id, None)
     cyc.decided.add((part.name, app.app_id))
     cyc.last_partition = part.name
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from events.log.file import FileLog
@@ -179,9 +179,28 @@ def _gang_records(lines: list[dict[str, Any]], batch: int, step_us: int) -> list
     return out
 
 
+def _soft_app(timeout_ms: int) -> dict[str, Any]:
+    return {"type": "app.added", "data": {"app_id": "g0", "queue": "root.a", "user": "u",
+                                          "placeholder_ask": {"vcore": 1000, "memory": 1000},
+                                          "gang_scheduling_style": "Soft", "placeholder_timeout_ms": timeout_ms}}
+
+
+# The timer fires at the cycle's start (Accepted → Resuming → Accepted at its deadline); the real
+# ask is then allocated in the same cycle, and its Accepted → Starting happens at the cycle's time.
+TIMEOUT_THEN_DECISION = [
+    {"type": "allocation.released", "data": {"app_id": "g0", "ask_id": "p0"}},
+    _soft_app(30_000), _soft_app(0), _soft_app(0), _soft_app(0),
+    {"type": "ask.added", "data": {"app_id": "g0", "ask_id": "p0", "resources": {"vcore": 1000, "memory": 1000},
+                                   "placeholder": True, "task_group": "driver"}},
+    {"type": "ask.added", "data": {"app_id": "g0", "ask_id": "r0", "resources": {"vcore": 500, "memory": 500},
+                                   "placeholder": False, "task_group": "driver"}},
+    _soft_app(0), _soft_app(0), _soft_app(0)]
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(lines=st.lists(GANG_LINE, min_size=10, max_size=60), batch=st.integers(1, 6),
        step_us=st.sampled_from([1_000, 20_000_000, 100_000_000]))
+@example(lines=TIMEOUT_THEN_DECISION, batch=1, step_us=100_000_000)
 def test_fact_fold_of_gang_logs_equals_the_live_state(lines: list[dict[str, Any]], batch: int, step_us: int) -> None:
     """Replacements, timeouts (Soft and Hard), releases and removals fold back to the live engine:
     the same digest at every cycle, the same snapshot, the same next cycle."""

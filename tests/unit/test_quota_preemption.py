@@ -94,3 +94,17 @@ def test_nothing_is_taken_under_yunikorn_1_5() -> None:
     assert not live.state.partitions["default"].quota_clocks
     assert "quota_starts" not in snapshot.dump(live)["partitions"]["default"]
     assert snapshot.dump(recovered.engine) == snapshot.dump(live)
+
+
+def test_explain_revoked_names_quota_preemption() -> None:
+    from replay.explain.decision import ExplainError
+    from replay.explain.revocation import explain_revocation_from_log
+
+    _, _, log = _live_and_recovered(_records(lines("yunikorn-1.9"), 1, STEP_US), 1, STEP_US, config(8000))
+    (_, victim), *_ = revoked(log)
+    try:
+        explain_revocation_from_log(log, victim["app_id"], victim["ask_id"])
+    except ExplainError as exc:
+        assert "quota-preempted" in str(exc) and "quota.preemption.delay" in str(exc)
+    else:
+        raise AssertionError("explain --revoked of a quota-preempted allocation explained a preemptor")

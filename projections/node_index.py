@@ -250,22 +250,11 @@ class NodeIndex:
 
     def first_fit(self, request: dict[str, int]) -> str | None:
         """The id of the first node in order whose availability holds the request."""
-        # ``_wanted`` written out: the allocation hot path, left as it was before ``fitting``.
-        dims = self._dims
-        want: list[tuple[int, int]] = []
-        for name, qty in request.items():
-            if qty <= 0:
-                continue
-            d = dims.get(name)
-            if d is None:
-                return None
-            want.append((d, qty))
+        want = self._wanted(request)
+        if want is None:
+            return None
         if not want:
             return self._blocks[0].ids[0] if self._blocks else None
-        bound = self._bound
-        for d, q in want:
-            if bound[d] < q:
-                return None  # above every node's available in this dim
         found = self._first_fit2(want[0], want[1]) if len(want) == 2 else self._first_fit_any(want)
         if found is None:
             self._tighten_bound()

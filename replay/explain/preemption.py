@@ -84,6 +84,21 @@ def _why_node(tried: list[NodeTry]) -> str:
     return f"{tried[0].node_id} is the only node where preemption makes the ask fit"
 
 
+def _preemptor(app: App, ask: Ask) -> dict[str, Any]:
+    """The report's ``preemptor`` entry: the ask that tried to preempt."""
+    return {"app_id": app.app_id, "ask_id": ask.ask_id, "queue": app.queue.path, "priority": ask.priority,
+            "resources": dict(ask.resources)}
+
+
+def _concluded(report: dict[str, Any], failed: str | None, tried: list[NodeTry]) -> dict[str, Any]:
+    """The report with why the attempt failed (``failed``) or, when it found a node, why that node."""
+    if failed is not None:
+        report["failed"] = failed
+    else:
+        report["why_node"] = _why_node(tried)
+    return report
+
+
 def preemption_report_19(part: PartitionState, app: App, ask: Ask) -> dict[str, Any]:
     """The report of one attempt under the yunikorn-1.9 profile (re-run read-only, traced)."""
     outcome = v19.try_preemption_19(part, app, ask, fits_queue_headroom(part, app.queue, ask.resources),
@@ -113,8 +128,7 @@ def preemption_report_19(part: PartitionState, app: App, ask: Ask) -> dict[str, 
     on_node = {id(v) for t in tried if t.node_id == chosen_node for v in t.victims[: t.start_index + 1]}
     report: dict[str, Any] = {
         "profile": RulesProfile.YUNIKORN_1_9.value,
-        "preemptor": {"app_id": app.app_id, "ask_id": ask.ask_id, "queue": app.queue.path, "priority": ask.priority,
-                      "resources": dict(ask.resources)},
+        "preemptor": _preemptor(app, ask),
         "fence": outcome.fence, "fence_by": outcome.fence_by,
         "fence_reason": _fence_reason_19(part, app.queue.path, outcome.fence, outcome.fence_by),
         "queues": queues, "nodes_tried": nodes, "node": chosen_node,
@@ -123,11 +137,8 @@ def preemption_report_19(part: PartitionState, app: App, ask: Ask) -> dict[str, 
         "victim_rules": rules,
         "rule": RULE_19,
     }
-    if outcome.node is None:
-        report["failed"] = _WHY_19.get(outcome.reason, outcome.reason)
-    else:
-        report["why_node"] = _why_node(tried)
-    return report
+    failed = _WHY_19.get(outcome.reason, outcome.reason) if outcome.node is None else None
+    return _concluded(report, failed, tried)
 
 
 def preemption_report(part: PartitionState, app: App, ask: Ask, outcome: Outcome | None = None) -> dict[str, Any]:
@@ -152,8 +163,7 @@ def preemption_report(part: PartitionState, app: App, ask: Ask, outcome: Outcome
     chosen_try = tried[0] if tried and outcome.node is not None else None
     on_node = chosen_try.victims[: chosen_try.start_index + 1] if chosen_try else []
     report: dict[str, Any] = {
-        "preemptor": {"app_id": app.app_id, "ask_id": ask.ask_id, "queue": app.queue.path, "priority": ask.priority,
-                      "resources": dict(ask.resources)},
+        "preemptor": _preemptor(app, ask),
         "fence": outcome.fence, "fence_reason": _fence_reason(part, app.queue.path, outcome.fence),
         "queues": queues, "nodes_tried": nodes,
         "node": outcome.node.node_id if outcome.node is not None else None,
@@ -161,11 +171,8 @@ def preemption_report(part: PartitionState, app: App, ask: Ask, outcome: Outcome
         "additional_victims": [f"{v.app_id}/{v.ask_id}" for v in outcome.victims[len(on_node):]],
         "rule": RULE,
     }
-    if outcome.node is None:
-        report["failed"] = _WHY.get(outcome.reason, outcome.reason)
-    else:
-        report["why_node"] = _why_node(tried)
-    return report
+    failed = _WHY.get(outcome.reason, outcome.reason) if outcome.node is None else None
+    return _concluded(report, failed, tried)
 
 
 def pending_preemption(part: PartitionState, app: App, ask: Ask, now_us: int | None) -> dict[str, Any] | None:

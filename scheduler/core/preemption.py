@@ -127,17 +127,23 @@ def _collect(part: PartitionState, queue: QueueNode, ask_path: str, priorities: 
             del out[queue.path]
         return
     for child in queue.children:
-        child_fenced = False
-        child_priority = priorities.get(child.path)
-        if child_priority is None:
-            if child.fence:
-                if child.offset > priority:
-                    continue
-                child_fenced = True
-                child_priority = priority
-            else:
-                child_priority = priority - child.offset
-        _collect(part, child, ask_path, priorities, child_priority, fenced or child_fenced, out)
+        ranked = child_priority(child, priority, priorities)
+        if ranked is not None:
+            _collect(part, child, ask_path, priorities, ranked[0], fenced or ranked[1], out)
+
+
+def child_priority(child: QueueNode, priority: int, priorities: dict[str, int]) -> tuple[int, bool] | None:
+    """The priority a child queue's candidates are compared at and whether it fences them, or None
+    when a fence above the ask's priority keeps the whole subtree out (``findEligiblePreemptionVictims``).
+    ``priorities`` holds the priorities up the ask's own lineage (``fence_root``)."""
+    on_lineage = priorities.get(child.path)
+    if on_lineage is not None:
+        return on_lineage, False
+    if child.fence:
+        if child.offset > priority:
+            return None
+        return priority, True
+    return priority - child.offset, False
 
 
 def find_victims(part: PartitionState, leaf: QueueNode, ask: Ask) -> tuple[QueueNode, dict[str, QueueSnap]]:

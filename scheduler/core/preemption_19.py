@@ -53,7 +53,7 @@ from events.resources import Resources
 from scheduler.core.constrained_nodes import node_excludes
 from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.partition import PartitionState
-from scheduler.core.preemption import NodeTry, full_available, victim_order
+from scheduler.core.preemption import NodeTry, child_priority, full_available, victim_order
 from scheduler.core.preemption_queues import fit_in, sub_non_negative
 from scheduler.core.preemption_queues_19 import (
     QueueSnap19,
@@ -145,17 +145,9 @@ def _collect(part: PartitionState, queue: QueueNode, ask: Ask, ask_snap: QueueSn
                 del out[path]
         return
     for child in queue.children:
-        child_fenced = False
-        child_priority = priorities.get(child.path)
-        if child_priority is None:
-            if child.fence:
-                if child.offset > priority:
-                    continue
-                child_fenced = True
-                child_priority = priority
-            else:
-                child_priority = priority - child.offset
-        _collect(part, child, ask, ask_snap, priorities, child_priority, fenced or child_fenced, out)
+        ranked = child_priority(child, priority, priorities)
+        if ranked is not None:
+            _collect(part, child, ask, ask_snap, priorities, ranked[0], fenced or ranked[1], out)
 
 
 def find_victims_19(part: PartitionState, leaf: QueueNode, ask: Ask) -> tuple[QueueNode, str, dict[str, QueueSnap19]]:
@@ -220,6 +212,20 @@ def _untake(snap: QueueSnap19, ask_queue: QueueSnap19, victim: Allocation) -> No
     snap.add(victim.resources)
 
 
+def _stops_at(trace: list[tuple[str, str, str, str]] | None, stage: str, candidates: list[Allocation], i: int,
+              verdict: str) -> bool:
+    """Whether a walk over ``candidates`` stops at the i-th (the ask's queue cannot hold it), with
+    its verdict traced and, on a stop, the candidates after it traced as not reached."""
+    if trace is not None:
+        victim = candidates[i]
+        trace.append((stage, victim.app_id, victim.ask_id, verdict))
+    if verdict != KEPT_ASK_QUEUE:
+        return False
+    if trace is not None:
+        trace.extend((stage, v.app_id, v.ask_id, NOT_REACHED) for v in candidates[i + 1:])
+    return True
+
+
 def victims_on_node_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str], leaf: str, request: Resources,
                        available: Resources, candidates: list[Allocation],
                        trace: list[tuple[str, str, str, str]] | None = None) -> tuple[int, list[Allocation] | None]:
@@ -246,11 +252,7 @@ def victims_on_node_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str], 
             else:
                 current = grown
                 head.append(victim)
-        if trace is not None:
-            trace.append(("node", victim.app_id, victim.ask_id, verdict))
-        if verdict == KEPT_ASK_QUEUE:
-            if trace is not None:
-                trace.extend(("node", v.app_id, v.ask_id, NOT_REACHED) for v in candidates[i + 1:])
+        if _stops_at(trace, "node", candidates, i, verdict):
             break
     head.extend(tail)
     if not head:
@@ -298,11 +300,7 @@ def additional_victims_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str
                 verdict = KEPT_NO_CHANGE
             else:
                 extra.append(victim)
-        if trace is not None:
-            trace.append(("additional", victim.app_id, victim.ask_id, verdict))
-        if verdict == KEPT_ASK_QUEUE:
-            if trace is not None:
-                trace.extend(("additional", v.app_id, v.ask_id, NOT_REACHED) for v in candidates[i + 1:])
+        if _stops_at(trace, "additional", candidates, i, verdict):
             break
     if extra:
         final = ask_queue.remaining()

@@ -71,6 +71,19 @@ def sub_non_negative(left: Res, right: Res) -> dict[str, int]:
     return out
 
 
+def add_along(usages: list[dict[str, int]], res: Res, sign: int) -> None:
+    """``AddAllocation`` (sign 1) or ``RemoveAllocation`` (sign -1) on every map of ``usages``: a
+    queue snapshot's ``allocated`` and each of its ancestors' (``lineage_usages``)."""
+    for allocated in usages:
+        for name, value in res.items():
+            allocated[name] = allocated.get(name, 0) + sign * value
+
+
+def lineage_usages(allocated: dict[str, int], parent_usages: list[dict[str, int]] | None) -> list[dict[str, int]]:
+    """A snapshot's own ``allocated`` then its ancestors' up to root: what a change to its usage changes."""
+    return [allocated, *parent_usages] if parent_usages is not None else [allocated]
+
+
 def equals_or_empty(left: Res, right: Res) -> bool:
     """``EqualsOrEmpty``: both all-zero, or equal with a missing type read as 0."""
     return all(left.get(k, 0) == right.get(k, 0) for k in {*left, *right})
@@ -79,7 +92,7 @@ def equals_or_empty(left: Res, right: Res) -> bool:
 class QueueSnap:
     """A queue's usage during one preemption attempt (parents shared, victims per leaf)."""
 
-    __slots__ = ("allocated", "guaranteed", "leaf", "max", "parent", "path", "preempting", "victims")
+    __slots__ = ("allocated", "guaranteed", "leaf", "max", "parent", "path", "preempting", "usages", "victims")
 
     def __init__(self, path: str, parent: QueueSnap | None, leaf: bool, allocated: Res, preempting: Res,
                  max_resource: Res | None, guaranteed: Res | None, victims: list[Allocation]) -> None:
@@ -91,6 +104,8 @@ class QueueSnap:
         self.max = max_resource
         self.guaranteed = guaranteed
         self.victims = victims
+        above = parent.usages if parent is not None else None
+        self.usages: list[dict[str, int]] = lineage_usages(self.allocated, above)
 
     def duplicate(self, cache: dict[str, QueueSnap]) -> QueueSnap:
         """A copy whose ancestors are copied once into ``cache`` (``Duplicate``)."""
@@ -143,32 +158,33 @@ class QueueSnap:
 
     def add(self, res: Res) -> None:
         """``AddAllocation``: here and every ancestor."""
-        snap: QueueSnap | None = self
-        while snap is not None:
-            for name, value in res.items():
-                snap.allocated[name] = snap.allocated.get(name, 0) + value
-            snap = snap.parent
+        add_along(self.usages, res, 1)
 
     def remove(self, res: Res) -> None:
         """``RemoveAllocation``: here and every ancestor."""
-        snap: QueueSnap | None = self
-        while snap is not None:
-            for name, value in res.items():
-                snap.allocated[name] = snap.allocated.get(name, 0) - value
-            snap = snap.parent
+        add_along(self.usages, res, -1)
 
 
 def snapshot(queue: QueueNode, preempting: Mapping[str, Resources], cluster: Resources,
              cache: dict[str, QueueSnap]) -> QueueSnap:
     """A queue's snapshot in ``cache`` (made with its ancestors' on first need, ancestors first)."""
-    found = cache.get(queue.path)
-    if found is not None:
-        return found
-    parent = snapshot(queue.parent, preempting, cluster, cache) if queue.parent is not None else None
-    snap = QueueSnap(queue.path, parent, queue.is_leaf, queue.allocated, preempting_of(queue, preempting),
-                     queue_max(queue, cluster), queue.guaranteed or None, [])
-    cache[queue.path] = snap
-    return snap
+    for q in uncached_lineage(queue, cache):
+        parent = cache[q.parent.path] if q.parent is not None else None
+        cache[q.path] = QueueSnap(q.path, parent, q.is_leaf, q.allocated, preempting_of(q, preempting),
+                                  queue_max(q, cluster), q.guaranteed or None, [])
+    return cache[queue.path]
+
+
+def uncached_lineage(queue: QueueNode, cache: Mapping[str, object]) -> list[QueueNode]:
+    """The queue and those of its ancestors without a snapshot in ``cache``, root first: the
+    order snapshots are made in (a parent's before its children's)."""
+    missing: list[QueueNode] = []
+    for q in queue.lineage:
+        if q.path in cache:
+            break
+        missing.append(q)
+    missing.reverse()
+    return missing
 
 
 def duplicate(queues: dict[str, QueueSnap]) -> dict[str, QueueSnap]:

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 
 from events.resources import Resources, min_permissive
 from scheduler.core.objects import Allocation
-from scheduler.core.preemption_queues import preempting_of, queue_max
+from scheduler.core.preemption_queues import add_along, lineage_usages, preempting_of, queue_max, uncached_lineage
 from scheduler.core.queues import QueueNode
 
 Res = Mapping[str, int]
@@ -143,7 +143,8 @@ class QueueSnap19:
     and whether it has a guarantee are read through it, and neither changes.
     """
 
-    __slots__ = ("allocated", "ask_queue", "guaranteed", "leaf", "max", "parent", "path", "preempting", "victims")
+    __slots__ = ("allocated", "ask_queue", "guaranteed", "leaf", "max", "parent", "path", "preempting", "usages",
+                 "victims")
 
     def __init__(self, path: str, parent: QueueSnap19 | None, leaf: bool, allocated: Res, preempting: Res,
                  max_resource: Res | None, guaranteed: Res | None, victims: list[Allocation],
@@ -157,6 +158,8 @@ class QueueSnap19:
         self.guaranteed = guaranteed
         self.victims = victims
         self.ask_queue = ask_queue
+        above = parent.usages if parent is not None else None
+        self.usages: list[dict[str, int]] = lineage_usages(self.allocated, above)
 
     def duplicate(self, cache: dict[str, QueueSnap19]) -> QueueSnap19:
         """A copy whose ancestors are copied once into ``cache`` (``Duplicate``)."""
@@ -197,33 +200,22 @@ class QueueSnap19:
 
     def add(self, res: Res) -> None:
         """``AddAllocation``: here and every ancestor."""
-        snap: QueueSnap19 | None = self
-        while snap is not None:
-            for name, value in res.items():
-                snap.allocated[name] = snap.allocated.get(name, 0) + value
-            snap = snap.parent
+        add_along(self.usages, res, 1)
 
     def remove(self, res: Res) -> None:
         """``RemoveAllocation``: here and every ancestor."""
-        snap: QueueSnap19 | None = self
-        while snap is not None:
-            for name, value in res.items():
-                snap.allocated[name] = snap.allocated.get(name, 0) - value
-            snap = snap.parent
+        add_along(self.usages, res, -1)
 
 
 def snapshot_19(queue: QueueNode, preempting: Mapping[str, Resources], cluster: Resources,
                 cache: dict[str, QueueSnap19], ask_queue: QueueSnap19 | None) -> QueueSnap19:
     """A queue's snapshot in ``cache`` (``createPreemptionSnapshot``: made with its ancestors' on
     first need, ancestors first, each pointing at ``ask_queue``)."""
-    found = cache.get(queue.path)
-    if found is not None:
-        return found
-    parent = snapshot_19(queue.parent, preempting, cluster, cache, ask_queue) if queue.parent is not None else None
-    snap = QueueSnap19(queue.path, parent, queue.is_leaf, queue.allocated, preempting_of(queue, preempting),
-                       queue_max(queue, cluster), queue.guaranteed or None, [], ask_queue)
-    cache[queue.path] = snap
-    return snap
+    for q in uncached_lineage(queue, cache):
+        parent = cache[q.parent.path] if q.parent is not None else None
+        cache[q.path] = QueueSnap19(q.path, parent, q.is_leaf, q.allocated, preempting_of(q, preempting),
+                                    queue_max(q, cluster), q.guaranteed or None, [], ask_queue)
+    return cache[queue.path]
 
 
 def duplicate_19(queues: dict[str, QueueSnap19]) -> dict[str, QueueSnap19]:

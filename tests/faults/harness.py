@@ -9,8 +9,16 @@ life and kills it as soon as the life's cycle lines show that share consumed (as
 cycle begins), or, for half of them, once the next cycle says it is writing its outputs. A
 start-up kill lands once the life has logged a random number of the lines earlier lives
 logged before they were ready (none: before the interpreter is up). So the kills spread
-over the whole workload on a fast machine as on a slow or busy one, and the campaign reaches
-its kill count before the work runs out, whatever the speed.
+over the whole workload on a fast machine as on a slow or busy one.
+
+Between the line that shows a life's share consumed and the kill, the life keeps deciding:
+how far it overshoots depends on the machine's speed and load, and the overshoot can eat the
+rest of the work before the campaign has made its kills. A caller that needs the kill count
+whatever the speed holds back a tail of its inputs (``tail_held_back``): the campaign plans
+over what is submitted, a life that consumes all of it and stops (``--once``) is not the
+workload finished but just the next life started, and once nothing submitted is left every
+further life is killed in start-up (an idle kill). The caller submits the tail afterwards
+and runs the last, uninterrupted life over it.
 
 ``judge`` checks what docs/contract.md §3 promises of the outputs however often the writer died:
 cycles completed as 1, 2, 3 … (a copy only if identical), every input consumed, and a
@@ -131,33 +139,38 @@ def _logged(lines: int, seen: Seen) -> bool:
     return seen.lines >= lines or seen.ready
 
 
-def kill_campaign(args: list[str], workdir: Path, *, kills: int, seed: int) -> Campaign:
+def kill_campaign(args: list[str], workdir: Path, *, kills: int, seed: int, tail_held_back: bool = False) -> Campaign:
     """SIGKILL ``evsched run *args`` ``kills`` times, restarting it each time (see the module doc).
 
     Paced by what each life says it did (``-v``: ``tests.progress``), never by time: a
     mid-stream kill lands as soon as the life has consumed its planned share of the inputs (or
     once the next cycle begins writing its outputs); a
     start-up kill once the life has logged a random number of start-up lines (the stages an
-    earlier life logged before it was ready). Stops early only if a life finishes the whole
-    workload by itself (``finished``).
+    earlier life logged before it was ready). Without ``tail_held_back``, stops early if a life
+    finishes the whole workload by itself (``finished``); with it (the caller submits the rest
+    of its inputs after the campaign), a life that consumes everything submitted only means the
+    next lives have nothing to do, and they are killed in start-up until the count is reached.
     """
     rng = random.Random(seed)
     plan = _Planner(kills)
     done = Campaign()
     startup_lines: int | None = None  # the most lines a life logged before it was ready: start-up's stages
+    drained = False  # tail_held_back: a life consumed every submitted input
     began = time.monotonic()
     while done.kills < kills:
         err = workdir / f"life-{done.lives:03d}.err"
         proc = spawn_run([*args, "-v"], err)
         watch = ServiceWatch(proc, err)
         done.lives += 1
-        if startup_lines is not None and rng.random() < STARTUP_SHARE:
+        if startup_lines is not None and (drained or rng.random() < STARTUP_SHARE):
             # Interpreter start, log open, snapshot load, re-derive, a cut-short cycle completed:
             # killed after a random number of the stages start-up reports (0: before the first).
-            stage = rng.randint(0, startup_lines)
+            # With nothing left to do, before the last stage: a life that is ready stops at once.
+            stage = rng.randint(0, max(0, startup_lines - 1) if drained else startup_lines)
             watch.wait(functools.partial(_logged, stage), f"{stage} start-up lines")
         elif watch.wait_ready():
             startup_lines = max(startup_lines or 0, watch.seen.startup_lines)
+            drained = tail_held_back and watch.seen.waiting == 0
             share = plan.inputs(watch.seen.waiting, done.kills, rng)
             if watch.wait(functools.partial(_consumed, share), f"{share} inputs consumed") and rng.random() < 0.5:
                 # Half the mid-stream kills aim at the next cycle's write (outputs partly sent).
@@ -173,6 +186,9 @@ def kill_campaign(args: list[str], workdir: Path, *, kills: int, seed: int) -> C
             continue
         text = err.read_text(errors="replace")
         assert proc.returncode == 0, f"life {done.lives} exited {proc.returncode}:\n{text[-3000:]}"
+        if tail_held_back:  # it consumed everything submitted, not the workload: start the next life
+            drained = True
+            continue
         done.finished = True
         break
     done.torn_cycle_repairs = sum(b"was cut short" in p.read_bytes() for p in workdir.glob("life-*.err"))

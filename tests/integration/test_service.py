@@ -94,12 +94,18 @@ def test_sigkill_at_random_points_loses_and_changes_nothing(tmp_path: Path) -> N
     assert len(expected) > spec.asks * 4 // 10
 
     crashed = tmp_path / "crashed"
-    submit(crashed, lines, tmp_path)
+    # A tail is submitted only after the kills: however far a life overshoots its planned share
+    # (a fast service, a busy machine), the work cannot run out before the campaign has made
+    # them. The submitted part ends on a cycle boundary of the reference (cycles of exactly 60).
+    held_back = 60 * 50 + len(lines) % 60
+    submit(crashed, lines[:-held_back], tmp_path)
     # Each kill lands at a point of the work the service's own cycle lines show (tests.progress),
-    # never after a fixed time: a fast service cannot finish before the kills are done.
-    # A snapshot every 10 cycles keeps each restart's re-derive short (as in tests/faults).
-    campaign = kill_campaign(["--log", str(crashed), *run_args(60)], tmp_path, kills=20, seed=2024)
+    # never after a fixed time. A snapshot every 10 cycles keeps each restart's re-derive short
+    # (as in tests/faults).
+    campaign = kill_campaign(["--log", str(crashed), *run_args(60)], tmp_path, kills=20, seed=2024,
+                             tail_held_back=True)
     assert campaign.kills == 20 and not campaign.finished, campaign.line()
+    submit(crashed, lines[-held_back:], tmp_path)
     evsched("run", "--log", str(crashed), "--once", *fixed_batch(60))
 
     outs = outputs(crashed)

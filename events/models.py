@@ -423,7 +423,8 @@ class Preemptor(Frozen):
 
 class AllocationRevoked(Frozen):
     """An allocation ends by the scheduler's decision; ``reason``: ``node-removed``, ``preempted``,
-    or a gang's (docs/events.md): ``placeholder-replaced``, ``placeholder-timeout``, ``app-failed``.
+    ``quota-preempted`` (yunikorn-1.9: ``decision_id``, no preemptor), or a gang's (docs/events.md):
+    ``placeholder-replaced``, ``placeholder-timeout``, ``app-failed``.
 
     For ``preempted`` also ``decision_id`` (the victim's) and ``preemptor`` (additive: both are
     left out of the JSON when absent, so other revocations keep their bytes)."""

@@ -33,6 +33,12 @@ def _revocation(source: LogSource, app_id: str, ask_id: str) -> tuple[int, Alloc
         d = event.data
         if isinstance(d, AllocationRevoked) and d.reason == "preempted" and (d.app_id, d.ask_id) == (app_id, ask_id):
             return int(event.id.split("-", 1)[0]), d
+        if isinstance(d, AllocationRevoked) and d.reason == "quota-preempted" and (d.app_id, d.ask_id) == (
+                app_id, ask_id):
+            raise ExplainError(
+                f"{app_id}/{ask_id} was quota-preempted in cycle {event.id.split('-', 1)[0]}: yunikorn-1.9's quota "
+                "preemption (YUNIKORN-3193) took it because its queue stayed over a lowered max past its "
+                "quota.preemption.delay; there is no preemptor to explain (docs/semantics.md#yunikorn-19)")
     raise ExplainError(f"the log has no preemption of {app_id}/{ask_id}")
 
 

@@ -83,10 +83,6 @@ priority.policy, quota.preemption.delay)"])
     warnings: list[str] = []
     for partition in config.partitions:
         prefix = "" if len(config.partitions) == 1 else f"partition {partition.name}, "
-        if partition.quota_preemption:
-            warnings.append(f"{prefix}preemption.quotapreemptionenabled: quota preemption when a max is lowered "
-                            "(YUNIKORN-3193) is not implemented by evsched: a lowered max preempts nothing "
-                            "(docs/semantics.md#yunikorn-19)")
         for where, key, value in _set_properties(partition.root, {}, None):
             rule = RULES.get(key)
             if rule is None:
@@ -94,9 +90,9 @@ priority.policy, quota.preemption.delay)"])
                 warnings.append(f"{prefix}{where}: property {key!r} is not one evsched reads (known: {known})")
             elif not rule[0](value):
                 errors.append(f"{prefix}{where}: {key}: {value!r} is not {rule[1]}")
-            elif key == QUOTA_PREEMPTION_DELAY:
-                warnings.append(f"{prefix}{where}: {key}: quota preemption (YUNIKORN-3193) is not implemented by "
-                                "evsched: the delay is read by nothing")
+            elif key == QUOTA_PREEMPTION_DELAY and not partition.quota_preemption:
+                warnings.append(f"{prefix}{where}: {key} is read only with preemption.quotapreemptionenabled "
+                                "under the rules profile yunikorn-1.9 (YUNIKORN-3193)")
             elif key in (UNSCHED_BACKOFF, UNSCHED_BACKOFF_DELAY) and partition.rules is not RulesProfile.YUNIKORN_1_9:
                 warnings.append(f"{prefix}{where}: {key} is read only under the rules profile yunikorn-1.9 "
                                 "(YUNIKORN-3115, YuniKorn 1.8 on); yunikorn-1.5 has no unschedulable-ask backoff")

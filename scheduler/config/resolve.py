@@ -36,7 +36,7 @@ PREEMPTION_DELAY = "preemption.delay"
 # yunikorn-1.9 (YUNIKORN-3115): skip an app for ``.delay`` after this many unschedulable asks
 UNSCHED_BACKOFF = "application.unschedasks.backoff"
 UNSCHED_BACKOFF_DELAY = "application.unschedasks.backoff.delay"
-QUOTA_PREEMPTION_DELAY = "quota.preemption.delay"  # yunikorn-1.9's quota preemption: parsed, not implemented
+QUOTA_PREEMPTION_DELAY = "quota.preemption.delay"  # yunikorn-1.9 (scheduler.core.quota_preemption)
 
 APP_SORT_POLICIES = ("fifo", "fair", "stateaware")
 DEFAULT_APP_SORT_POLICY = "fifo"

@@ -99,7 +99,7 @@ class PartitionSpec:
     placement_rules: tuple[RuleSpec, ...] = ()
     preemption_enabled: bool = True  # ``preemption: {enabled: false}`` turns preemption off
     rules: RulesProfile = DEFAULT_PROFILE  # ``rules``: the YuniKorn generation whose rules it runs
-    # ``preemption.quotapreemptionenabled`` (yunikorn-1.9, YUNIKORN-3193): parsed, not implemented
+    # ``preemption.quotapreemptionenabled`` (yunikorn-1.9, YUNIKORN-3193; scheduler.core.quota_preemption)
     quota_preemption: bool = False
 
 

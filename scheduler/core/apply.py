@@ -31,7 +31,7 @@ from events.models import (
 from events.resources import is_positive, normalized
 from scheduler.config import ConfigError, PartitionSpec, find_queue, load_config
 from scheduler.config.profiles import RulesProfile
-from scheduler.core import gang
+from scheduler.core import gang, quota_preemption
 from scheduler.core.acl import may_submit
 from scheduler.core.bounds import (
     decision_size_problem,
@@ -340,6 +340,8 @@ def _config_updated(state: SchedulerState, event: InputEvent, out: list[OutputDa
             problems.extend(_dry_run_reconfigure(part, spec))
     if problems:
         raise Rejected("config-invalid", "; ".join(problems))
+    # each queue's max and quota delay before the rebuild (yunikorn-1.9's quota preemption timers)
+    old_queues = {name: quota_preemption.before_config(part) for name, part in state.partitions.items()}
     for spec in config.partitions:
         part = state.partitions.get(spec.name)
         if part is None:
@@ -349,7 +351,10 @@ def _config_updated(state: SchedulerState, event: InputEvent, out: list[OutputDa
         else:
             part.reconfigure(spec.root, spec.node_sort_policy, spec.resource_weights, state.config.yaml)
     for spec in config.partitions:
-        state.partitions[spec.name].set_profile(state.profile_override or spec.rules)
+        part = state.partitions[spec.name]
+        part.set_profile(state.profile_override or spec.rules)
+        part.quota_preemption = spec.quota_preemption
+        quota_preemption.after_config(part, old_queues.get(spec.name, {}), event.time_us)
     for name in [n for n in state.partitions if n not in new_names]:
         del state.partitions[name]
     state.config = config

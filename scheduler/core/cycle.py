@@ -35,7 +35,7 @@ from events.models import AllocationDecided, AppBackedOff, GangDecided, OutputDa
 from events.times import format_time
 from projections.policies import AppSortPolicy
 from scheduler.config.profiles import RulesProfile
-from scheduler.core import gang
+from scheduler.core import gang, quota_preemption
 from scheduler.core.asks import Shape, shape_of
 from scheduler.core.constrained_nodes import first_admitting, node_excludes, reservable_admitting
 from scheduler.core.gang import can_replace, replacement_step
@@ -425,11 +425,15 @@ def commit(
     did = decision_id(part.name, state.cycle, step)
     if found.replaces is not None or ask.placeholder or ask.task_group:
         _commit_gang(state, part, found, did, now_us, out)
+        if part.quota_clocks:
+            quota_preemption.on_allocated(part, app.queue, now_us)
         # a replacement frees what the placeholder held beyond the real ask, and takes another ask
         # than the walk found out of its app's list: a fresh memo, as when a node comes back
         return freed or found.replaces is not None
     part.unreserve(app, ask, "allocated", out)
     part.allocate(app, ask, node, did)
+    if part.quota_clocks:  # yunikorn-1.9's quota preemption: over max starts the queue's delay
+        quota_preemption.on_allocated(part, app.queue, now_us)
     values = {"decision_id": did, "cycle": state.cycle, "ask_id": ask.ask_id, "app_id": app.app_id,
               "partition": part.name, "queue": app.queue.path, "node_id": node.node_id,
               "resources": dict(ask.resources), "priority": ask.priority}
@@ -556,6 +560,8 @@ def cycle_steps(state: SchedulerState, now_us: int, prev_cycle_us: int | None, o
     for name in sorted(state.partitions):
         part = state.partitions[name]
         if part.profile is YUNIKORN_1_9:
+            if part.quota_clocks:  # yunikorn-1.9's quota preemption tick (a 1 s goroutine there)
+                quota_preemption.tick(part, now_us, out)
             part.refresh_fair_max()  # the cluster's capacity may have changed since
             expire_reservations(part, now_us, out)
         memo = cycle_memo(state, name, prev_cycle_us)

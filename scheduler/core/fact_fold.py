@@ -26,7 +26,8 @@ from typing import Any
 from events.log.port import LogRecord
 from events.models import AllocationRevoked, AskReserved, AskUnreserved, OutputData
 from events.times import parse_time
-from scheduler.core import gang, preemption, reservations
+from scheduler.config.profiles import RulesProfile
+from scheduler.core import gang, preemption, quota_preemption, reservations
 from scheduler.core.engine import Engine
 from scheduler.core.logged_cycle import apply_batch
 from scheduler.core.objects import App, Node
@@ -37,6 +38,8 @@ TIMER_TARGET = {"Starting": "Running", "Completing": "Completed"}
 # A gang's placeholder timer: the transitions it starts, and the revocations a gang makes in a cycle
 GANG_TIMER = frozenset({("Accepted", "Resuming"), ("Accepted", "Failing"), ("New", "Resuming"), ("New", "Failing")})
 GANG_REVOKED = frozenset({"placeholder-replaced", "placeholder-timeout", "app-failed"})
+# a preemption step's victim, and yunikorn-1.9's quota preemption's (scheduler.core.quota_preemption)
+PREEMPTED = frozenset({"preempted", "quota-preempted"})
 COMPLETED_LEAVES_SINCE = 2  # rules version from which a Completed app leaves its queue and partition
 
 
@@ -111,6 +114,8 @@ def _fold_decided(cyc: _Cycle, data: Mapping[str, Any]) -> None:
         gang.allocating_while_accepted(app)  # a state change recorded after it ends this if it moves on
     else:
         part.allocate(app, ask, node, data["decision_id"], settle=False)
+    if part.quota_clocks:  # as cycle.commit: over max starts the queue's quota preemption delay
+        quota_preemption.on_allocated(part, app.queue, cyc.now_us)
     nodes, apps = cyc.unsettled.setdefault(part.name, ({}, {}))
     nodes[node.node_id] = node
     apps[app.app_id] = app
@@ -160,13 +165,14 @@ def _fold_reserved(cyc: _Cycle, data: Mapping[str, Any]) -> None:
 
 
 def _fold_revoked(cyc: _Cycle, data: Mapping[str, Any]) -> None:
-    """A preemption victim (``reason: preempted``): marked, counted as preempting, its preemptor
-    marked as having preempted (``scheduler.core.preemption.fold``); it stays allocated."""
+    """A preemption victim (``reason: preempted`` or ``quota-preempted``): marked, counted as
+    preempting, its preemptor (if any) marked as having preempted
+    (``scheduler.core.preemption.fold``); it stays allocated."""
     revoked = AllocationRevoked.model_validate(data)
     if revoked.reason in GANG_REVOKED:
         _fold_gang_revoked(cyc, revoked)
         return
-    if revoked.reason != "preempted":
+    if revoked.reason not in PREEMPTED:
         raise FoldError(f"allocation.revoked ({revoked.reason}) is made only by applying inputs")
     try:
         preemption.fold(cyc.state.partitions, revoked)
@@ -240,7 +246,7 @@ FOLDS: dict[str, OutputFold] = {
     "ask.unreserved": OutputFold(lambda d: d.get("reason") in _STEP_UNRESERVE, _fold_unreserved),
     # node-removed: made by applying node.removed; preempted: a cycle's preemption step; a gang's:
     # a replacement step or a placeholder timer
-    "allocation.revoked": OutputFold(lambda d: d.get("reason") == "preempted" or d.get("reason") in GANG_REVOKED,
+    "allocation.revoked": OutputFold(lambda d: d.get("reason") in PREEMPTED or d.get("reason") in GANG_REVOKED,
                                      _fold_revoked),
     "ask.released": OutputFold(lambda d: True, _fold_ask_released),
     "app.backed_off": OutputFold(lambda d: True, _fold_backed_off),  # a walk step (yunikorn-1.9)
@@ -286,6 +292,10 @@ def fold_recorded_cycle(
     state.cycle += 1
     state.cycle_time_us = now_us  # as run_cycle: the previous cycle's time sets preemption attempt ticks
     state.drop_due_timers(now_us)
+    for name in sorted(state.partitions):  # the quota preemption tick's walk (its victims are recorded)
+        part = state.partitions[name]
+        if part.quota_clocks and part.profile is RulesProfile.YUNIKORN_1_9:
+            quota_preemption.due_queues(part, now_us)
     cyc = _Cycle(state, now_us, rules_version)
     boundary = len(outputs)
     for i, obj in enumerate(outputs):

@@ -23,6 +23,7 @@ from scheduler.core.form_cache import FormCache
 from scheduler.core.node_constraints import bind_ports
 from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.queues import RUNNING_STATES, QueueNode
+from scheduler.core.quota_preemption_19 import QuotaClock
 from scheduler.core.reserve_candidates import ReserveCandidates
 from scheduler.core.sorting import leaf_sort_key
 from scheduler.core.user_limits import LimitIndex, UserLimits, charge
@@ -103,6 +104,10 @@ class PartitionState:
         index = LimitIndex.from_spec(root_spec)
         self.limits: UserLimits | None = UserLimits(index) if index is not None else None
         self.profile: RulesProfile = DEFAULT_PROFILE  # the config's ``rules`` (set by whoever applies it)
+        # yunikorn-1.9's quota preemption (scheduler.core.quota_preemption): the config's
+        # ``preemption.quotapreemptionenabled``, and per queue path its timer (kept across rebuilds)
+        self.quota_preemption = False
+        self.quota_clocks: dict[str, QuotaClock] = {}
 
     # -- dynamic queues -------------------------------------------------------------
 

@@ -374,7 +374,7 @@ def record_preemption(part: PartitionState, app: App, ask: Ask, node: Node, vict
 
 
 def fold(partitions: Mapping[str, PartitionState], data: AllocationRevoked) -> None:
-    """Apply a recorded ``allocation.revoked`` with reason ``preempted`` to the state.
+    """Apply a recorded ``allocation.revoked`` with reason ``preempted`` or ``quota-preempted`` to the state.
 
     Marks the victim preempted (its leaf's preempting resources grow) and the preemptor's ask
     as having preempted, as ``record_preemption`` did; the ``ask.reserved`` that follows folds
@@ -386,11 +386,12 @@ def fold(partitions: Mapping[str, PartitionState], data: AllocationRevoked) -> N
         victim = owner.allocations.get(data.ask_id) if owner is not None else None
         if owner is None or victim is None:
             continue
-        assert data.preemptor is not None
-        preemptor = part.apps[data.preemptor.app_id].asks[data.preemptor.ask_id]
+        # ``quota-preempted`` (scheduler.core.quota_preemption) has no preemptor
+        preemptor = part.apps[data.preemptor.app_id].asks[data.preemptor.ask_id] if data.preemptor else None
         victim.preempted = True
         add_into(part.preempting.setdefault(owner.queue.path, {}), victim.resources)
         part.form.app_changed(owner.app_id)
-        preemptor.preempt_triggered = True
+        if preemptor is not None:
+            preemptor.preempt_triggered = True
         return
     raise KeyError(f"no allocation {data.app_id}/{data.ask_id}")

@@ -100,6 +100,10 @@ def dump(engine: Engine) -> dict[str, Any]:
         partitions[name] = {
             "allocation_seq": part.allocation_seq,
             "draining": part.draining,
+            # yunikorn-1.9's quota preemption timers that are set (their delays come from the config)
+            **({"quota_starts": starts} if (starts := {path: clock.start_us for path, clock in
+                                                        sorted(part.quota_clocks.items())
+                                                        if clock.start_us is not None}) else {}),
             "reservations": [
                 [app_id, ask_id, node_id, part.apps[app_id].asks[ask_id].reserved_cycle,
                  # its log time, for yunikorn-1.9's reservation timeout (only there: 1.5 snapshots as before)
@@ -185,6 +189,8 @@ def load(data: dict[str, Any]) -> Engine:
             app = part.apps[app_id]
             part.reserve(app, app.asks[ask_id], part.nodes[node_id], cycle, "", None, since[0] if since else 0)
         part.restore_done()
+        for path, start_us in pdata.get("quota_starts", {}).items():
+            part.quota_clocks[path].start_us = start_us
         part.allocation_seq = pdata["allocation_seq"]
     state._timers = [_Timer(*t) for t in data["timers"]]
     heapq.heapify(state._timers)

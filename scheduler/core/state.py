@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from events.models import OutputData
 from scheduler.config import SchedulerConfig, default_config
 from scheduler.config.profiles import RulesProfile
-from scheduler.core import gang
+from scheduler.core import gang, quota_preemption
 from scheduler.core.form_cache import DigestMemo
 from scheduler.core.gang import PLACEHOLDER_TIMER
 from scheduler.core.objects import App
@@ -43,6 +43,8 @@ class SchedulerState:
                 spec.name, spec.root, spec.node_sort_policy, spec.resource_weights
             )
             self.partitions[spec.name].set_profile(spec.rules)
+            self.partitions[spec.name].quota_preemption = spec.quota_preemption
+            quota_preemption.after_config(self.partitions[spec.name], {}, 0)
         self.priority_classes = PriorityClasses()
         self.seq = 0  # arrival counter of applied inputs
         self.cycle = 0  # number of the last completed cycle

@@ -235,9 +235,10 @@ def test_quota_preemption_keys_parse_under_1_9_with_a_warning_and_are_refused_un
     loaded = load_config(with_quota("yunikorn-1.9"))
     assert loaded.partitions[0].quota_preemption
     errors, warnings = property_problems(loaded)
-    assert errors == [] and any("quota preemption when a max is lowered (YUNIKORN-3193) is not implemented" in w
-                                for w in warnings)
-    assert any(w.startswith("queue root.a: quota.preemption.delay") for w in warnings)
+    assert errors == [] and warnings == []  # implemented (scheduler.core.quota_preemption): no warning
+    without = load_config(with_quota("yunikorn-1.9").replace(", quotapreemptionenabled: true", ""))
+    assert any(w.startswith("queue root.a: quota.preemption.delay is read only with")
+               for w in property_problems(without)[1])
     try:
         load_config(with_quota("yunikorn-1.5"))
     except ConfigError as exc:

@@ -44,6 +44,7 @@ from scheduler.core.partition import PartitionState
 from scheduler.core.preemption import MAX_ATTEMPTS_PER_QUEUE, may_attempt, record_preemption, try_preemption
 from scheduler.core.preemption_19 import try_preemption_19
 from scheduler.core.preemption_victims import VictimIndex
+from scheduler.core.preemption_victims_19 import VictimIndex19
 from scheduler.core.queues import QueueNode
 from scheduler.core.reservations import Step, may_reserve, required_node_passes, required_node_step, reserved_step
 from scheduler.core.sorting import ChildOrder, child_order, stateaware_allowed
@@ -74,6 +75,7 @@ class CycleMemo:
     # The cycle's candidate victims and node order, built at its first attempt and told of
     # every step after it (``scheduler.core.preemption_victims``).
     victims: VictimIndex | None = None
+    victims_19: VictimIndex19 | None = None  # the same under yunikorn-1.9 (``preemption_victims_19``)
     # Each parent's child order, kept across the steps (an allocation changes one lineage).
     child_orders: dict[str, ChildOrder] = field(default_factory=dict)
     # How many of the partition's reservations (in the order they were made) the reserved
@@ -147,7 +149,9 @@ def _preempt(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, nodes_tr
     memo.attempts_left -= 1
     memo.preempt_tried.add((app.app_id, ask.ask_id))
     if part.profile is YUNIKORN_1_9:  # v1.9.0's victim selection (scheduler.core.preemption_19)
-        found = try_preemption_19(part, app, ask, nodes_tried)
+        if memo.victims_19 is None:
+            memo.victims_19 = VictimIndex19(part)
+        found = try_preemption_19(part, app, ask, nodes_tried, index=memo.victims_19)
         return None if found.node is None else Step(app, ask, found.node, "preemption", victims=found.victims)
     if memo.victims is None:
         memo.victims = VictimIndex(part)
@@ -505,10 +509,12 @@ def cycle_memo(state: SchedulerState, partition: str, prev_cycle_us: int | None,
     spec = next((p for p in state.config.partitions if p.name == partition), None)
     if memo is None:
         return CycleMemo(preemption=spec is None or spec.preemption_enabled, prev_cycle_us=prev_cycle_us)
-    if memo.victims is not None:
-        memo.victims.nodes_returned()
+    for index in (memo.victims, memo.victims_19):
+        if index is not None:
+            index.nodes_returned()
     return CycleMemo(preemption=spec is None or spec.preemption_enabled, prev_cycle_us=prev_cycle_us,
-                     preempt_tried=memo.preempt_tried, child_orders=memo.child_orders, victims=memo.victims)
+                     preempt_tried=memo.preempt_tried, child_orders=memo.child_orders, victims=memo.victims,
+                     victims_19=memo.victims_19)
 
 
 def commit_step(state: SchedulerState, part: PartitionState, found: Step, step: int, now_us: int,
@@ -524,11 +530,12 @@ def commit_step(state: SchedulerState, part: PartitionState, found: Step, step: 
     freed = freed or bool(expired)
     for app in (found.app, *(held_app for held_app, _ in found.cancel), *expired):
         memo.allocated_in(app.queue)
-    if memo.victims is not None:
-        if found.victims:
-            memo.victims.taken(found.victims)
-        elif found.reserve is None:
-            memo.victims.changed(found.app.queue)  # an allocation: the leaf may give victims now
+    for index in (memo.victims, memo.victims_19):
+        if index is not None:
+            if found.victims:
+                index.taken(found.victims)
+            elif found.reserve is None:
+                index.changed(found.app.queue)  # an allocation: the leaf may give victims now
     if freed:
         return cycle_memo(state, part.name, memo.prev_cycle_us, memo)
     return memo

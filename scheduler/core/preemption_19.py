@@ -46,7 +46,7 @@ than an hour, YUNIKORN-3092) is not in this module: a node held for another ask 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from events.resources import Resources
@@ -75,7 +75,10 @@ from scheduler.core.preemption_queues_19 import (
     none_negative,
     snapshot_19,
 )
+from scheduler.core.preemption_victims_19 import Givers19, VictimIndex19
 from scheduler.core.queues import QueueNode
+
+LeafOf = Callable[[Allocation], str]  # a candidate's leaf (its snapshot's path)
 
 # Why a candidate was or was not taken (the trace explain reads; docs/semantics.md#yunikorn-19).
 TAKEN = "taken"
@@ -220,21 +223,20 @@ def _untake(snap: QueueSnap19, ask_queue: QueueSnap19, victim: Allocation) -> No
     snap.add(victim.resources)
 
 
-def _stops_at(trace: list[tuple[str, str, str, str]] | None, stage: str, candidates: list[Allocation], i: int,
-              verdict: str) -> bool:
-    """Whether a walk over ``candidates`` stops at the i-th (the ask's queue cannot hold it), with
-    its verdict traced and, on a stop, the candidates after it traced as not reached."""
+def _stops_at(trace: list[tuple[str, str, str, str]] | None, stage: str, victim: Allocation,
+              rest: Iterator[Allocation], verdict: str) -> bool:
+    """Whether a walk stops at ``victim`` (the ask's queue cannot hold it), with its verdict
+    traced and, on a stop, the candidates after it (``rest``) traced as not reached."""
     if trace is not None:
-        victim = candidates[i]
         trace.append((stage, victim.app_id, victim.ask_id, verdict))
     if verdict != KEPT_ASK_QUEUE:
         return False
     if trace is not None:
-        trace.extend((stage, v.app_id, v.ask_id, NOT_REACHED) for v in candidates[i + 1:])
+        trace.extend((stage, v.app_id, v.ask_id, NOT_REACHED) for v in rest)
     return True
 
 
-def victims_on_node_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str], leaf: str, request: Resources,
+def victims_on_node_19(queues: dict[str, QueueSnap19], leaf_of: LeafOf, leaf: str, request: Resources,
                        available: Resources, candidates: list[Allocation],
                        trace: list[tuple[str, str, str, str]] | None = None) -> tuple[int, list[Allocation] | None]:
     """``calculateVictimsByNode`` (v1.9.0): (start index, victims) — (-1, []) when the ask fits
@@ -246,8 +248,9 @@ def victims_on_node_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str], 
     current = dict(available)
     head: list[Allocation] = []
     tail: list[Allocation] = []
-    for i, victim in enumerate(candidates):
-        snap = snaps[leaf_of[id(victim)]]
+    walk = iter(candidates)
+    for victim in walk:
+        snap = snaps[leaf_of(victim)]
         verdict, _ = _take(snap, ask_queue, request, victim)
         if verdict == TAKEN:
             grown = dict(current)
@@ -260,7 +263,7 @@ def victims_on_node_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str], 
             else:
                 current = grown
                 head.append(victim)
-        if _stops_at(trace, "node", candidates, i, verdict):
+        if _stops_at(trace, "node", victim, walk, verdict):
             break
     head.extend(tail)
     if not head:
@@ -270,7 +273,7 @@ def victims_on_node_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str], 
     results: list[Allocation] = []
     index = -1
     for victim in head:
-        snap = snaps[leaf_of[id(victim)]]
+        snap = snaps[leaf_of(victim)]
         remaining = snap.remaining()
         snap.remove(victim.resources)
         if remaining is None or negative_in(request, remaining):
@@ -282,21 +285,20 @@ def victims_on_node_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str], 
     return index, results
 
 
-def additional_victims_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str], leaf: str, request: Resources,
-                          chosen: list[Allocation], trace: list[tuple[str, str, str, str]] | None = None,
-                          ) -> list[Allocation] | None:
+def additional_victims_19(queues: dict[str, QueueSnap19], leaf_of: LeafOf, leaf: str, request: Resources,
+                          chosen: list[Allocation], in_victim_order: Callable[[set[int]], Iterator[Allocation]],
+                          trace: list[tuple[str, str, str, str]] | None = None) -> list[Allocation] | None:
     """``calculateAdditionalVictims`` (v1.9.0): more victims, or None when the ask's queue would
-    end below zero in a type of the ask."""
+    end below zero in a type of the ask. ``in_victim_order(skip)``: every candidate whose id is
+    not in ``skip``, in victim order (``compareAllocationLess``, then allocation order)."""
     snaps = duplicate_19(queues)
     ask_queue = snaps[leaf]
-    seen = {id(v) for v in chosen}
     for victim in chosen:
-        snaps[leaf_of[id(victim)]].remove(victim.resources)
-    candidates = [v for snap in queues.values() for v in snap.victims if id(v) not in seen]
-    candidates.sort(key=victim_order)  # compareAllocationLess, then allocation order
+        snaps[leaf_of(victim)].remove(victim.resources)
+    walk = in_victim_order({id(v) for v in chosen})
     extra: list[Allocation] = []
-    for i, victim in enumerate(candidates):
-        snap = snaps[leaf_of[id(victim)]]
+    for victim in walk:
+        snap = snaps[leaf_of(victim)]
         verdict, room = _take(snap, ask_queue, request, victim)
         if verdict == TAKEN:
             if equals_or_empty_19(room, ask_queue.remaining()):
@@ -304,7 +306,7 @@ def additional_victims_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str
                 verdict = KEPT_NO_CHANGE
             else:
                 extra.append(victim)
-        if _stops_at(trace, "additional", candidates, i, verdict):
+        if _stops_at(trace, "additional", victim, walk, verdict):
             break
     if extra:
         final = ask_queue.remaining()
@@ -343,27 +345,62 @@ def _usable(node: Node, own: tuple[str, str], ask: Ask) -> bool:
     return fit_in(node.capacity, ask.resources, False)
 
 
+def _scratch_order(queues: dict[str, QueueSnap19]) -> Callable[[set[int]], Iterator[Allocation]]:
+    """``in_victim_order`` over the candidates gathered from scratch (``find_victims_19``)."""
+    def in_victim_order(skip: set[int]) -> Iterator[Allocation]:
+        candidates = [v for snap in queues.values() for v in snap.victims if id(v) not in skip]
+        candidates.sort(key=victim_order)
+        return iter(candidates)
+    return in_victim_order
+
+
 def try_preemption_19(part: PartitionState, app: App, ask: Ask, nodes_tried: bool, exhaustive: bool = False,
-                      explain: bool = False) -> Outcome19:
+                      explain: bool = False, index: VictimIndex19 | None = None) -> Outcome19:
     """``TryPreemption`` (v1.9.0) without side effects: the node and victims, or a failed ``Outcome19``.
 
     ``exhaustive`` tries every node (for explain); otherwise nodes that cannot beat the best
     found so far are skipped — the chosen node and victims are the same. ``explain`` fills
-    the trace.
+    the trace. ``index``: the cycle's candidates and node order (``preemption_victims_19``)
+    instead of gathering them from scratch — the same outcome, but for ``queues``' snapshots,
+    which then hold no victim lists.
     """
     leaf = app.queue
     own = (app.app_id, ask.ask_id)
     request = ask.resources
-    fence, fence_by, queues = find_victims_19(part, leaf, ask)
-    outcome = Outcome19(fence.path, fence_by, queues)
-    if not guarantee_reachable(queues, leaf.path, request):
-        outcome.reason = "guarantee"
-        return outcome
-    leaf_of = {id(v): path for path, snap in queues.items() for v in snap.victims}
+    apps = part.apps
+
+    def leaf_of(victim: Allocation) -> str:
+        return apps[victim.app_id].queue.path
+
+    eligible: Callable[[Allocation], bool]
+    node_ids: Iterable[str]
+    if index is None:
+        fence, fence_by, queues = find_victims_19(part, leaf, ask)
+        outcome = Outcome19(fence.path, fence_by, queues)
+        if not guarantee_reachable(queues, leaf.path, request):
+            outcome.reason = "guarantee"
+            return outcome
+        candidate_ids = {id(v) for snap in queues.values() for v in snap.victims}
+
+        def eligible(alloc: Allocation) -> bool:
+            return id(alloc) in candidate_ids
+
+        in_victim_order = _scratch_order(queues)
+        node_ids = sorted(part.nodes)
+    else:
+        fence, priorities, fence_by = fence_root_19(part, leaf, ask)
+        givers: Givers19 = index.givers(fence, priorities, leaf, ask)
+        queues = givers.queues
+        outcome = Outcome19(fence.path, fence_by, queues)
+        if not givers.guarantee_reachable(request):
+            outcome.reason = "guarantee"
+            return outcome
+        eligible = givers.eligible
+        in_victim_order = givers.in_victim_order
+        node_ids = index.node_order(ask)
     fits_somewhere = part.index.first_fit(request) is not None or (
         ask.reserved_node is not None and fit_in(full_available(part.nodes[ask.reserved_node]), request, False))
     lowest = 1 << 62
-    node_ids: Iterable[str] = sorted(part.nodes)
     for node_id in node_ids:
         if lowest <= 0 and not exhaustive and (lowest < 0 or nodes_tried or not fits_somewhere):
             break  # nothing left can win (as in ``preemption.try_preemption``)
@@ -374,7 +411,7 @@ def try_preemption_19(part: PartitionState, app: App, ask: Ask, nodes_tried: boo
         if lowest == 0 and not exhaustive:
             lowest = fits_as_is(outcome.tried, node_id, available, request, lowest)
             continue
-        candidates = sorted((a for a in node.allocations.values() if id(a) in leaf_of), key=victim_order)
+        candidates = sorted((a for a in node.allocations.values() if eligible(a)), key=victim_order)
         start, victims = victims_on_node_19(queues, leaf_of, leaf.path, request, available, candidates)
         lowest = noted_try(outcome.tried, node_id, start, victims, not nodes_tried, lowest)
     if not outcome.tried:
@@ -385,9 +422,9 @@ def try_preemption_19(part: PartitionState, app: App, ask: Ask, nodes_tried: boo
     chosen = best.victims[: best.start_index + 1]
     trace = outcome.trace if explain else None
     if trace is not None:
-        candidates = sorted((a for a in node.allocations.values() if id(a) in leaf_of), key=victim_order)
+        candidates = sorted((a for a in node.allocations.values() if eligible(a)), key=victim_order)
         victims_on_node_19(queues, leaf_of, leaf.path, request, full_available(node), candidates, trace)
-    extra = additional_victims_19(queues, leaf_of, leaf.path, request, chosen, trace)
+    extra = additional_victims_19(queues, leaf_of, leaf.path, request, chosen, in_victim_order, trace)
     if extra is None:
         outcome.reason = "additional"
         return outcome

@@ -90,6 +90,10 @@ class CycleMemo:
     # yunikorn-1.9's unschedulable-ask backoff: (app, unschedulable asks) set during the walk,
     # written out (``app.backed_off``) by the cycle loop before the step it found
     backed_off: list[tuple[App, int]] = field(default_factory=list)
+    # yunikorn-1.9: the reservations old enough to time out at this cycle's time, in the order
+    # they were made (``expiring``), listed when the cycle opens: the only ones a committed step
+    # can end (a reservation made later in the cycle is not old). None: every reservation.
+    expiring: list[tuple[str, str]] | None = None
 
     def children_in_order(self, queue: QueueNode) -> Iterator[QueueNode]:
         """``sort_queues`` of a parent's children now, from the order kept for the cycle (read
@@ -479,17 +483,20 @@ def _commit_gang(state: SchedulerState, part: PartitionState, found: Step, did: 
 RESERVATION_WAIT_TIMEOUT_US: Final = 60 * 60 * 1_000_000  # yunikorn-1.9 application.go reservationWaitTimeout
 
 
-def expire_reservations(part: PartitionState, now_us: int, out: list[OutputData]) -> list[App]:
+def expire_reservations(part: PartitionState, now_us: int, out: list[OutputData],
+                        among: list[tuple[str, str]] | None = None) -> list[App]:
     """yunikorn-1.9 (YUNIKORN-3219, ``application.go:tryReservedAllocate``): a reservation of an ask
     without a required node that is more than 60 minutes old (log time) ends when the ask does
     not fit its queue's headroom (or its user's): ``ask.unreserved``, reason ``timeout``. The
     apps whose reservations ended.
 
     yunikorn checks on each step's reserved pass: here when the cycle opens and after each
-    committed step (nothing changes in between).
+    committed step (nothing changes in between), then only ``among`` (``expiring``: a step
+    cannot make a reservation old), which loses the ones that end.
     """
     ended: list[App] = []
-    for app_id, ask_id in list(part.reservations):
+    keys = list(part.reservations) if among is None else [key for key in among if key in part.reservations]
+    for app_id, ask_id in keys:
         app = part.apps[app_id]
         ask = app.asks[ask_id]
         if ask.required_node is not None or now_us - ask.reserved_us <= RESERVATION_WAIT_TIMEOUT_US:
@@ -499,7 +506,19 @@ def expire_reservations(part: PartitionState, now_us: int, out: list[OutputData]
             continue
         part.unreserve(app, ask, "timeout", out)
         ended.append(app)
+    if among is not None:
+        among[:] = [key for key in keys if key in part.reservations]  # those ended or gone drop out
     return ended
+
+
+def expiring(part: PartitionState, now_us: int) -> list[tuple[str, str]]:
+    """The reservations ``expire_reservations`` may end at ``now_us`` (old enough, no required node), in order."""
+    old: list[tuple[str, str]] = []
+    for key in part.reservations:
+        ask = part.apps[key[0]].asks[key[1]]
+        if ask.required_node is None and now_us - ask.reserved_us > RESERVATION_WAIT_TIMEOUT_US:
+            old.append(key)
+    return old
 
 
 def cycle_memo(state: SchedulerState, partition: str, prev_cycle_us: int | None,
@@ -514,7 +533,7 @@ def cycle_memo(state: SchedulerState, partition: str, prev_cycle_us: int | None,
             index.nodes_returned()
     return CycleMemo(preemption=spec is None or spec.preemption_enabled, prev_cycle_us=prev_cycle_us,
                      preempt_tried=memo.preempt_tried, child_orders=memo.child_orders, victims=memo.victims,
-                     victims_19=memo.victims_19)
+                     victims_19=memo.victims_19, expiring=memo.expiring)
 
 
 def commit_step(state: SchedulerState, part: PartitionState, found: Step, step: int, now_us: int,
@@ -526,7 +545,8 @@ def commit_step(state: SchedulerState, part: PartitionState, found: Step, step: 
     memo, with the child orders kept.
     """
     freed = commit(state, part, found, step, now_us, out)
-    expired = expire_reservations(part, now_us, out) if part.profile is YUNIKORN_1_9 and part.reservations else []
+    expired = (expire_reservations(part, now_us, out, memo.expiring)
+               if part.profile is YUNIKORN_1_9 and part.reservations and memo.expiring != [] else [])
     freed = freed or bool(expired)
     for app in (found.app, *(held_app for held_app, _ in found.cancel), *expired):
         memo.allocated_in(app.queue)
@@ -572,6 +592,8 @@ def cycle_steps(state: SchedulerState, now_us: int, prev_cycle_us: int | None, o
             part.refresh_fair_max()  # the cluster's capacity may have changed since
             expire_reservations(part, now_us, out)
         memo = cycle_memo(state, name, prev_cycle_us)
+        if part.profile is YUNIKORN_1_9:
+            memo.expiring = expiring(part, now_us)
         while max_allocations is None or decisions < max_allocations:
             found = next_step(part, memo, now_us)
             if memo.backed_off:

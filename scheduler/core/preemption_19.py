@@ -345,13 +345,22 @@ def _usable(node: Node, own: tuple[str, str], ask: Ask) -> bool:
     return fit_in(node.capacity, ask.resources, False)
 
 
-def _scratch_order(queues: dict[str, QueueSnap19]) -> Callable[[set[int]], Iterator[Allocation]]:
-    """``in_victim_order`` over the candidates gathered from scratch (``find_victims_19``)."""
-    def in_victim_order(skip: set[int]) -> Iterator[Allocation]:
-        candidates = [v for snap in queues.values() for v in snap.victims if id(v) not in skip]
-        candidates.sort(key=victim_order)
+class Scratch19:
+    """One attempt's candidates gathered from scratch (``find_victims_19``), asked as ``Givers19`` is."""
+
+    def __init__(self, queues: dict[str, QueueSnap19]) -> None:
+        self.queues = queues
+        self._ids = {id(v) for snap in queues.values() for v in snap.victims}
+
+    def eligible(self, alloc: Allocation) -> bool:
+        """``alloc`` is a candidate of this attempt."""
+        return id(alloc) in self._ids
+
+    def in_victim_order(self, skip: set[int]) -> Iterator[Allocation]:
+        """Every candidate whose id is not in ``skip``, in victim order."""
+        candidates = [v for snap in self.queues.values() for v in snap.victims if id(v) not in skip]
+        candidates.sort(key=victim_order)  # compareAllocationLess, then allocation order
         return iter(candidates)
-    return in_victim_order
 
 
 def try_preemption_19(part: PartitionState, app: App, ask: Ask, nodes_tried: bool, exhaustive: bool = False,
@@ -372,32 +381,24 @@ def try_preemption_19(part: PartitionState, app: App, ask: Ask, nodes_tried: boo
     def leaf_of(victim: Allocation) -> str:
         return apps[victim.app_id].queue.path
 
-    eligible: Callable[[Allocation], bool]
+    found: Scratch19 | Givers19
     node_ids: Iterable[str]
     if index is None:
         fence, fence_by, queues = find_victims_19(part, leaf, ask)
-        outcome = Outcome19(fence.path, fence_by, queues)
-        if not guarantee_reachable(queues, leaf.path, request):
-            outcome.reason = "guarantee"
-            return outcome
-        candidate_ids = {id(v) for snap in queues.values() for v in snap.victims}
-
-        def eligible(alloc: Allocation) -> bool:
-            return id(alloc) in candidate_ids
-
-        in_victim_order = _scratch_order(queues)
+        found = Scratch19(queues)
+        reachable = guarantee_reachable(queues, leaf.path, request)
         node_ids = sorted(part.nodes)
     else:
         fence, priorities, fence_by = fence_root_19(part, leaf, ask)
-        givers: Givers19 = index.givers(fence, priorities, leaf, ask)
-        queues = givers.queues
-        outcome = Outcome19(fence.path, fence_by, queues)
-        if not givers.guarantee_reachable(request):
-            outcome.reason = "guarantee"
-            return outcome
-        eligible = givers.eligible
-        in_victim_order = givers.in_victim_order
+        found = index.givers(fence, priorities, leaf, ask)
+        queues = found.queues
+        reachable = found.guarantee_reachable(request)
         node_ids = index.node_order(ask)
+    outcome = Outcome19(fence.path, fence_by, queues)
+    if not reachable:
+        outcome.reason = "guarantee"
+        return outcome
+    eligible = found.eligible
     fits_somewhere = part.index.first_fit(request) is not None or (
         ask.reserved_node is not None and fit_in(full_available(part.nodes[ask.reserved_node]), request, False))
     lowest = 1 << 62
@@ -424,7 +425,7 @@ def try_preemption_19(part: PartitionState, app: App, ask: Ask, nodes_tried: boo
     if trace is not None:
         candidates = sorted((a for a in node.allocations.values() if eligible(a)), key=victim_order)
         victims_on_node_19(queues, leaf_of, leaf.path, request, full_available(node), candidates, trace)
-    extra = additional_victims_19(queues, leaf_of, leaf.path, request, chosen, in_victim_order, trace)
+    extra = additional_victims_19(queues, leaf_of, leaf.path, request, chosen, found.in_victim_order, trace)
     if extra is None:
         outcome.reason = "additional"
         return outcome

@@ -31,8 +31,8 @@ through the index equal to the one gathered from scratch.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left, insort
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
+from typing import cast
 
 from events.resources import Resources
 from scheduler.core.objects import Allocation, Ask
@@ -47,31 +47,22 @@ from scheduler.core.preemption_queues_19 import (
     none_negative,
     snapshot_19,
 )
-from scheduler.core.preemption_victims import _reach
+from scheduler.core.preemption_victims import LeafEntry, LeafIndex, _reach
 from scheduler.core.queues import QueueNode
 
 _Key = tuple[int, frozenset[str]]  # (priority, the resource types an allocation holds)
 
 
-class LeafCandidates19:
+class LeafCandidates19(LeafEntry):
     """One leaf's candidates (allocations without a required node) in victim order, and per
     (priority, types) [count, resources] of those not taken."""
 
-    __slots__ = ("allocs", "by_key", "queue")
+    __slots__ = ("by_key",)
 
     def __init__(self, part: PartitionState, queue: QueueNode) -> None:
-        self.queue = queue
-        allocs: list[Allocation] = []
         self.by_key: dict[_Key, tuple[list[int], dict[str, int]]] = {}
-        apps = part.apps
-        for app_id in queue.apps:
-            for alloc in apps[app_id].allocations.values():
-                if alloc.required_node is None:
-                    allocs.append(alloc)
-                    if not alloc.preempted:
-                        self._count(alloc, 1)
-        allocs.sort(key=victim_order)
-        self.allocs = allocs
+        super().__init__(part, queue)
+        self.allocs.sort(key=victim_order)
 
     def _count(self, alloc: Allocation, sign: int) -> None:
         key = (alloc.priority, frozenset(alloc.resources))
@@ -82,10 +73,6 @@ class LeafCandidates19:
         total = entry[1]
         for name, value in alloc.resources.items():
             total[name] = total.get(name, 0) + sign * value
-
-    def taken(self, alloc: Allocation) -> None:
-        """``alloc`` became a victim: it no longer counts."""
-        self._count(alloc, -1)
 
     def any_victim(self, priority: int, fenced: bool, wanted: Resources) -> bool:
         """A candidate not taken that the ask reaches (priority, or a fence passed) and that
@@ -110,79 +97,23 @@ class LeafCandidates19:
                 yield alloc
 
 
-def _holds(queue: QueueNode) -> bool:
-    """A leaf whose allocations ``find_victims_19``'s walk reads (policy not ``disabled``)."""
-    return queue.is_leaf and queue.preemption_policy != "disabled" and bool(queue.apps)
-
-
-class VictimIndex19:
+class VictimIndex19(LeafIndex):
     """The candidate-holding leaves and the node order of one partition for one cycle (module docstring)."""
 
     def __init__(self, part: PartitionState) -> None:
-        self.part = part
-        self.position: dict[str, int] = {}  # queue path → depth-first position
-        self.end: dict[str, int] = {}  # queue path → the position after its subtree
-        order = list(part.root.walk())
-        for i, q in enumerate(order):
-            self.position[q.path] = i
-        size = [1] * len(order)
-        for i in range(len(order) - 1, 0, -1):
-            parent = order[i].parent
-            if parent is not None:
-                size[self.position[parent.path]] += size[i]
-        for i, q in enumerate(order):
-            self.end[q.path] = i + size[i]
-        self.holding: dict[str, LeafCandidates19] = {}
-        self.positions: list[int] = []  # sorted positions of ``holding``'s leaves
-        self.at_position: dict[int, LeafCandidates19] = {}
-        for q in order:
-            if _holds(q):
-                self._add(LeafCandidates19(part, q))
-        self.dirty: set[str] = set()
-        self.node_ids = sorted(part.nodes)
+        super().__init__(part)
         self.node_place = {node_id: i for i, node_id in enumerate(self.node_ids)}
-        self.skip = 0  # node_ids[:skip] are unschedulable or reserved
 
-    def _add(self, entry: LeafCandidates19) -> None:
-        if not entry.allocs:
-            return
-        path = entry.queue.path
-        self.holding[path] = entry
-        pos = self.position[path]
-        insort(self.positions, pos)
-        self.at_position[pos] = entry
-
-    def _drop(self, path: str) -> None:
-        del self.holding[path]
-        pos = self.position[path]
-        del self.positions[bisect_left(self.positions, pos)]
-        del self.at_position[pos]
-
-    def changed(self, leaf: QueueNode) -> None:
-        """An allocation changed ``leaf``: re-read it before the next attempt."""
-        self.dirty.add(leaf.path)
-
-    def taken(self, victims: Iterable[Allocation]) -> None:
-        """These allocations became victims (already marked preempted)."""
-        apps = self.part.apps
-        for victim in victims:
-            entry = self.holding.get(apps[victim.app_id].queue.path)
-            if entry is not None:
-                entry.taken(victim)
+    def _entry(self, queue: QueueNode) -> LeafEntry | None:
+        """A leaf whose allocations ``find_victims_19``'s walk reads (policy not ``disabled``), if it has any."""
+        if queue.preemption_policy == "disabled" or not queue.apps:
+            return None
+        entry = LeafCandidates19(self.part, queue)
+        return entry if entry.allocs else None
 
     def nodes_returned(self) -> None:
         """A reservation ended: a node of the skipped prefix may be usable again."""
         self.skip = 0
-
-    def refresh(self) -> None:
-        """Re-read the leaves allocations changed since the last attempt."""
-        for path in self.dirty:
-            queue = self.part.queues.get(path)
-            if path in self.holding:
-                self._drop(path)
-            if queue is not None and _holds(queue):
-                self._add(LeafCandidates19(self.part, queue))
-        self.dirty.clear()
 
     def node_order(self, ask: Ask) -> Iterator[str]:
         """``sorted(part.nodes)`` without the prefix no attempt can use, but for the node ``ask`` holds.
@@ -191,14 +122,8 @@ class VictimIndex19:
         attempting ask holds at most one node, ``ask.reserved_node``, which comes first when it
         lies in the prefix — every node before it there is unusable, so the id order holds.
         """
-        nodes, ids = self.part.nodes, self.node_ids
-        skip = self.skip
-        while skip < len(ids):
-            node = nodes[ids[skip]]
-            if node.schedulable and node.reserved_for is None:
-                break
-            skip += 1
-        self.skip = skip
+        ids = self.node_ids
+        skip = self.advance_skip()
         own = ask.reserved_node
         if own is not None and self.node_place.get(own, skip) < skip:
             yield own
@@ -218,14 +143,12 @@ class VictimIndex19:
         while snap is not None and snap.parent is not None:
             snap.ask_queue = ask_snap
             snap = snap.parent
-        lo, hi = self.position[fence.path], self.end[fence.path]
         ask_pos = self.position[ask_leaf.path]
-        positions = self.positions
         wanted = ask.resources
-        for pos in positions[bisect_left(positions, lo):bisect_left(positions, hi)]:
+        for pos in self.under(fence):
             if pos == ask_pos:
                 continue  # the ask's own leaf gives nothing to it
-            entry = self.at_position[pos]
+            entry = cast(LeafCandidates19, self.at_position[pos])
             reach = _reach(fence, entry.queue, priorities)
             if reach is None or not entry.any_victim(reach[0], reach[1], wanted):
                 continue

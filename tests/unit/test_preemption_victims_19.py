@@ -12,20 +12,18 @@ must hold what a fresh one holds.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-import orjson
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from events.times import format_time
-from scheduler.core.cycle import begin_cycle, cycle_steps, fits_queue_headroom
-from scheduler.core.engine import Engine
+from scheduler.core.cycle import CycleMemo
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption_19 import Outcome19, try_preemption_19
-from scheduler.core.preemption_victims_19 import VictimIndex19
+from scheduler.core.preemption_victims_19 import LeafCandidates19, VictimIndex19
 from tests.sim import app, ask, node, root_queues
-from tests.unit.test_preemption_properties import configs, fill, other, play, urgent
+from tests.unit.test_preemption_properties import configs
+from tests.unit.test_preemption_victims import _Driver, compare_attempts, storm_through, storms
 
 
 def _seen(outcome: Outcome19) -> tuple[Any, ...]:
@@ -35,18 +33,9 @@ def _seen(outcome: Outcome19) -> tuple[Any, ...]:
 
 def _compare(part: PartitionState, index: VictimIndex19 | None) -> int:
     """Try every ask that may preempt three ways; returns how many were compared with the cycle's index."""
-    compared = 0
-    for a in part.apps.values():
-        for k in a.asks.values():
-            if not k.preempt_other or k.preempt_triggered or k.required_node is not None:
-                continue
-            tried = fits_queue_headroom(part, a.queue, k.resources)
-            scratch = _seen(try_preemption_19(part, a, k, tried))
-            assert _seen(try_preemption_19(part, a, k, tried, index=VictimIndex19(part))) == scratch
-            if index is not None:
-                assert _seen(try_preemption_19(part, a, k, tried, index=index)) == scratch
-                compared += 1
-    return compared
+    return compare_attempts(part, index, lambda a, k, tried, using: _seen(try_preemption_19(part, a, k, tried,
+                                                                                             index=using)),
+                            VictimIndex19)
 
 
 @st.composite
@@ -65,65 +54,37 @@ def configs_19(draw: st.DrawFn) -> str:
     return config
 
 
-@st.composite
-def storms(draw: st.DrawFn) -> list[tuple[Any, ...]]:
-    """Work that fills the nodes, a cycle, then many asks that may preempt in one cycle, then anything."""
-    return [*draw(st.lists(fill, min_size=4, max_size=20)), ("cycle",),
-            *draw(st.lists(st.one_of(urgent, urgent, fill), min_size=2, max_size=12)), ("cycle",),
-            *draw(st.lists(st.one_of(urgent, fill, other), max_size=12))]
-
-
 def _summary(index: VictimIndex19) -> tuple[Any, ...]:
     """What the index holds: each leaf's candidates and per-(priority, types) counts and sums, the node order."""
     index.refresh()
     holding = {path: ([id(a) for a in entry.allocs],
                       {key: (count[0], {k: v for k, v in held.items() if v})
-                       for key, (count, held) in entry.by_key.items() if count[0]})
-               for path, entry in index.holding.items()}
+                       for key, (count, held) in cast(LeafCandidates19, entry).by_key.items() if count[0]})
+               for path, entry in index.entries.items()}
     part = index.part
     orders = {(app_id, ask_id): list(index.node_order(part.apps[app_id].asks[ask_id]))
               for app_id, a in part.apps.items() for ask_id in a.asks}
     return holding, index.positions, orders
 
 
-class _Driver:
-    def __init__(self, config: str) -> None:
-        self.engine = Engine()
-        self.now_us = 0
-        self.count = 0
-        self.compared = 0
-        self.submit({"type": "config.updated", "data": {"yaml": config}})
+class _Driver19(_Driver):
+    """``test_preemption_victims``' driver, checking the 1.9 index at every step."""
 
-    def submit(self, *events: dict[str, Any]) -> None:
-        for e in events:
-            self.count += 1
-            self.now_us += 1000
-            raw = orjson.dumps({"id": f"in-{self.count}", "source": "test", "time": format_time(self.now_us), **e})
-            self.engine.ingest(raw, append_time_us=self.now_us, position=f"inputs:{self.count}")
-
-    def cycle(self) -> None:
-        state = self.engine.state
-        out: list[Any] = []
-        prev = begin_cycle(state, self.now_us, out)
-        for part, memo, _, _ in cycle_steps(state, self.now_us, prev, out):
-            if memo.victims_19 is not None:
-                assert _summary(memo.victims_19) == _summary(VictimIndex19(part))
-            self.compared += _compare(part, memo.victims_19)
+    def check(self, part: PartitionState, memo: CycleMemo) -> int:
+        if memo.victims_19 is not None:
+            assert _summary(memo.victims_19) == _summary(VictimIndex19(part))
+        return _compare(part, memo.victims_19)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(configs_19(), storms(), st.integers(1, 4))
 def test_the_cycle_index_finds_what_a_walk_from_scratch_finds(config: str, steps: list[tuple[Any, ...]],
                                                               nodes: int) -> None:
-    drv = _Driver(config)
-    play(drv, steps, nodes)
-    for part in drv.engine.state.partitions.values():
-        _compare(part, None)
-    event(f"attempts compared mid-cycle: {'none' if not drv.compared else 'some'}")
+    storm_through(_Driver19(config), steps, nodes, _compare)
 
 
 def test_the_node_walk_skips_held_nodes_but_the_asks_own_and_sees_a_node_come_back() -> None:
-    drv = _Driver(root_queues("""
+    drv = _Driver19(root_queues("""
         - name: default
     """).replace("  - name: default\n", "  - name: default\n    rules: yunikorn-1.9\n", 1))
     drv.submit(*(node(f"n{i}", 3000, 3000) for i in range(4)), app("a", "root.default"),

@@ -78,7 +78,7 @@ def on_allocated(part: PartitionState, leaf: QueueNode, now_us: int) -> None:
     while queue is not None:
         clock = part.quota_clocks.get(queue.path)
         if clock is not None:
-            clock.on_allocated(now_us, True, True, queue.max or None, queue.allocated)
+            clock.on_allocated(now_us, queue.max or None, queue.allocated)
         queue = queue.parent
 
 
@@ -90,7 +90,7 @@ def due_queues(part: PartitionState, now_us: int) -> list[QueueNode]:
     while stack:
         queue = stack.pop()
         clock = part.quota_clocks.get(queue.path)
-        if clock is not None and clock.due(now_us, True, queue.max or None, queue.allocated):
+        if clock is not None and clock.due(now_us, queue.max or None, queue.allocated):
             out.append(queue)
             continue
         stack.extend(reversed(queue.children))

@@ -1,4 +1,4 @@
-"""Full clusters side by side with yunikorn-core (v1.5.2, or v1.9.0 under yunikorn-1.9): cycle time, growth, ratio (#32).
+"""Full clusters side by side with yunikorn-core (v1.5.2, or v1.9.0 under yunikorn-1.9): cycle time, growth, ratio.
 
 Every benchmark before this one measured a cluster where everything fits. Real clusters are
 full: most asks do not fit, many queues have pending work, reservations pile up, shapes
@@ -103,6 +103,11 @@ class Workload:
 
     def jsonl(self) -> bytes:
         return b"".join(orjson.dumps(line) + b"\n" for line in self.lines)
+
+    def jsonl_under(self, rules: str) -> bytes:
+        """``evsched simulate``'s input: the lines under ``rules`` (``under_rules``), then the timed cycle."""
+        timed = {"type": "schedule", "time": format_time(self.cycle_us)}
+        return b"".join(orjson.dumps(under_rules(line, rules)) + b"\n" for line in [*self.lines, timed])
 
 
 class _Lines:

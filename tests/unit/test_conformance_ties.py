@@ -11,6 +11,7 @@ test here, not yunikorn-core); the real harness runs the scenario in test_confor
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from conformance.compare import Outcome, evsched_outcome
@@ -64,3 +65,24 @@ def test_an_agreeing_scenario_runs_the_harness_only_the_asked_times() -> None:
     harness = Harness(ours, _other_outcome(), 1)
     assert judge(SCENARIO, harness, runs=2, ours=ours) == (None, None, 0)
     assert harness.runs == 2
+
+
+def test_a_reservation_ended_and_made_again_in_one_cycle_counts_as_neither() -> None:
+    """The harness sees reservations between allocation steps only: a reservation a preemption
+    attempt cancels (YUNIKORN-3092) and the ask makes again on the same node later in the same
+    step is invisible there, so ``parse_outcome`` drops such a pair on both sides; a pair across
+    cycles, or on another node, stays."""
+    from conformance.compare import parse_outcome
+
+    def line(kind: str, node: str, **extra: object) -> str:
+        return orjson.dumps({"type": kind, "data": {"app_id": "a", "ask_id": "k", "node_id": node, **extra}}).decode()
+
+    done = '{"type":"cycle.completed","data":{"cycle":1,"decisions":0}}'
+    evsched = [line("ask.reserved", "n1", cycle=1), done,
+               line("ask.unreserved", "n1", reason="preemption-cancelled"), line("ask.reserved", "n1", cycle=2), done]
+    harness = [line("ask.reserved", "n1", cycle=1), done, done]
+    assert parse_outcome("\n".join(evsched)).reservations == parse_outcome("\n".join(harness)).reservations
+    moved = [*evsched[:3], line("ask.reserved", "n2", cycle=2), done]
+    later = [*evsched[:3], done, line("ask.reserved", "n1", cycle=3), done]
+    for kept in (moved, later):
+        assert ("unreserved", -1, "a", "k", "n1") in parse_outcome("\n".join(kept)).reservations

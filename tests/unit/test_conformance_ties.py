@@ -14,7 +14,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from conformance.compare import Outcome, evsched_outcome
+from conformance.compare import Outcome, evsched_outcome, parse_outcome
 from conformance.generate import encode, generate
 from conformance.run import CONFIRM_RUNS, MAX_RUNS, judge
 
@@ -72,17 +72,15 @@ def test_a_reservation_ended_and_made_again_in_one_cycle_counts_as_neither() -> 
     attempt cancels (YUNIKORN-3092) and the ask makes again on the same node later in the same
     step is invisible there, so ``parse_outcome`` drops such a pair on both sides; a pair across
     cycles, or on another node, stays."""
-    from conformance.compare import parse_outcome
+    def line(kind: str, node: str, **extra: object) -> bytes:
+        return orjson.dumps({"type": kind, "data": {"app_id": "a", "ask_id": "k", "node_id": node, **extra}})
 
-    def line(kind: str, node: str, **extra: object) -> str:
-        return orjson.dumps({"type": kind, "data": {"app_id": "a", "ask_id": "k", "node_id": node, **extra}}).decode()
-
-    done = '{"type":"cycle.completed","data":{"cycle":1,"decisions":0}}'
+    done = b'{"type":"cycle.completed","data":{"cycle":1,"decisions":0}}'
     evsched = [line("ask.reserved", "n1", cycle=1), done,
                line("ask.unreserved", "n1", reason="preemption-cancelled"), line("ask.reserved", "n1", cycle=2), done]
     harness = [line("ask.reserved", "n1", cycle=1), done, done]
-    assert parse_outcome("\n".join(evsched)).reservations == parse_outcome("\n".join(harness)).reservations
+    assert parse_outcome(b"\n".join(evsched)).reservations == parse_outcome(b"\n".join(harness)).reservations
     moved = [*evsched[:3], line("ask.reserved", "n2", cycle=2), done]
     later = [*evsched[:3], done, line("ask.reserved", "n1", cycle=3), done]
     for kept in (moved, later):
-        assert ("unreserved", -1, "a", "k", "n1") in parse_outcome("\n".join(kept)).reservations
+        assert ("unreserved", -1, "a", "k", "n1") in parse_outcome(b"\n".join(kept)).reservations

@@ -31,7 +31,7 @@ from typing import Final
 from events.models import AllocationRevoked, AskReleased, OutputData
 from events.resources import Resources, is_positive
 from scheduler.config.profiles import RulesProfile
-from scheduler.core.constrained_nodes import node_excludes
+from scheduler.core.constrained_nodes import node_admits
 from scheduler.core.objects import Allocation, App, Ask, Gang, TaskGroup
 from scheduler.core.partition import PartitionState, Timers
 from scheduler.core.queues import QueueNode
@@ -151,7 +151,7 @@ def _try_app(part: PartitionState, app: App) -> Step | None:
             node = part.nodes.get(ph.node_id)
             # YuniKorn checks the real ask against the placeholder's node (``preReserveConditions``:
             # the shim's predicates), as the walk checks an ask's constraints against any node
-            if node is not None and (ask.constraints is None or node_excludes(ask.constraints, node) is None):
+            if node is not None and (ask.constraints is None or node_admits(ask.constraints, node)):
                 return Step(app, ask, node, replaces=ph)
     return None
 

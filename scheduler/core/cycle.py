@@ -37,7 +37,7 @@ from projections.policies import AppSortPolicy
 from scheduler.config.profiles import RulesProfile
 from scheduler.core import gang, quota_preemption
 from scheduler.core.asks import Shape, shape_of
-from scheduler.core.constrained_nodes import first_admitting, node_excludes, reservable_admitting
+from scheduler.core.constrained_nodes import first_admitting, node_admits, reservable_admitting
 from scheduler.core.gang import can_replace, replacement_step
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import PartitionState
@@ -283,7 +283,7 @@ def _required_node_excludes(part: PartitionState, ask: Ask) -> bool:
     as an ask beyond its headroom is)."""
     assert ask.constraints is not None and ask.required_node is not None
     node = part.nodes.get(ask.required_node)
-    return node is not None and node_excludes(ask.constraints, node) is not None
+    return node is not None and not node_admits(ask.constraints, node)
 
 
 def _try_app_counting(part: PartitionState, app: App, memo: CycleMemo, now_us: int) -> Step | None:

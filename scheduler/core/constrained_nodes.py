@@ -37,11 +37,11 @@ def first_admitting(part: PartitionState, request: Resources, c: Constraints) ->
     if first is None:
         return None  # no node holds it
     node = nodes[first]
-    if excluded_by(c, first, node.labels, node.taints, node.host_ports) is None:
+    if node_excludes(c, node) is None:
         return node
     for node_id in part.index.fitting(request):
         node = nodes[node_id]
-        if excluded_by(c, node_id, node.labels, node.taints, node.host_ports) is None:
+        if node_excludes(c, node) is None:
             return node
     return None
 

@@ -40,8 +40,14 @@ Deterministic adaptations (Go iterates maps here): candidates in configuration o
 in arrival order, allocations in allocation order; the victim order (``victim_order``) ends
 in allocation order; the per-node and additional loops stop at the first victim the ask's
 queue cannot hold, so that order decides where they stop when creation times tie.
-yunikorn's ``time.Since`` on reservations (cancelling lower-priority reservations older
-than an hour, YUNIKORN-3092) is not in this module: a node held for another ask is skipped.
+
+Reservations (``initWorkingState``, YUNIKORN-3092): with ``now_us`` given (the cycle's log
+time, where yunikorn reads ``time.Since``), an attempt that passed the guarantee check
+cancels every reservation, on a node not held for the ask itself, of an ask with a lower
+priority than the ask's, no required node and no preemption of its own, made more than 60
+minutes before (``stale_reservations``); the outcome lists them (``cancelled``: the cycle
+ends them whether the attempt then preempts or not) and a node whose every reservation is
+cancelled is usable for the attempt. Any other node held for another ask is skipped.
 """
 
 from __future__ import annotations
@@ -57,15 +63,14 @@ from scheduler.core.preemption import (
     NodeTry,
     child_priority,
     fits_as_is,
-    freed_on_node,
     full_available,
     noted_try,
+    released_on_node,
     victim_order,
 )
-from scheduler.core.preemption_queues import fit_in, sub_non_negative
+from scheduler.core.preemption_queues import duplicate, fit_in, sub_non_negative
 from scheduler.core.preemption_queues_19 import (
     QueueSnap19,
-    duplicate_19,
     equals_or_empty_19,
     fenced_by_max,
     fit_in_actual,
@@ -77,6 +82,7 @@ from scheduler.core.preemption_queues_19 import (
 )
 from scheduler.core.preemption_victims_19 import Givers19, VictimIndex19
 from scheduler.core.queues import QueueNode
+from scheduler.core.reservations import RESERVATION_WAIT_TIMEOUT_US
 
 LeafOf = Callable[[Allocation], str]  # a candidate's leaf (its snapshot's path)
 
@@ -106,6 +112,7 @@ class Outcome19:
     collected: list[Allocation] = field(default_factory=list)  # node's and additional victims before the last filter
     reason: str = ""
     trace: list[tuple[str, str, str, str]] = field(default_factory=list)  # (stage, app, ask, verdict)
+    cancelled: list[tuple[App, Ask]] = field(default_factory=list)  # stale reservations the attempt ends
 
 
 def fence_root_19(part: PartitionState, leaf: QueueNode, ask: Ask) -> tuple[QueueNode, dict[str, int], str]:
@@ -176,7 +183,7 @@ def find_victims_19(part: PartitionState, leaf: QueueNode, ask: Ask) -> tuple[Qu
 
 def guarantee_reachable(queues: dict[str, QueueSnap19], leaf: str, request: Resources) -> bool:
     """``checkPreemptionQueueGuarantees``."""
-    copy = duplicate_19(queues)
+    copy = duplicate(queues)
     current = copy[leaf]
     before = current.remaining()
     if before is not None and fit_in_actual(before, request):
@@ -202,12 +209,9 @@ def _take(snap: QueueSnap19, ask_queue: QueueSnap19, request: Resources,
     """One candidate of the first pass or the additional pass: (verdict, the ask queue's remaining
     guarantee before it). ``TAKEN``: gone from its queue and counted in the ask's; otherwise
     put back — ``KEPT_ASK_QUEUE`` ends the list (Go's ``break``)."""
-    remaining = snap.remaining()
-    snap.remove(victim.resources)
     # ``GetPreemptableResource`` ≥ 0 is also required, and always holds: it keeps only the
     # types above their guarantee, and a minimum of positive values stays positive.
-    if remaining is not None and not negative_in(request, remaining):
-        snap.add(victim.resources)
+    if not snap.gives_up(victim.resources, request):
         return KEPT_GUARANTEE, None
     room = ask_queue.remaining()
     if room is None or not fit_in_actual(room, victim.resources):
@@ -243,7 +247,7 @@ def victims_on_node_19(queues: dict[str, QueueSnap19], leaf_of: LeafOf, leaf: st
     already, (-1, None) when preempting here cannot make it fit."""
     if fit_in(available, request, False):
         return -1, []
-    snaps = duplicate_19(queues)
+    snaps = duplicate(queues)
     ask_queue = snaps[leaf]
     current = dict(available)
     head: list[Allocation] = []
@@ -268,21 +272,8 @@ def victims_on_node_19(queues: dict[str, QueueSnap19], leaf_of: LeafOf, leaf: st
     head.extend(tail)
     if not head:
         return -1, None
-    snaps = duplicate_19(queues)
-    current = dict(available)
-    results: list[Allocation] = []
-    index = -1
-    for victim in head:
-        snap = snaps[leaf_of(victim)]
-        remaining = snap.remaining()
-        snap.remove(victim.resources)
-        if remaining is None or negative_in(request, remaining):
-            index = freed_on_node(current, victim, request, False, results, index)
-        else:
-            snap.add(victim.resources)
-    if index < 0:
-        return -1, None
-    return index, results
+    snaps = duplicate(queues)
+    return released_on_node([snaps[leaf_of(victim)] for victim in head], head, available, request, False)
 
 
 def additional_victims_19(queues: dict[str, QueueSnap19], leaf_of: LeafOf, leaf: str, request: Resources,
@@ -291,7 +282,7 @@ def additional_victims_19(queues: dict[str, QueueSnap19], leaf_of: LeafOf, leaf:
     """``calculateAdditionalVictims`` (v1.9.0): more victims, or None when the ask's queue would
     end below zero in a type of the ask. ``in_victim_order(skip)``: every candidate whose id is
     not in ``skip``, in victim order (``compareAllocationLess``, then allocation order)."""
-    snaps = duplicate_19(queues)
+    snaps = duplicate(queues)
     ask_queue = snaps[leaf]
     for victim in chosen:
         snaps[leaf_of(victim)].remove(victim.resources)
@@ -333,12 +324,48 @@ def final_victims(node: Node, available: Resources, request: Resources,
     return out
 
 
-def _usable(node: Node, own: tuple[str, str], ask: Ask) -> bool:
+def stale_reservations(part: PartitionState, own: tuple[str, str], ask: Ask, now_us: int,
+                       among: list[tuple[str, str]] | None = None) -> tuple[list[tuple[App, Ask]], set[str]]:
+    """The reservations an attempt of ``ask`` cancels (``initWorkingState``, YUNIKORN-3092) and the
+    nodes they free: on each node not held for ``own`` (the ask's (app, ask) key), the
+    reservations of asks with a lower priority than ``ask``, no required node and no
+    preemption triggered, more than 60 minutes old in log time. A node is freed when every
+    reservation on it is cancelled (yunikorn's ``leftCount``). ``among``: a list holding every
+    reservation old enough at ``now_us`` without a required node (the cycle's ``expiring``):
+    only their nodes are read (no other node can lose a reservation)."""
+    cancelled: list[tuple[App, Ask]] = []
+    freed: set[str] = set()
+    if not part.reservations:
+        return cancelled, freed
+    reserved = part.reservations
+    held_on = ({n for k, n in reserved.items() if k != own} if among is None else
+               {reserved[k] for k in among if k != own and k in reserved})
+    for node_id in sorted(held_on):
+        node = part.nodes[node_id]
+        keys = node.reservations()
+        if own in keys:
+            continue
+        left = len(keys)
+        for app_id, ask_id in keys:
+            held_app = part.apps[app_id]
+            held = held_app.asks[ask_id]
+            if held.required_node is not None or held.preempt_triggered:
+                continue
+            if held.priority < ask.priority and now_us - held.reserved_us > RESERVATION_WAIT_TIMEOUT_US:
+                cancelled.append((held_app, held))
+                left -= 1
+        if left == 0:
+            freed.add(node_id)
+    return cancelled, freed
+
+
+def _usable(node: Node, own: tuple[str, str], ask: Ask, freed: set[str]) -> bool:
     """``initWorkingState``'s node filter: schedulable, not held unless (also) for this ask
-    (``isReservedForAllocation``: under 1.9 several required-node asks may hold a node),
-    capacity holds the ask; and, as under 1.5, a node the ask's constraints admit
-    (``scheduler.core.constrained_nodes``)."""
-    if not node.schedulable or (node.reserved_for is not None and own not in node.reservations()):
+    (``isReservedForAllocation``: under 1.9 several required-node asks may hold a node) or
+    freed by the attempt's cancelled reservations, capacity holds the ask; and, as under 1.5,
+    a node the ask's constraints admit (``scheduler.core.constrained_nodes``)."""
+    if not node.schedulable or (node.reserved_for is not None and own not in node.reservations()
+                                and node.node_id not in freed):
         return False
     if ask.constraints is not None and node_excludes(ask.constraints, node) is not None:
         return False
@@ -364,14 +391,17 @@ class Scratch19:
 
 
 def try_preemption_19(part: PartitionState, app: App, ask: Ask, nodes_tried: bool, exhaustive: bool = False,
-                      explain: bool = False, index: VictimIndex19 | None = None) -> Outcome19:
+                      explain: bool = False, now_us: int | None = None, index: VictimIndex19 | None = None,
+                      stale_among: list[tuple[str, str]] | None = None) -> Outcome19:
     """``TryPreemption`` (v1.9.0) without side effects: the node and victims, or a failed ``Outcome19``.
 
     ``exhaustive`` tries every node (for explain); otherwise nodes that cannot beat the best
     found so far are skipped — the chosen node and victims are the same. ``explain`` fills
-    the trace. ``index``: the cycle's candidates and node order (``preemption_victims_19``)
-    instead of gathering them from scratch — the same outcome, but for ``queues``' snapshots,
-    which then hold no victim lists.
+    the trace. With ``now_us``, the stale reservations the attempt cancels once past the
+    guarantee check are in ``cancelled`` (the caller ends them) and their freed nodes are tried;
+    ``stale_among``: the only reservations that can be stale (``stale_reservations``). ``index``:
+    the cycle's candidates and node order (``preemption_victims_19``) instead of gathering them
+    from scratch — the same outcome, but for ``queues``' snapshots, which then hold no victim lists.
     """
     leaf = app.queue
     own = (app.app_id, ask.ask_id)
@@ -382,31 +412,33 @@ def try_preemption_19(part: PartitionState, app: App, ask: Ask, nodes_tried: boo
         return apps[victim.app_id].queue.path
 
     found: Scratch19 | Givers19
-    node_ids: Iterable[str]
     if index is None:
         fence, fence_by, queues = find_victims_19(part, leaf, ask)
         found = Scratch19(queues)
         reachable = guarantee_reachable(queues, leaf.path, request)
-        node_ids = sorted(part.nodes)
     else:
         fence, priorities, fence_by = fence_root_19(part, leaf, ask)
         found = index.givers(fence, priorities, leaf, ask)
         queues = found.queues
         reachable = found.guarantee_reachable(request)
-        node_ids = index.node_order(ask)
     outcome = Outcome19(fence.path, fence_by, queues)
     if not reachable:
         outcome.reason = "guarantee"
         return outcome
+    freed: set[str] = set()
+    if now_us is not None:
+        outcome.cancelled, freed = stale_reservations(part, own, ask, now_us, stale_among)
+    node_ids: Iterable[str] = sorted(part.nodes) if index is None else index.node_order(ask, freed)
     eligible = found.eligible
     fits_somewhere = part.index.first_fit(request) is not None or (
-        ask.reserved_node is not None and fit_in(full_available(part.nodes[ask.reserved_node]), request, False))
+        ask.reserved_node is not None and fit_in(full_available(part.nodes[ask.reserved_node]), request, False)) or any(
+        fit_in(full_available(part.nodes[n]), request, False) for n in freed)
     lowest = 1 << 62
     for node_id in node_ids:
         if lowest <= 0 and not exhaustive and (lowest < 0 or nodes_tried or not fits_somewhere):
             break  # nothing left can win (as in ``preemption.try_preemption``)
         node = part.nodes[node_id]
-        if not _usable(node, own, ask):
+        if not _usable(node, own, ask, freed):
             continue
         available = full_available(node)
         if lowest == 0 and not exhaustive:

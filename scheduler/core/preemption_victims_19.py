@@ -38,10 +38,9 @@ from events.resources import Resources
 from scheduler.core.objects import Allocation, Ask
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption import victim_order
-from scheduler.core.preemption_queues import uncached_lineage
+from scheduler.core.preemption_queues import duplicate, uncached_lineage
 from scheduler.core.preemption_queues_19 import (
     QueueSnap19,
-    duplicate_19,
     fit_in_actual,
     negative_in,
     none_negative,
@@ -115,18 +114,22 @@ class VictimIndex19(LeafIndex):
         """A reservation ended: a node of the skipped prefix may be usable again."""
         self.skip = 0
 
-    def node_order(self, ask: Ask) -> Iterator[str]:
-        """``sorted(part.nodes)`` without the prefix no attempt can use, but for the node ``ask`` holds.
+    def node_order(self, ask: Ask, freed: set[str]) -> Iterator[str]:
+        """``sorted(part.nodes)`` without the prefix no attempt can use, but for the node ``ask``
+        holds and the nodes ``freed`` (whose every reservation the attempt cancels, YUNIKORN-3092).
 
-        Under 1.9 a node unschedulable or held for another ask is unusable (``_usable``); the
-        attempting ask holds at most one node, ``ask.reserved_node``, which comes first when it
-        lies in the prefix — every node before it there is unusable, so the id order holds.
+        Under 1.9 a node unschedulable or held for another ask is unusable (``_usable``) unless
+        freed; the attempting ask holds at most one node, ``ask.reserved_node``. Those of the
+        prefix come first, in id order: every other node before them is unusable.
         """
         ids = self.node_ids
         skip = self.advance_skip()
+        place = self.node_place
         own = ask.reserved_node
-        if own is not None and self.node_place.get(own, skip) < skip:
-            yield own
+        early = [n for n in freed if place.get(n, skip) < skip]
+        if own is not None and place.get(own, skip) < skip:
+            early.append(own)
+        yield from sorted(set(early))
         for i in range(skip, len(ids)):
             yield ids[i]
 
@@ -188,7 +191,7 @@ class Givers19:
     def guarantee_reachable(self, request: Resources) -> bool:
         """``checkPreemptionQueueGuarantees`` (``preemption_19.guarantee_reachable``) with each
         giving leaf's candidates removed as one sum."""
-        copy = duplicate_19(self.queues)
+        copy = duplicate(self.queues)
         current = copy[self.ask_leaf.path]
         before = current.remaining()
         if before is not None and fit_in_actual(before, request):

@@ -17,7 +17,8 @@ from typing import Any, cast
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler.core.cycle import CycleMemo
+from scheduler.core.cycle import CycleMemo, expiring
+from scheduler.core.objects import App, Ask
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption_19 import Outcome19, try_preemption_19
 from scheduler.core.preemption_victims_19 import LeafCandidates19, VictimIndex19
@@ -28,14 +29,25 @@ from tests.unit.test_preemption_victims import _Driver, compare_attempts, storm_
 
 def _seen(outcome: Outcome19) -> tuple[Any, ...]:
     return (outcome.node, outcome.victims, outcome.collected, outcome.reason, outcome.fence, outcome.fence_by,
-            [(t.node_id, t.start_index, t.victims) for t in outcome.tried])
+            [(t.node_id, t.start_index, t.victims) for t in outcome.tried],
+            [(a.app_id, k.ask_id) for a, k in outcome.cancelled])
+
+
+LATE_US = 10 * 3600 * 1_000_000  # every reservation then over 60 minutes old: stale if of a lower priority
 
 
 def _compare(part: PartitionState, index: VictimIndex19 | None) -> int:
-    """Try every ask that may preempt three ways; returns how many were compared with the cycle's index."""
-    return compare_attempts(part, index, lambda a, k, tried, using: _seen(try_preemption_19(part, a, k, tried,
-                                                                                             index=using)),
-                            VictimIndex19)
+    """Try every ask that may preempt three ways, without and with stale reservations to cancel
+    (YUNIKORN-3092, at ``LATE_US``; the index reads only the old ones, ``expiring``); returns how
+    many were compared with the cycle's index."""
+    def attempt(a: App, k: Ask, tried: bool, using: VictimIndex19 | None, now_us: int | None) -> tuple[Any, ...]:
+        among = expiring(part, now_us) if using is not None and now_us is not None else None
+        return _seen(try_preemption_19(part, a, k, tried, now_us=now_us, index=using, stale_among=among))
+
+    compared = compare_attempts(part, index, lambda a, k, tried, using: attempt(a, k, tried, using, None),
+                                VictimIndex19)
+    compare_attempts(part, index, lambda a, k, tried, using: attempt(a, k, tried, using, LATE_US), VictimIndex19)
+    return compared
 
 
 @st.composite
@@ -62,7 +74,7 @@ def _summary(index: VictimIndex19) -> tuple[Any, ...]:
                        for key, (count, held) in cast(LeafCandidates19, entry).by_key.items() if count[0]})
                for path, entry in index.entries.items()}
     part = index.part
-    orders = {(app_id, ask_id): list(index.node_order(part.apps[app_id].asks[ask_id]))
+    orders = {(app_id, ask_id): list(index.node_order(part.apps[app_id].asks[ask_id], set()))
               for app_id, a in part.apps.items() for ask_id in a.asks}
     return holding, index.positions, orders
 
@@ -94,8 +106,9 @@ def test_the_node_walk_skips_held_nodes_but_the_asks_own_and_sees_a_node_come_ba
     held, other_ask = owner.asks["k0"], owner.asks["k1"]
     index = VictimIndex19(part)
     part.reserve(owner, held, part.nodes["n0"], 1, "no-fit", None)
-    assert list(index.node_order(other_ask)) == ["n1", "n2", "n3"]  # n0 joins the skipped prefix
-    assert list(index.node_order(held)) == ["n0", "n1", "n2", "n3"]
+    assert list(index.node_order(other_ask, set())) == ["n1", "n2", "n3"]  # n0 joins the skipped prefix
+    assert list(index.node_order(held, set())) == ["n0", "n1", "n2", "n3"]
+    assert list(index.node_order(other_ask, {"n0"})) == ["n0", "n1", "n2", "n3"]  # a stale reservation cancelled
     part.unreserve(owner, held, "removed", None)
     index.nodes_returned()
-    assert list(index.node_order(other_ask)) == ["n0", "n1", "n2", "n3"]
+    assert list(index.node_order(other_ask, set())) == ["n0", "n1", "n2", "n3"]

@@ -95,6 +95,22 @@ def test_the_cycle_index_finds_what_a_walk_from_scratch_finds(config: str, steps
     storm_through(_Driver19(config), steps, nodes, _compare)
 
 
+class _SlowDriver19(_Driver19):
+    """Cycles 3 s of log time apart: asks that fit nowhere are old enough to reserve nodes, which
+    the comparisons at ``LATE_US`` may then cancel as stale."""
+
+    def cycle(self) -> None:
+        self.now_us += 3_000_000
+        super().cycle()
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(configs_19(), storms(), st.integers(1, 4))
+def test_with_stale_reservations_the_index_finds_what_a_walk_from_scratch_finds(
+        config: str, steps: list[tuple[Any, ...]], nodes: int) -> None:
+    storm_through(_SlowDriver19(config), steps, nodes, _compare)
+
+
 def test_the_node_walk_skips_held_nodes_but_the_asks_own_and_sees_a_node_come_back() -> None:
     drv = _Driver19(root_queues("""
         - name: default

@@ -174,8 +174,8 @@ def load(data: dict[str, Any]) -> Engine:
             )
             if "gang" in a:
                 app.gang = _load_gang(a["gang"])
-            app.backoff_until_us = a.get("backoff_until_us", 0)
             part.add_app(app)
+            part.back_off(app, a.get("backoff_until_us", 0))
             if app.gang is not None and app.gang.allocating_accepted:
                 leaf.add_allocating_accepted(1)
             for row in a["asks"]:

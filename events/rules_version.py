@@ -30,7 +30,9 @@ before the field existed are version 1 (the field's default when read).
   Also issue 35, the rules profiles: a partition's config may name ``rules: yunikorn-1.9``
   (under 4 the key was refused) and its cycles then decide by yunikorn-core v1.9.0's rules
   (``cycle.completed`` ``profiles`` says so); under the default ``yunikorn-1.5`` nothing
-  changed.
+  changed. Also node constraints (``ask.added`` ``constraints``, node ``labels``/``taints``;
+  under 4 the fields were refused as unknown): a constrained ask, a gang's real ask replacing
+  a placeholder included, goes only to a node they admit.
 """
 
 from __future__ import annotations

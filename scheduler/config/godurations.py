@@ -1,13 +1,17 @@
-"""Queue preemption properties: ``preemption.policy`` and ``preemption.delay`` (a Go duration).
+"""Queue properties read as YuniKorn's Go code reads them: Go durations, unsigned counts, the preemption policy.
 
-As YuniKorn v1.5.2 ``queue.go``: an invalid value never fails the config, it falls back to
-the default (``default`` policy, 30 s delay); a delay must be positive.
+As YuniKorn's ``queue.go``: an invalid value never fails the config, it falls back to the
+default (``default`` policy; 30 s for ``preemption.delay`` and yunikorn-1.9's
+``application.unschedasks.backoff.delay``; 0, off, for ``application.unschedasks.backoff``);
+a delay must be positive. ``config check`` reports such values (``scheduler.config.properties``).
 """
 
 from __future__ import annotations
 
 import math
 import re
+
+from scheduler.config.model import UINT64_MAX
 
 DEFAULT_PREEMPTION_DELAY_US = 30_000_000
 PREEMPTION_POLICIES = ("default", "fence", "disabled")
@@ -46,38 +50,52 @@ def go_duration_us(text: str) -> int | None:
     return sign * math.ceil(total)
 
 
+def positive_duration_us(value: str | None, default: int) -> int:
+    """A delay property: a positive Go duration in microseconds, else (unset, invalid, 0 or
+    negative) ``default``.
+
+    >>> [positive_duration_us(v, 7) for v in ("2s", "0", "-1s", "soon", None)]
+    [2000000, 7, 7, 7, 7]
+    """
+    parsed = go_duration_us(value) if value is not None else None
+    return parsed if parsed is not None and parsed > 0 else default
+
+
 def preemption_delay_us(value: str | None) -> int:
     """A leaf's ``preemption.delay``: a positive Go duration, else the 30 s default."""
-    if value is None:
-        return DEFAULT_PREEMPTION_DELAY_US
-    parsed = go_duration_us(value)
-    return parsed if parsed is not None and parsed > 0 else DEFAULT_PREEMPTION_DELAY_US
+    return positive_duration_us(value, DEFAULT_PREEMPTION_DELAY_US)
 
 
 DEFAULT_BACKOFF_DELAY_US = 30_000_000  # YuniKorn configs.DefaultAskBackOffDelay
-UINT64_MAX = (1 << 64) - 1
 
 
 def backoff_delay_us(value: str | None) -> int:
     """A queue's ``application.unschedasks.backoff.delay`` (``queue.go:convertDelay``): a positive
     Go duration, else the 30 s default."""
-    if value is None:
-        return DEFAULT_BACKOFF_DELAY_US
-    parsed = go_duration_us(value)
-    return parsed if parsed is not None and parsed > 0 else DEFAULT_BACKOFF_DELAY_US
+    return positive_duration_us(value, DEFAULT_BACKOFF_DELAY_US)
+
+
+def uint64(value: str) -> int | None:
+    """Go ``strconv.ParseUint(value, 10, 64)``: ASCII digits only, at most 2⁶⁴ − 1; else None.
+
+    >>> [uint64(v) for v in ("3", "-1", "+1", "1e3", "²", str(2**64))]
+    [3, None, None, None, None, None]
+    """
+    if not (value.isascii() and value.isdigit()) or len(value) > 20:
+        return None
+    number = int(value)
+    return number if number <= UINT64_MAX else None
 
 
 def unschedulable_backoff(value: str | None) -> int:
-    """A queue's ``application.unschedasks.backoff`` (``queue.go:unschedulableAskBackoff``, Go
-    ``strconv.ParseUint(value, 10, 64)``): the count, 0 (off) when unset or unparsable.
+    """A queue's ``application.unschedasks.backoff`` (``queue.go:unschedulableAskBackoff``): the
+    count, 0 (off) when unset or unparsable.
 
     >>> [unschedulable_backoff(v) for v in ("3", "-1", "1e3", None)]
     [3, 0, 0, 0]
     """
-    if value is None or not (value.isascii() and value.isdigit()) or len(value) > 20:
-        return 0
-    number = int(value)
-    return number if number <= UINT64_MAX else 0
+    parsed = uint64(value) if value is not None else None
+    return parsed if parsed is not None else 0
 
 
 def preemption_policy(value: str | None) -> str:

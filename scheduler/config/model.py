@@ -175,8 +175,8 @@ class RawQueue(_Raw):
 
 class RawPreemption(_Raw):
     """``preemption``: ``enabled`` (absent or null: enabled, as YuniKorn ``updatePreemption``), and
-    yunikorn-1.9's ``quotapreemptionenabled`` (YUNIKORN-3193; refused under yunikorn-1.5, as YuniKorn
-    1.5's strict parser refuses it; read by nothing yet: ``config check`` warns)."""
+    yunikorn-1.9's ``quotapreemptionenabled`` (YUNIKORN-3193, ``scheduler.core.quota_preemption``;
+    refused under yunikorn-1.5, as YuniKorn 1.5's strict parser refuses it)."""
 
     enabled: OptBool = None
     quotapreemptionenabled: OptBool = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 
-from scheduler.config.godurations import PREEMPTION_POLICIES, UINT64_MAX, go_duration_us
+from scheduler.config.godurations import PREEMPTION_POLICIES, go_duration_us, uint64
 from scheduler.config.profiles import RulesProfile
 from scheduler.config.resolve import (
     APP_SORT_POLICIES,
@@ -41,7 +41,7 @@ def _positive_count(value: str) -> bool:
 
 
 def _uint64(value: str) -> bool:
-    return value.isascii() and value.isdigit() and len(value) <= 20 and int(value) <= UINT64_MAX
+    return uint64(value) is not None
 
 
 def _positive_duration(value: str) -> bool:

@@ -31,6 +31,7 @@ from typing import Final
 from events.models import AllocationRevoked, AskReleased, OutputData
 from events.resources import Resources, is_positive
 from scheduler.config.profiles import RulesProfile
+from scheduler.core.constrained_nodes import node_admits
 from scheduler.core.objects import Allocation, App, Ask, Gang, TaskGroup
 from scheduler.core.partition import PartitionState, Timers
 from scheduler.core.queues import QueueNode
@@ -148,7 +149,9 @@ def _try_app(part: PartitionState, app: App) -> Step | None:
             if ph.task_group != ask.task_group or not _covers(ph.resources, ask.resources):
                 continue
             node = part.nodes.get(ph.node_id)
-            if node is not None:
+            # YuniKorn checks the real ask against the placeholder's node (``preReserveConditions``:
+            # the shim's predicates), as the walk checks an ask's constraints against any node
+            if node is not None and (ask.constraints is None or node_admits(ask.constraints, node)):
                 return Step(app, ask, node, replaces=ph)
     return None
 

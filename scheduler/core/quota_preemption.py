@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 from events.models import AllocationRevoked, OutputData
 from events.resources import Resources, add_into
-from scheduler.config.godurations import go_duration_us
+from scheduler.config.godurations import positive_duration_us
 from scheduler.config.profiles import RulesProfile
 from scheduler.config.resolve import QUOTA_PREEMPTION_DELAY
 from scheduler.core.objects import Allocation
@@ -39,8 +39,7 @@ def delay_us(part: PartitionState, path: str) -> int:
     """The queue's ``quota.preemption.delay`` in microseconds (0: unset, or not a positive duration)."""
     settings = part.settings.get(path)
     text = settings.properties.get(QUOTA_PREEMPTION_DELAY) if settings is not None else None
-    parsed = go_duration_us(text) if text is not None else None
-    return parsed if parsed is not None and parsed > 0 else 0
+    return positive_duration_us(text, 0)
 
 
 def _managed(part: PartitionState, path: str) -> bool:
@@ -78,7 +77,7 @@ def on_allocated(part: PartitionState, leaf: QueueNode, now_us: int) -> None:
     while queue is not None:
         clock = part.quota_clocks.get(queue.path)
         if clock is not None:
-            clock.on_allocated(now_us, True, True, queue.max or None, queue.allocated)
+            clock.on_allocated(now_us, queue.max or None, queue.allocated)
         queue = queue.parent
 
 
@@ -90,7 +89,7 @@ def due_queues(part: PartitionState, now_us: int) -> list[QueueNode]:
     while stack:
         queue = stack.pop()
         clock = part.quota_clocks.get(queue.path)
-        if clock is not None and clock.due(now_us, True, queue.max or None, queue.allocated):
+        if clock is not None and clock.due(now_us, queue.max or None, queue.allocated):
             out.append(queue)
             continue
         stack.extend(reversed(queue.children))

@@ -140,16 +140,20 @@ def _compare_shares(left: list[float], right: list[float]) -> int:
 
 @dataclass
 class QuotaClock:
-    """One queue's quota-preemption timer: ``quotaPreemptionStartTime`` (None = zero time) and delay."""
+    """One queue's quota-preemption timer: ``quotaPreemptionStartTime`` (None = zero time) and delay.
+
+    Only a managed queue of a partition with quota preemption on has one
+    (``scheduler.core.quota_preemption.after_config``), so yunikorn's ``IsManaged`` and
+    ``quotaPreemptionEnabled`` guards hold wherever a clock exists. Its ``isQuotaPreemptionRunning``
+    guard never holds here: our tick preempts within the cycle, done before the next event."""
 
     delay_us: int = 0
     start_us: int | None = None
-    running: bool = False
 
     def on_config(self, now_us: int, old_max: Res | None, new_max: Res | None, old_delay_us: int,
                   allocated: Res | None) -> None:
         """``setPreemptionTime``: after a config change that sets ``quota.preemption.delay`` (now = its log time)."""
-        if self.running or self.delay_us == 0:
+        if self.delay_us == 0:
             return
         if _is_zero(new_max) or strictly_ge_only_existing(new_max, allocated):
             self.start_us = None
@@ -171,18 +175,15 @@ class QuotaClock:
         if _strictly_greater(new_max, old_max) and self.start_us is not None and delta:
             self.start_us += delta
 
-    def on_allocated(self, now_us: int, enabled: bool, managed: bool, max_resource: Res | None,
-                     allocated: Res | None) -> None:
+    def on_allocated(self, now_us: int, max_resource: Res | None, allocated: Res | None) -> None:
         """``IncAllocatedResource``: usage pushed over max starts the delay from now when no start is set."""
-        if (not enabled or self.start_us is not None or not managed or self.delay_us == 0
+        if (self.start_us is not None or self.delay_us == 0
                 or _is_zero(max_resource) or strictly_ge_only_existing(max_resource, allocated)):
             return
         self.start_us = now_us + self.delay_us
 
-    def due(self, now_us: int, managed: bool, max_resource: Res | None, allocated: Res | None) -> bool:
+    def due(self, now_us: int, max_resource: Res | None, allocated: Res | None) -> bool:
         """``tryAcquirePreemption``: over max and past the start time (clears the start when back under max)."""
-        if not managed or self.running:
-            return False
         if strictly_ge_only_existing(max_resource, allocated):
             self.start_us = None
             return False

@@ -100,6 +100,6 @@ def namespace_tags(namespace: str, namespace_obj: Mapping[str, Any] | None) -> d
         if value is not None:
             tags[tag] = value
     max_apps = str(annotations.get(MAX_APPS_ANNOTATION, ""))
-    if max_apps.isdigit() and len(max_apps) <= 10:
+    if max_apps.isascii() and max_apps.isdigit() and len(max_apps) <= 10:  # "²".isdigit() too
         tags["namespace.resourcemaxapps"] = max_apps
     return tags

@@ -9,8 +9,8 @@ Pure functions, YuniKorn's shim conventions (docs/kubernetes.md):
 * the user is the ``yunikorn.apache.org/user.info`` annotation's ``user`` (default ``nobody``);
 * the ask is what Kubernetes schedules by: the containers' requests summed, the largest init
   container (sidecars, init containers that restart, counted with the containers), plus the pod's
-  overhead, plus ``pods: 1``; its priority and preemption policy are the pod's (the API server's
-  Priority admission resolved its PriorityClass into ``spec.priority``/``spec.preemptionPolicy``);
+  overhead, plus ``pods: 1``; its priority, preemption policy and whether it may be preempted
+  are the pod's, else its PriorityClass's (``scheduler.kubernetes.mirror``);
 * a DaemonSet's pod (required node affinity on ``metadata.name``) is a required-node ask;
 * where a pod may run — its ``nodeSelector``, required node affinity, tolerations and host ports —
   is the ask's ``constraints`` (``pod_constraints``), checked by the core against the node's labels
@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.kubernetes.mirror import allow_preemption, preempts_others, priority_of
 from scheduler.kubernetes.quantity import QuantityError, resources_of
 
 APP_LABELS = ("applicationId", "spark-app-selector")
@@ -34,7 +35,6 @@ APP_ANNOTATION = "yunikorn.apache.org/app-id"
 QUEUE_LABEL = "queue"
 QUEUE_ANNOTATION = "yunikorn.apache.org/queue"
 USER_ANNOTATION = "yunikorn.apache.org/user.info"
-ALLOW_PREEMPTION_ANNOTATION = "yunikorn.apache.org/allow-preemption"
 DEFAULT_USER = "nobody"
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
@@ -250,13 +250,13 @@ def unmodelled(pod: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(found)
 
 
-def pod_ask(pod: Mapping[str, Any], *, default_priority: int = 0) -> PodAsk:
-    """A pod as an ask (raises ``QuantityError`` for a request that is no quantity)."""
-    meta, spec = _meta(pod), _spec(pod)
-    annotations = meta.get("annotations") or {}
+def pod_ask(pod: Mapping[str, Any], classes: Mapping[str, Json] | None = None) -> PodAsk:
+    """A pod as an ask (raises ``QuantityError`` for a request that is no quantity); its priority
+    and preemption read with ``classes``, the PriorityClasses by name (``scheduler.kubernetes.mirror``)."""
+    meta = _meta(pod)
+    classes = classes or {}
     resources = pod_requests(pod)
     resources["pods"] = 1  # every pod takes one of its node's pod slots (YuniKorn's shim does the same)
-    priority = spec.get("priority")
     return PodAsk(
         uid=str(meta.get("uid", "")),
         namespace=str(meta.get("namespace", "default")),
@@ -265,9 +265,9 @@ def pod_ask(pod: Mapping[str, Any], *, default_priority: int = 0) -> PodAsk:
         queue=queue_of(pod),
         user=user_of(pod),
         resources=resources,
-        priority=priority if isinstance(priority, int) else default_priority,
-        preempt_other=spec.get("preemptionPolicy", "PreemptLowerPriority") != "Never",
-        allow_preemption=str(annotations.get(ALLOW_PREEMPTION_ANNOTATION, "true")).lower() != "false",
+        priority=priority_of(pod, classes),
+        preempt_other=preempts_others(pod, classes),
+        allow_preemption=allow_preemption(pod, classes),
         required_node=required_node_of(pod),
         unmodelled=unmodelled(pod),
         constraints=pod_constraints(pod),

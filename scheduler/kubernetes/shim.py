@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -32,7 +31,7 @@ from events.log.port import EventLog, LogRecord
 from events.producer import EventBuilder, ProducedEvent
 from scheduler.core.engine import Engine
 from scheduler.kubernetes.api import ApiError, Json, KubeApi
-from scheduler.kubernetes.mirror import allow_preemption, namespace_tags, preempts_others, priority_of
+from scheduler.kubernetes.mirror import namespace_tags
 from scheduler.kubernetes.objects import (
     NodeInfo,
     PodAsk,
@@ -225,10 +224,7 @@ class KubeShim:
 
     def ask_of(self, pod: Json) -> PodAsk:
         """The pod's ask, its priority and preemption read with the mirrored PriorityClasses."""
-        ask = pod_ask(pod)
-        return dataclasses.replace(ask, priority=priority_of(pod, self.priority_classes),
-                                   preempt_other=preempts_others(pod, self.priority_classes),
-                                   allow_preemption=allow_preemption(pod, self.priority_classes))
+        return pod_ask(pod, self.priority_classes)
 
     def _send_ask(self, state: PodState) -> None:
         ask = state.ask

@@ -386,6 +386,9 @@ def test_an_accepted_app_holding_placeholders_counts_as_running_for_maxapplicati
     assert _states(outs, "g") == ["Accepted", "Resuming", "Accepted"]
     queue = sim.engine.state.partitions["default"].queues["root.a"]
     assert queue.running_apps == 0 and queue.allocating_accepted == 1
+    # a snapshot keeps the count (the gang's flag, counted again in the leaf and its ancestors on load)
+    loaded = snapshot.load(snapshot.dump(sim.engine)).state.partitions["default"].queues
+    assert (loaded["root.a"].allocating_accepted, loaded["root"].allocating_accepted) == (1, 1)
 
 
 def _replaced_then_timed_out(rules: str) -> tuple[list[dict[str, Any]], Simulation]:
@@ -415,3 +418,17 @@ def test_under_1_9_the_soft_timeout_releases_the_real_allocations_too() -> None:
         ("p1", "placeholder-replaced"), ("p2", "placeholder-timeout")]
     assert list(sim.engine.state.partitions["default"].apps["g"].allocations) == ["r1"]
 
+
+
+def test_a_real_ask_replaces_only_a_placeholder_on_a_node_its_constraints_admit() -> None:
+    # YuniKorn runs the shim's predicates on the placeholder's node (``preReserveConditions``):
+    # r1 selects zone b, so it takes p2's place on n2, not the first placeholder's on n1
+    zone = [{"type": "node.added", "data": {"node_id": f"n{i}", "capacity": {"vcore": 4000, "memory": 4000},
+                                            "labels": {"zone": z}}} for i, z in ((1, "a"), (2, "b"))]
+    real = _ask("r1")
+    real["data"]["constraints"] = {"node_selector": {"zone": "b"}}
+    outs, _ = _run([*zone, _gang_app(), _ask("p1", placeholder=True), _ask("p2", placeholder=True), SCHEDULE,
+                    real, SCHEDULE])
+    decided = _of(outs, "allocation.decided")
+    assert [(d["ask_id"], d["node_id"]) for d in decided] == [("p1", "n1"), ("p2", "n2"), ("r1", "n2")]
+    assert decided[2]["replaced_ask_id"] == "p2"

@@ -62,3 +62,9 @@ def test_namespace_annotations_become_yunikorns_app_tags() -> None:
     assert "namespace.resourceguaranteed" not in tags  # unreadable: left out, as YuniKorn's shim does
     assert tags["namespace.resourcemaxapps"] == "5"
     assert namespace_tags("other", None) == {"namespace": "other"}
+
+
+def test_a_max_apps_annotation_that_is_no_ascii_number_is_not_a_tag() -> None:
+    for text in ("²", "٣", "-1", "5.0", "1" * 11):
+        namespace = {"metadata": {"name": "ns", "annotations": {"yunikorn.apache.org/namespace.maxApps": text}}}
+        assert "namespace.resourcemaxapps" not in namespace_tags("ns", namespace), text

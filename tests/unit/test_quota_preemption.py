@@ -9,7 +9,9 @@ from typing import Any
 import orjson
 
 from events.times import parse_time
-from scheduler.core import snapshot
+from scheduler.config import load_config
+from scheduler.core import quota_preemption, snapshot
+from scheduler.simulation.simulate import Simulation
 from tests.sim import app, ask, node, root_queues
 from tests.unit.test_fact_fold import _live_and_recovered, _next_cycle
 from tests.unit.test_fact_fold_preemption import _records
@@ -108,3 +110,23 @@ def test_explain_revoked_names_quota_preemption() -> None:
         assert "quota-preempted" in str(exc) and "quota.preemption.delay" in str(exc)
     else:
         raise AssertionError("explain --revoked of a quota-preempted allocation explained a preemptor")
+
+
+def test_a_dynamic_queue_gets_no_timer_though_its_template_sets_a_delay() -> None:
+    text = root_queues("""
+        - name: p
+          parent: true
+          childtemplate: {properties: {quota.preemption.delay: 60s}}
+        - name: m
+          resources: {max: {vcore: 1000}}
+          properties: {quota.preemption.delay: 60s}
+    """, rules="- name: provided\n  create: true",
+        partition="rules: yunikorn-1.9\npreemption: {quotapreemptionenabled: true}")
+    sim = Simulation(load_config(text))
+    for line in [node("n1"), app("A", "root.p.dyn"), {"type": "config.updated", "data": {"yaml": text}}]:
+        sim.feed(orjson.dumps(line))
+    sim.finish()
+    part = sim.engine.state.partitions["default"]
+    assert "root.p.dyn" in part.queues and quota_preemption.delay_us(part, "root.p.dyn") == 60_000_000
+    # YuniKorn's ``IsManaged`` guard: only configured queues are quota-preempted (QuotaClock's docstring)
+    assert sorted(part.quota_clocks) == ["root.m"]

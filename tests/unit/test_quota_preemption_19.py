@@ -96,8 +96,8 @@ def test_clock_starts_on_the_lowering_config_change_in_log_time() -> None:
     clock = QuotaClock(delay_us=10 * S)
     clock.on_config(100 * S, {"memory": 100}, {"memory": 40}, 10 * S, {"memory": 60})
     assert clock.start_us == 110 * S
-    assert not clock.due(109 * S, True, {"memory": 40}, {"memory": 60})  # before the delay: nothing
-    assert clock.due(110 * S, True, {"memory": 40}, {"memory": 60})
+    assert not clock.due(109 * S, {"memory": 40}, {"memory": 60})  # before the delay: nothing
+    assert clock.due(110 * S, {"memory": 40}, {"memory": 60})
     # a second lowering keeps the first start time
     clock.on_config(105 * S, {"memory": 40}, {"memory": 30}, 10 * S, {"memory": 60})
     assert clock.start_us == 110 * S
@@ -110,21 +110,20 @@ def test_clock_starts_on_the_lowering_config_change_in_log_time() -> None:
 def test_clock_disabled_or_back_under_max_does_nothing() -> None:
     off = QuotaClock(delay_us=0)
     off.on_config(100 * S, {"memory": 100}, {"memory": 40}, 0, {"memory": 60})
-    assert off.start_us is None and not off.due(10_000 * S, True, {"memory": 40}, {"memory": 60})
+    assert off.start_us is None and not off.due(10_000 * S, {"memory": 40}, {"memory": 60})
     clock = QuotaClock(delay_us=10 * S)
     clock.on_config(100 * S, {"memory": 100}, {"memory": 40}, 10 * S, {"memory": 60})
-    assert not clock.due(200 * S, True, {"memory": 40}, {"memory": 40})  # usage dropped to the max
+    assert not clock.due(200 * S, {"memory": 40}, {"memory": 40})  # usage dropped to the max
     assert clock.start_us is None
-    assert not clock.due(200 * S, False, {"memory": 40}, {"memory": 60})  # dynamic queue: never
 
 
-def test_allocation_over_max_starts_the_delay_only_when_enabled() -> None:
+def test_allocation_over_max_starts_the_delay_once() -> None:
     clock = QuotaClock(delay_us=5 * S)
-    clock.on_allocated(50 * S, False, True, {"memory": 40}, {"memory": 60})
+    clock.on_allocated(50 * S, {"memory": 40}, {"memory": 40})  # at max, not over: nothing
     assert clock.start_us is None
-    clock.on_allocated(50 * S, True, True, {"memory": 40}, {"memory": 60})
+    clock.on_allocated(50 * S, {"memory": 40}, {"memory": 60})
     assert clock.start_us == 55 * S
-    clock.on_allocated(52 * S, True, True, {"memory": 40}, {"memory": 70})
+    clock.on_allocated(52 * S, {"memory": 40}, {"memory": 70})
     assert clock.start_us == 55 * S  # already set: kept
 
 

@@ -49,7 +49,6 @@ from scheduler.core.reservations import (
     RESERVATION_DELAY_US,
     RESERVATION_WAIT_TIMEOUT_US,
     Step,
-    may_reserve,
     required_node_passes,
     required_node_step,
     reserved_step,
@@ -191,7 +190,7 @@ def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, now_us: int
     request = ask.resources
     shape = shape_of(request)
     unplaceable = shape in memo.unplaceable
-    # ``_may_preempt``, ``may_reserve`` and the reservation candidate read nothing this function
+    # ``_may_preempt``, ``_may_reserve`` and the reservation candidate read nothing this function
     # changes. An ask whose shape fits no free node and that may not preempt can only reserve:
     # when it cannot (too young, or no node to hold) it fails whatever the headroom says,
     # checked first as cheaper than the headroom walk (with a full cluster nearly every
@@ -226,13 +225,15 @@ def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, now_us: int
 
 
 def _may_reserve(ask: Ask, now_us: int, memo: CycleMemo) -> bool:
-    """``may_reserve``, noting in the memo when an ask too young to reserve comes of age."""
-    if may_reserve(ask, now_us):
+    """Not reserved yet, and older than the reservation delay (log time); an ask too young
+    notes in the memo when it comes of age (``settled``)."""
+    if ask.reserved_node is not None:
+        return False
+    of_age = ask.created_us + RESERVATION_DELAY_US + 1
+    if now_us >= of_age:
         return True
-    if ask.reserved_node is None:
-        of_age = ask.created_us + RESERVATION_DELAY_US + 1
-        if memo.wake_us is None or of_age < memo.wake_us:
-            memo.wake_us = of_age
+    if memo.wake_us is None or of_age < memo.wake_us:
+        memo.wake_us = of_age
     return False
 
 
@@ -649,7 +650,7 @@ def settled(state: SchedulerState, now_us: int, prev_cycle_us: int | None) -> bo
     walk reads the time in three places (yunikorn-1.9's steps before the walk aside: a partition
     under that profile is never skipped):
 
-    * ``may_reserve``, an ask's age: the walks noted the earliest time an ask they found too
+    * ``_may_reserve``, an ask's age: the walks noted the earliest time an ask they found too
       young comes of age (``CycleMemo.wake_us``, kept in ``state.settled_until_us``);
     * ``may_attempt``, preemption ticks: preemption is off, or no ask ever added may preempt;
     * the unschedulable-ask backoff: every backoff had ended by the previous cycle.

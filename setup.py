@@ -56,6 +56,7 @@ NATIVE_MODULES = (
     "scheduler/core/placement.py",
     "scheduler/core/preemption.py",
     "scheduler/core/preemption_queues.py",
+    "scheduler/core/preemption_queues_19.py",
     "scheduler/core/preemption_victims.py",
     "scheduler/core/priorityclass.py",
     "scheduler/core/queues.py",

@@ -32,6 +32,7 @@ from scheduler.core.constrained_nodes import node_excludes
 from scheduler.core.objects import Allocation, App, Ask, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption_queues import (
+    BaseQueueSnap,
     QueueSnap,
     duplicate,
     equals_or_empty,
@@ -165,17 +166,25 @@ def full_available(node: Node) -> dict[str, int]:
     return sub(sub(node.capacity, node.allocated), node.occupied)
 
 
-def freed_on_node(current: dict[str, int], victim: Allocation, request: Resources, skip_undef: bool,
-                  results: list[Allocation], index: int) -> int:
-    """A victim taken on the node: its resources count as available in ``current`` and it joins
-    ``results``. Returns the index of the first victim whose release lets the request fit the
-    node (``index`` as it was once set; -1 while none does)."""
-    for name, value in victim.resources.items():
-        current[name] = current.get(name, 0) + value
-    if index < 0 and fit_in(current, request, skip_undef):
-        index = len(results)
-    results.append(victim)
-    return index
+def released_on_node(owners: list[BaseQueueSnap], head: list[Allocation], available: Resources,
+                     request: Resources, skip_undef: bool) -> tuple[int, list[Allocation] | None]:
+    """``calculateVictimsByNode``'s second pass, either profile: each victim of ``head`` in turn
+    whose queue (its snapshot in ``owners``, fresh copies) gives it up counts as freed on the node.
+    Returns those victims and the index of the first whose release lets the request fit the node
+    (``FitIn``, or ``FitInMaxUndef`` with ``skip_undef``); (-1, None) when none does."""
+    current = dict(available)
+    results: list[Allocation] = []
+    index = -1
+    for i, victim in enumerate(head):
+        if owners[i].gives_up(victim.resources, request):
+            for name, value in victim.resources.items():
+                current[name] = current.get(name, 0) + value
+            if index < 0 and fit_in(current, request, skip_undef):
+                index = len(results)
+            results.append(victim)
+    if index < 0:
+        return -1, None
+    return index, results
 
 
 def fits_as_is(tried: list[NodeTry], node_id: str, available: Resources, request: Resources, lowest: int) -> int:
@@ -214,8 +223,7 @@ def victims_on_node(queues: dict[str, QueueSnap], leaf_of: Callable[[str], str],
     tail: list[Allocation] = []
     for victim in candidates:
         snap = snaps[leaf_of(victim.app_id)]
-        snap.remove(victim.resources)
-        if snap.at_or_above_guaranteed():
+        if snap.gives_up(victim.resources, request):
             shortfall = sub_non_negative(request, current)
             grown = dict(current)
             for name, value in victim.resources.items():
@@ -226,26 +234,12 @@ def victims_on_node(queues: dict[str, QueueSnap], leaf_of: Callable[[str], str],
             else:
                 current = grown
                 head.append(victim)
-        else:
-            snap.add(victim.resources)
     head.extend(tail)
     if not head:
         return -1, None
     snaps = duplicate(queues)
     snaps[leaf].add(request)
-    current = dict(available)
-    results: list[Allocation] = []
-    index = -1
-    for victim in head:
-        snap = snaps[leaf_of(victim.app_id)]
-        snap.remove(victim.resources)
-        if snap.at_or_above_guaranteed():
-            index = freed_on_node(current, victim, request, True, results, index)
-        else:
-            snap.add(victim.resources)
-    if index < 0:
-        return -1, None
-    return index, results
+    return released_on_node([snaps[leaf_of(victim.app_id)] for victim in head], head, available, request, True)
 
 
 def additional_victims(queues: dict[str, QueueSnap], leaf_of: Callable[[str], str], leaf: str, request: Resources,

@@ -63,15 +63,14 @@ from scheduler.core.preemption import (
     NodeTry,
     child_priority,
     fits_as_is,
-    freed_on_node,
     full_available,
     noted_try,
+    released_on_node,
     victim_order,
 )
-from scheduler.core.preemption_queues import fit_in, sub_non_negative
+from scheduler.core.preemption_queues import duplicate, fit_in, sub_non_negative
 from scheduler.core.preemption_queues_19 import (
     QueueSnap19,
-    duplicate_19,
     equals_or_empty_19,
     fenced_by_max,
     fit_in_actual,
@@ -181,7 +180,7 @@ def find_victims_19(part: PartitionState, leaf: QueueNode, ask: Ask) -> tuple[Qu
 
 def guarantee_reachable(queues: dict[str, QueueSnap19], leaf: str, request: Resources) -> bool:
     """``checkPreemptionQueueGuarantees``."""
-    copy = duplicate_19(queues)
+    copy = duplicate(queues)
     current = copy[leaf]
     before = current.remaining()
     if before is not None and fit_in_actual(before, request):
@@ -207,12 +206,9 @@ def _take(snap: QueueSnap19, ask_queue: QueueSnap19, request: Resources,
     """One candidate of the first pass or the additional pass: (verdict, the ask queue's remaining
     guarantee before it). ``TAKEN``: gone from its queue and counted in the ask's; otherwise
     put back — ``KEPT_ASK_QUEUE`` ends the list (Go's ``break``)."""
-    remaining = snap.remaining()
-    snap.remove(victim.resources)
     # ``GetPreemptableResource`` ≥ 0 is also required, and always holds: it keeps only the
     # types above their guarantee, and a minimum of positive values stays positive.
-    if remaining is not None and not negative_in(request, remaining):
-        snap.add(victim.resources)
+    if not snap.gives_up(victim.resources, request):
         return KEPT_GUARANTEE, None
     room = ask_queue.remaining()
     if room is None or not fit_in_actual(room, victim.resources):
@@ -249,7 +245,7 @@ def victims_on_node_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str], 
     already, (-1, None) when preempting here cannot make it fit."""
     if fit_in(available, request, False):
         return -1, []
-    snaps = duplicate_19(queues)
+    snaps = duplicate(queues)
     ask_queue = snaps[leaf]
     current = dict(available)
     head: list[Allocation] = []
@@ -273,21 +269,8 @@ def victims_on_node_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str], 
     head.extend(tail)
     if not head:
         return -1, None
-    snaps = duplicate_19(queues)
-    current = dict(available)
-    results: list[Allocation] = []
-    index = -1
-    for victim in head:
-        snap = snaps[leaf_of[id(victim)]]
-        remaining = snap.remaining()
-        snap.remove(victim.resources)
-        if remaining is None or negative_in(request, remaining):
-            index = freed_on_node(current, victim, request, False, results, index)
-        else:
-            snap.add(victim.resources)
-    if index < 0:
-        return -1, None
-    return index, results
+    snaps = duplicate(queues)
+    return released_on_node([snaps[leaf_of[id(victim)]] for victim in head], head, available, request, False)
 
 
 def additional_victims_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str], leaf: str, request: Resources,
@@ -295,7 +278,7 @@ def additional_victims_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str
                           ) -> list[Allocation] | None:
     """``calculateAdditionalVictims`` (v1.9.0): more victims, or None when the ask's queue would
     end below zero in a type of the ask."""
-    snaps = duplicate_19(queues)
+    snaps = duplicate(queues)
     ask_queue = snaps[leaf]
     seen = {id(v) for v in chosen}
     for victim in chosen:

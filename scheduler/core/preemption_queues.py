@@ -10,12 +10,14 @@ type as 0. ``None`` stands for Go's nil resource.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Self, TypeVar
 
 from events.resources import Resources, min_permissive
 from scheduler.core.objects import Allocation
 from scheduler.core.queues import QueueNode
 
 Res = Mapping[str, int]
+SnapT = TypeVar("SnapT", bound="BaseQueueSnap")
 
 
 def cw_min(left: Res | None, right: Res | None) -> dict[str, int]:
@@ -89,12 +91,14 @@ def equals_or_empty(left: Res, right: Res) -> bool:
     return all(left.get(k, 0) == right.get(k, 0) for k in {*left, *right})
 
 
-class QueueSnap:
-    """A queue's usage during one preemption attempt (parents shared, victims per leaf)."""
+class BaseQueueSnap:
+    """What a queue's snapshot holds during one preemption attempt under either profile: its usage
+    (parents shared, victims per leaf), the copy ``Duplicate`` makes and the usage changes. The
+    rules that read it are the profile's own: ``QueueSnap`` (v1.5.2), ``QueueSnap19`` (v1.9.0)."""
 
     __slots__ = ("allocated", "guaranteed", "leaf", "max", "parent", "path", "preempting", "usages", "victims")
 
-    def __init__(self, path: str, parent: QueueSnap | None, leaf: bool, allocated: Res, preempting: Res,
+    def __init__(self, path: str, parent: Self | None, leaf: bool, allocated: Res, preempting: Res,
                  max_resource: Res | None, guaranteed: Res | None, victims: list[Allocation]) -> None:
         self.path = path
         self.parent = parent
@@ -107,14 +111,22 @@ class QueueSnap:
         above = parent.usages if parent is not None else None
         self.usages: list[dict[str, int]] = lineage_usages(self.allocated, above)
 
-    def duplicate(self, cache: dict[str, QueueSnap]) -> QueueSnap:
+    def copy_under(self, parent: Self | None) -> Self:
+        """A copy of this snapshot below ``parent`` (a copy of this one's parent)."""
+        raise NotImplementedError
+
+    def gives_up(self, res: Res, request: Res) -> bool:
+        """Whether the profile's rules let this queue lose a victim of ``res`` for ``request``;
+        if so its usage is left without it (else left as it was)."""
+        raise NotImplementedError
+
+    def duplicate(self, cache: dict[str, Self]) -> Self:
         """A copy whose ancestors are copied once into ``cache`` (``Duplicate``)."""
         found = cache.get(self.path)
         if found is not None:
             return found
         parent = self.parent.duplicate(cache) if self.parent is not None else None
-        copy = QueueSnap(self.path, parent, self.leaf, self.allocated, self.preempting, self.max,
-                         self.guaranteed, self.victims)
+        copy = self.copy_under(parent)
         cache[self.path] = copy
         return copy
 
@@ -122,6 +134,32 @@ class QueueSnap:
         """``GetGuaranteedResource``: the permissive minimum down from root."""
         above = self.parent.get_guaranteed() if self.parent is not None else {}
         return min_permissive(above, self.guaranteed) or {}
+
+    def add(self, res: Res) -> None:
+        """``AddAllocation``: here and every ancestor."""
+        add_along(self.usages, res, 1)
+
+    def remove(self, res: Res) -> None:
+        """``RemoveAllocation``: here and every ancestor."""
+        add_along(self.usages, res, -1)
+
+
+class QueueSnap(BaseQueueSnap):
+    """A queue's snapshot under v1.5.2's rules: whole-resource "within" and "at or above" its guarantee."""
+
+    __slots__ = ()
+
+    def copy_under(self, parent: QueueSnap | None) -> QueueSnap:
+        return QueueSnap(self.path, parent, self.leaf, self.allocated, self.preempting, self.max, self.guaranteed,
+                         self.victims)
+
+    def gives_up(self, res: Res, request: Res) -> bool:
+        """Still at or above its guarantee without the victim (``IsAtOrAboveGuaranteedResource``)."""
+        self.remove(res)
+        if self.at_or_above_guaranteed():
+            return True
+        self.add(res)
+        return False
 
     def get_max(self) -> dict[str, int]:
         """``GetMaxResource``: the permissive minimum down from root."""
@@ -156,14 +194,6 @@ class QueueSnap:
         remaining = sub(min_permissive(self.get_guaranteed(), self.get_max()), self.used())
         return cw_min(remaining, above)
 
-    def add(self, res: Res) -> None:
-        """``AddAllocation``: here and every ancestor."""
-        add_along(self.usages, res, 1)
-
-    def remove(self, res: Res) -> None:
-        """``RemoveAllocation``: here and every ancestor."""
-        add_along(self.usages, res, -1)
-
 
 def snapshot(queue: QueueNode, preempting: Mapping[str, Resources], cluster: Resources,
              cache: dict[str, QueueSnap]) -> QueueSnap:
@@ -187,9 +217,9 @@ def uncached_lineage(queue: QueueNode, cache: Mapping[str, object]) -> list[Queu
     return missing
 
 
-def duplicate(queues: dict[str, QueueSnap]) -> dict[str, QueueSnap]:
-    """``duplicateQueueSnapshots``."""
-    cache: dict[str, QueueSnap] = {}
+def duplicate(queues: dict[str, SnapT]) -> dict[str, SnapT]:
+    """``duplicateQueueSnapshots`` (either profile's snapshots)."""
+    cache: dict[str, SnapT] = {}
     for snap in queues.values():
         snap.duplicate(cache)
     return cache

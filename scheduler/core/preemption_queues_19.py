@@ -30,7 +30,7 @@ from collections.abc import Mapping
 
 from events.resources import Resources, min_permissive
 from scheduler.core.objects import Allocation
-from scheduler.core.preemption_queues import add_along, lineage_usages, preempting_of, queue_max, uncached_lineage
+from scheduler.core.preemption_queues import BaseQueueSnap, preempting_of, queue_max, uncached_lineage
 from scheduler.core.queues import QueueNode
 
 Res = Mapping[str, int]
@@ -135,52 +135,40 @@ def live_max_19(queue: QueueNode, cluster: Resources) -> dict[str, int] | None:
     return limit
 
 
-class QueueSnap19:
-    """A queue's usage during one 1.9 preemption attempt (parents shared, victims per leaf).
+class QueueSnap19(BaseQueueSnap):
+    """A queue's snapshot under v1.9.0's rules: its remaining guarantee type by type.
 
     ``ask_queue`` is the preemptor's leaf snapshot as first taken (``AskQueue``; root has
     none). Copies keep pointing at that original, as Go's ``Duplicate`` does; only its path
     and whether it has a guarantee are read through it, and neither changes.
     """
 
-    __slots__ = ("allocated", "ask_queue", "guaranteed", "leaf", "max", "parent", "path", "preempting", "usages",
-                 "victims")
+    __slots__ = ("ask_queue",)
 
     def __init__(self, path: str, parent: QueueSnap19 | None, leaf: bool, allocated: Res, preempting: Res,
                  max_resource: Res | None, guaranteed: Res | None, victims: list[Allocation],
                  ask_queue: QueueSnap19 | None) -> None:
-        self.path = path
-        self.parent = parent
-        self.leaf = leaf
-        self.allocated = dict(allocated)
-        self.preempting = dict(preempting)
-        self.max = max_resource
-        self.guaranteed = guaranteed
-        self.victims = victims
+        super().__init__(path, parent, leaf, allocated, preempting, max_resource, guaranteed, victims)
         self.ask_queue = ask_queue
-        above = parent.usages if parent is not None else None
-        self.usages: list[dict[str, int]] = lineage_usages(self.allocated, above)
 
-    def duplicate(self, cache: dict[str, QueueSnap19]) -> QueueSnap19:
-        """A copy whose ancestors are copied once into ``cache`` (``Duplicate``)."""
-        found = cache.get(self.path)
-        if found is not None:
-            return found
-        parent = self.parent.duplicate(cache) if self.parent is not None else None
-        copy = QueueSnap19(self.path, parent, self.leaf, self.allocated, self.preempting, self.max,
+    def copy_under(self, parent: QueueSnap19 | None) -> QueueSnap19:
+        return QueueSnap19(self.path, parent, self.leaf, self.allocated, self.preempting, self.max,
                            self.guaranteed, self.victims, self.ask_queue)
-        cache[self.path] = copy
-        return copy
+
+    def gives_up(self, res: Res, request: Res) -> bool:
+        """Over its guarantee in some type of the request, or without one (``remaining == nil``),
+        as it stands before losing the victim (``isVictimQueueOverGuaranteed``)."""
+        remaining = self.remaining()
+        self.remove(res)
+        if remaining is None or negative_in(request, remaining):
+            return True
+        self.add(res)
+        return False
 
     def used(self) -> dict[str, int]:
         """Allocated minus what is already being preempted (``SubOnlyExisting``: allocated's types)."""
         preempting = self.preempting
         return {name: value - preempting.get(name, 0) for name, value in self.allocated.items()}
-
-    def get_guaranteed(self) -> dict[str, int]:
-        """``GetGuaranteedResource``: the permissive minimum of the guarantees down from root."""
-        above = self.parent.get_guaranteed() if self.parent is not None else None
-        return min_permissive(above, self.guaranteed) or {}
 
     def remaining(self) -> dict[str, int] | None:
         """``GetRemainingGuaranteedResource`` (module docstring); None is Go's nil."""
@@ -198,14 +186,6 @@ class QueueSnap19:
                 return None
         return min_permissive(own, parent)
 
-    def add(self, res: Res) -> None:
-        """``AddAllocation``: here and every ancestor."""
-        add_along(self.usages, res, 1)
-
-    def remove(self, res: Res) -> None:
-        """``RemoveAllocation``: here and every ancestor."""
-        add_along(self.usages, res, -1)
-
 
 def snapshot_19(queue: QueueNode, preempting: Mapping[str, Resources], cluster: Resources,
                 cache: dict[str, QueueSnap19], ask_queue: QueueSnap19 | None) -> QueueSnap19:
@@ -216,11 +196,3 @@ def snapshot_19(queue: QueueNode, preempting: Mapping[str, Resources], cluster: 
         cache[q.path] = QueueSnap19(q.path, parent, q.is_leaf, q.allocated, preempting_of(q, preempting),
                                     queue_max(q, cluster), q.guaranteed or None, [], ask_queue)
     return cache[queue.path]
-
-
-def duplicate_19(queues: dict[str, QueueSnap19]) -> dict[str, QueueSnap19]:
-    """``duplicateQueueSnapshots``."""
-    cache: dict[str, QueueSnap19] = {}
-    for snap in queues.values():
-        snap.duplicate(cache)
-    return cache

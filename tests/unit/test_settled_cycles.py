@@ -45,7 +45,7 @@ def _timed(steps: list[list[dict[str, Any]]], gaps: list[int]) -> list[dict[str,
 
 def _outputs(config: str, lines: list[dict[str, Any]], *, walk_always: bool) -> list[bytes]:
     sim = Simulation(load_config(config))
-    out = []
+    out: list[bytes] = []
     for obj in lines:
         if walk_always:
             sim.engine.state.settled_cycle = None

@@ -747,8 +747,17 @@ def fam_timers(sc: Scenario) -> None:
 
 def fam_preemption_delay(sc: Scenario) -> None:
     """Preemption with the default 30 s delay (or 5 s): the preemptors wait in log time, try
-    once the delay is over, then every 15 s; waits of 1 s to 2 minutes between cycles."""
+    once the delay is over, then every 15 s; waits of 1 s to 2 minutes between cycles. In half
+    the scenarios the preemptors come over an hour after the fillers, whose reservations
+    (fillers that fit no node) a preemption attempt then cancels under yunikorn-1.9
+    (YUNIKORN-3092)."""
     fam_preemption(sc)
+    fork = forked(sc.rng)
+    if fork.random() < 0.5:
+        first_ask = next(i for i, line in enumerate(sc.lines) if line.get("type") == "ask.added")
+        first_preemptor = next(i for i, line in enumerate(sc.lines)
+                               if i > first_ask and line.get("type") == "app.added")
+        sc.lines.insert(first_preemptor, {WAIT: fork.randint(3601, 3900) * 1_000_000})
     delay = sc.rng.choice(("30s", "5s"))
     sc.root.properties["preemption.delay"] = delay
     rng = sc.rng

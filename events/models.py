@@ -457,7 +457,7 @@ class AskReserved(Frozen):
 
 class AskUnreserved(Frozen):
     """A reservation ends; ``reason``: ``allocated``, ``removed``, ``node-removed``, ``required-node``,
-    ``timeout``, ``preemption`` (both yunikorn-1.9 only)."""
+    ``timeout``, ``preemption``, ``preemption-cancelled`` (the last three yunikorn-1.9 only)."""
 
     app_id: str
     ask_id: str

@@ -30,6 +30,7 @@ RULE_USER_LIMIT = "docs/semantics.md#user-and-group-limits"
 RULE_STEP = "docs/semantics.md#one-allocation-step"
 RULE_RESERVATION = "docs/semantics.md#reservations"
 RULE_BACKOFF = "docs/semantics.md#yunikorn-19 (unschedulable-ask backoff)"
+RULE_QUOTA_PREEMPTION = "docs/semantics.md#yunikorn-19 (quota preemption)"
 
 # Explanations list at most this many nodes, apps and queues in order; the rest are counted.
 SHOW_NODES = 10

@@ -2,7 +2,9 @@
 
 At the end of a cycle a full walk allocates nothing, so a pending ask is held by at least
 one of: the stateaware gate of its leaf, its queue's (or an ancestor's) maxapplications,
-a queue max on the way up (root: the cluster's capacity), or no node that holds it. All
+a queue max on the way up (root: the cluster's capacity; with what frees it when something
+does: revoked allocations not yet released, yunikorn-1.9's quota preemption under way), or
+no node that holds it. All
 that apply are listed, each naming its rule (a docs/semantics.md section), the queue, app, node or resource
 at fault, with the ask's place in the queue, app and ask orders for context (the walk
 goes past anything that fails, so order alone never blocks an ask at a cycle's end).
@@ -127,6 +129,7 @@ def explain_pending(engine: Engine, app_id: str, ask_id: str, partition: str | N
         walker.max_apps_block(app),
         walker.user_apps_block(app),
         walker.headroom_block(leaf, ask.resources),
+        walker.quota_block(leaf, ask.resources, engine.state.cycle_time_us),
         walker.user_limit_block(app, ask.resources),
         node_block,
     ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from events.resources import Resources
+from events.times import format_time
 from events.units import fmt_quantity as fq
 from projections.policies import AppSortPolicy
 from replay.explain.format import (
@@ -18,6 +19,7 @@ from replay.explain.format import (
     RULE_NODE_CONSTRAINTS,
     RULE_NODE_FIT,
     RULE_QUEUE_MAX,
+    RULE_QUOTA_PREEMPTION,
     RULE_RESERVATION,
     RULE_ROOT_MAX,
     RULE_STATEAWARE,
@@ -176,6 +178,44 @@ class Walker:
                             f"{fq(name, qty)} asked exceeds it",
                         )
         return None
+
+    def over_max_queue(self, leaf: QueueNode, request: Resources) -> QueueNode | None:
+        """The first queue up the tree (not root) whose max ``headroom_block`` would name, or None."""
+        for q in leaf.ancestry():
+            if q.parent is not None and q.max and any(
+                    name in q.max and q.allocated.get(name, 0) + qty > q.max[name] for name, qty in request.items()):
+                return q
+        return None
+
+    def quota_block(self, leaf: QueueNode, request: Resources, now_us: int | None) -> Blocker | None:
+        """What frees the max that holds the request: allocations of the queue revoked and not yet
+        released (``preempted`` or yunikorn-1.9's ``quota-preempted``: they count until the resource
+        manager releases them), and under yunikorn-1.9 a quota preemption under way — the queue
+        over its max with a ``quota.preemption.delay`` timer set (``scheduler.core.quota_preemption``)."""
+        q = self.over_max_queue(leaf, request)
+        if q is None:
+            return None
+        part = self.part
+        releasing: dict[str, int] = {}
+        for path, res in part.preempting.items():
+            if path == q.path or path.startswith(q.path + "."):
+                for name, value in res.items():
+                    releasing[name] = releasing.get(name, 0) + value
+        clock = part.quota_clocks.get(q.path)
+        # what quota preemption still has to take: usage less what is already being released, over max
+        over = {name: left for name, used in q.allocated.items()
+                if name in q.max and (left := used - releasing.get(name, 0) - q.max[name]) > 0}
+        parts: list[str] = []
+        if clock is not None and clock.start_us is not None and over:
+            due = format_time(clock.start_us)
+            when = (f"due since {due}: the next cycle revokes" if now_us is not None and clock.start_us <= now_us
+                    else f"at {due} (quota.preemption.delay {clock.delay_us / 1_000_000:g} s) it revokes")
+            parts.append(f"queue {q.path} is over its max by {fmt_res(over)}; quota preemption is under way, "
+                         f"{when} allocations until it is within its max (yunikorn-1.9)")
+        if any(releasing.values()):
+            parts.append(f"{fmt_res(releasing)} of queue {q.path}'s allocations are revoked (preempted) and count "
+                         "against its max until the resource manager releases them")
+        return Blocker(RULE_QUOTA_PREEMPTION, "; ".join(parts)) if parts else None
 
     @staticmethod
     def max_apps_block(app: App) -> Blocker | None:

@@ -1,5 +1,5 @@
 """The nodes an ask with node constraints may take: the first in node order that fits and passes,
-the one it would reserve, and why the others were passed over.
+and the one it would reserve.
 
 Asks without constraints never come here: their search is the node index's ``first_fit`` and the
 reservation candidates kept per request shape (``scheduler.core.reserve_candidates``), untouched.
@@ -15,15 +15,20 @@ either) but never written from a constrained ask's failure.
 from __future__ import annotations
 
 from events.resources import Resources, fits
-from scheduler.core.node_constraints import Constraints, excluded_by
+from scheduler.core.node_constraints import Constraints, excluded_by, first_failure
 from scheduler.core.objects import Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.reserve_candidates import fit_in_score
 
 
 def node_excludes(c: Constraints, node: Node) -> str | None:
-    """The constraint of ``c`` that ``node`` fails (``node_constraints.excluded_by``), or None."""
+    """The constraint of ``c`` that ``node`` fails, in words (``node_constraints.excluded_by``), or None."""
     return excluded_by(c, node.node_id, node.labels, node.taints, node.host_ports)
+
+
+def node_admits(c: Constraints, node: Node) -> bool:
+    """``node`` passes ``c`` (``node_excludes`` is None, without wording the failure: the searches' check)."""
+    return first_failure(c, node.node_id, node.labels, node.taints, node.host_ports) is None
 
 
 def first_admitting(part: PartitionState, request: Resources, c: Constraints) -> Node | None:
@@ -37,11 +42,11 @@ def first_admitting(part: PartitionState, request: Resources, c: Constraints) ->
     if first is None:
         return None  # no node holds it
     node = nodes[first]
-    if node_excludes(c, node) is None:
+    if node_admits(c, node):
         return node
     for node_id in part.index.fitting(request):
         node = nodes[node_id]
-        if node_excludes(c, node) is None:
+        if node_admits(c, node):
             return node
     return None
 
@@ -55,23 +60,10 @@ def reservable_admitting(part: PartitionState, request: Resources, c: Constraint
     nodes = part.nodes
     for node_id in part.index.ordered():
         node = nodes[node_id]
-        if not fits(request, node.capacity) or node_excludes(c, node) is not None:
+        if not fits(request, node.capacity) or not node_admits(c, node):
             continue
         score = fit_in_score(request, node.indexed_available)
         if best is None or score < best_score:
             best, best_score = node, score
     return best
 
-
-def exclusions(part: PartitionState, c: Constraints) -> dict[str, int]:
-    """Each constraint that excluded schedulable nodes, with how many (for explain); a node is
-    counted once, under the first constraint it fails."""
-    counts: dict[str, int] = {}
-    for node_id in sorted(part.nodes):
-        node = part.nodes[node_id]
-        if not node.schedulable:
-            continue
-        reason = node_excludes(c, node)
-        if reason is not None:
-            counts[reason] = counts.get(reason, 0) + 1
-    return counts

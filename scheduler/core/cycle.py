@@ -37,7 +37,7 @@ from projections.policies import AppSortPolicy
 from scheduler.config.profiles import RulesProfile
 from scheduler.core import gang, quota_preemption
 from scheduler.core.asks import Shape, shape_of
-from scheduler.core.constrained_nodes import first_admitting, node_excludes, reservable_admitting
+from scheduler.core.constrained_nodes import first_admitting, node_admits, reservable_admitting
 from scheduler.core.gang import can_replace, replacement_step
 from scheduler.core.objects import App, Ask, Node
 from scheduler.core.partition import PartitionState
@@ -45,7 +45,14 @@ from scheduler.core.preemption import MAX_ATTEMPTS_PER_QUEUE, may_attempt, recor
 from scheduler.core.preemption_19 import try_preemption_19
 from scheduler.core.preemption_victims import VictimIndex
 from scheduler.core.queues import QueueNode
-from scheduler.core.reservations import Step, may_reserve, required_node_passes, required_node_step, reserved_step
+from scheduler.core.reservations import (
+    RESERVATION_WAIT_TIMEOUT_US,
+    Step,
+    may_reserve,
+    required_node_passes,
+    required_node_step,
+    reserved_step,
+)
 from scheduler.core.sorting import ChildOrder, child_order, stateaware_allowed
 from scheduler.core.state import SchedulerState
 
@@ -88,6 +95,10 @@ class CycleMemo:
     # yunikorn-1.9's unschedulable-ask backoff: (app, unschedulable asks) set during the walk,
     # written out (``app.backed_off``) by the cycle loop before the step it found
     backed_off: list[tuple[App, int]] = field(default_factory=list)
+    # yunikorn-1.9: the ``ask.unreserved`` of reservations a preemption attempt cancelled during
+    # the walk (YUNIKORN-3092, ``_cancel_stale``), written out by the cycle loop before the step it
+    # found; a node came back, so the loop goes on with a fresh memo
+    cancelled: list[OutputData] = field(default_factory=list)
 
     def children_in_order(self, queue: QueueNode) -> Iterator[QueueNode]:
         """``sort_queues`` of a parent's children now, from the order kept for the cycle (read
@@ -140,14 +151,17 @@ def fits_queue_headroom(part: PartitionState, leaf: QueueNode, request: dict[str
     return True
 
 
-def _preempt(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, nodes_tried: bool) -> Step | None:
+def _preempt(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, nodes_tried: bool,
+             now_us: int) -> Step | None:
     """One preemption attempt (YuniKorn ``tryPreemption``): a reservation with victims, or None."""
     if memo.attempts_left <= 0:
         return None
     memo.attempts_left -= 1
     memo.preempt_tried.add((app.app_id, ask.ask_id))
     if part.profile is YUNIKORN_1_9:  # v1.9.0's victim selection (scheduler.core.preemption_19)
-        found = try_preemption_19(part, app, ask, nodes_tried)
+        found = try_preemption_19(part, app, ask, nodes_tried, now_us=now_us)
+        if found.cancelled:
+            _cancel_stale(part, found.cancelled, memo)
         return None if found.node is None else Step(app, ask, found.node, "preemption", victims=found.victims)
     if memo.victims is None:
         memo.victims = VictimIndex(part)
@@ -155,6 +169,16 @@ def _preempt(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, nodes_tr
     if outcome.node is None:
         return None
     return Step(app, ask, outcome.node, "preemption", victims=outcome.victims)
+
+
+def _cancel_stale(part: PartitionState, cancelled: list[tuple[App, Ask]], memo: CycleMemo) -> None:
+    """yunikorn-1.9 (YUNIKORN-3092, ``preemption.go:initWorkingState``): end the reservations a
+    preemption attempt cancels (``ask.unreserved``, reason ``preemption-cancelled``) whether or
+    not it then preempts. yunikorn ends them within the attempt and its walk goes on with the
+    nodes back, so they end here, in the walk: shapes that fit no node may fit one now."""
+    for held_app, held in cancelled:
+        part.unreserve(held_app, held, "preemption-cancelled", memo.cancelled)
+    memo.unplaceable.clear()
 
 
 def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, now_us: int) -> Step | None:
@@ -178,7 +202,7 @@ def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, now_us: int
     if part.limits is not None and not part.limits.fits(app, request):
         return None  # the user's or group's maxresources (YuniKorn tryAllocate's ugm headroom, checked first)
     if not fits_queue_headroom(part, app.queue, request):
-        return _preempt(part, app, ask, memo, False) if _may_preempt(app, ask, memo, now_us) else None
+        return _preempt(part, app, ask, memo, False, now_us) if _may_preempt(app, ask, memo, now_us) else None
     if not unplaceable:
         constraints = ask.constraints
         if constraints is None:
@@ -194,7 +218,7 @@ def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, now_us: int
         node = to_reserve if to_reserve is not None else _reservable(part, memo, shape, ask)
         if node is not None:
             return Step(app, ask, node, "no-fit")
-    return _preempt(part, app, ask, memo, True) if _may_preempt(app, ask, memo, now_us) else None
+    return _preempt(part, app, ask, memo, True, now_us) if _may_preempt(app, ask, memo, now_us) else None
 
 
 def _reservable(part: PartitionState, memo: CycleMemo, shape: Shape, ask: Ask) -> Node | None:
@@ -259,7 +283,7 @@ def _required_node_excludes(part: PartitionState, ask: Ask) -> bool:
     as an ask beyond its headroom is)."""
     assert ask.constraints is not None and ask.required_node is not None
     node = part.nodes.get(ask.required_node)
-    return node is not None and node_excludes(ask.constraints, node) is not None
+    return node is not None and not node_admits(ask.constraints, node)
 
 
 def _try_app_counting(part: PartitionState, app: App, memo: CycleMemo, now_us: int) -> Step | None:
@@ -472,9 +496,6 @@ def _commit_gang(state: SchedulerState, part: PartitionState, found: Step, did: 
         gang.allocating_while_accepted(app)
 
 
-RESERVATION_WAIT_TIMEOUT_US: Final = 60 * 60 * 1_000_000  # yunikorn-1.9 application.go reservationWaitTimeout
-
-
 def expire_reservations(part: PartitionState, now_us: int, out: list[OutputData]) -> list[App]:
     """yunikorn-1.9 (YUNIKORN-3219, ``application.go:tryReservedAllocate``): a reservation of an ask
     without a required node that is more than 60 minutes old (log time) ends when the ask does
@@ -569,12 +590,21 @@ def cycle_steps(state: SchedulerState, now_us: int, prev_cycle_us: int | None, o
             found = next_step(part, memo, now_us)
             if memo.backed_off:
                 _write_backoffs(memo, out)
+            cancelled = bool(memo.cancelled)  # reservations a preemption attempt ended (``_cancel_stale``)
+            if cancelled:
+                out.extend(memo.cancelled)
+                memo.cancelled.clear()
             if found is None:
+                if cancelled:  # nodes came back: the next step may find what this one did not
+                    memo = cycle_memo(state, name, prev_cycle_us, memo)
+                    continue
                 break
             yield part, memo, found, decisions
             if found.reserve is None:
                 decisions += 1
             memo = commit_step(state, part, found, decisions, now_us, out, memo)
+            if cancelled:
+                memo = cycle_memo(state, name, prev_cycle_us, memo)
 
 
 def _write_backoffs(memo: CycleMemo, out: list[OutputData]) -> None:

@@ -234,7 +234,7 @@ def _fold_unreserved(cyc: _Cycle, data: Mapping[str, Any]) -> None:
 
 
 # ask.unreserved reasons a cycle's steps make (the others come from applying inputs)
-_STEP_UNRESERVE = frozenset({"allocated", "required-node", "timeout", "preemption"})
+_STEP_UNRESERVE = frozenset({"allocated", "required-node", "timeout", "preemption", "preemption-cancelled"})
 
 
 FOLDS: dict[str, OutputFold] = {

@@ -15,8 +15,9 @@ Pure and compiled. The semantics are Kubernetes' own (component-helpers ``nodeaf
 * host ports: a wanted ``(protocol, port, ip)`` conflicts with one in use on the node for the
   same protocol and port when either address is ``0.0.0.0`` (every address) or they are equal.
 
-``excluded_by`` names the first constraint a node fails, in kube-scheduler's filter order
-(TaintToleration, NodeAffinity, NodePorts) — what ``explain`` counts — or None when it passes.
+``first_failure`` finds the first constraint a node fails, in kube-scheduler's filter order
+(TaintToleration, NodeAffinity, NodePorts), or None when it passes; ``excluded_by`` names it —
+what ``explain`` counts.
 An ask without constraints (``Ask.constraints`` None: its event had none) never reaches this
 module: it is placed by its resources alone, taints or not; one with constraints, even empty
 ones, is kept off the nodes whose NoSchedule/NoExecute taints it does not tolerate.
@@ -192,25 +193,39 @@ def port_conflict(wanted: list[tuple[str, int, str]], in_use: HostPorts) -> tupl
     return None
 
 
-def excluded_by(c: Constraints, node_id: str, labels: dict[str, str], taints: list[Taint],
-                host_ports: HostPorts) -> str | None:
-    """The first constraint the node fails (kube-scheduler's filter order), or None when it passes."""
+# What a node fails first: an untolerated taint, NODE_SELECTOR or NODE_AFFINITY, a wanted host port in use
+Failure = Taint | str | tuple[str, int, str]
+
+
+def first_failure(c: Constraints, node_id: str, labels: dict[str, str], taints: list[Taint],
+                  host_ports: HostPorts) -> Failure | None:
+    """The first constraint the node fails (kube-scheduler's filter order), or None when it passes.
+    Nothing is formatted: the node searches ask this of node after node; ``excluded_by`` words it."""
     if taints:
         taint = untolerated(c.tolerations, taints)
         if taint is not None:
-            return f"untolerated taint {taint.text()}"
+            return taint
     for key, value in c.selector.items():
         if labels.get(key) != value:
             return NODE_SELECTOR
     if c.terms is not None and not affinity_matches(c.terms, node_id, labels):
         return NODE_AFFINITY
     if c.host_ports and host_ports:
-        conflict = port_conflict(c.host_ports, host_ports)
-        if conflict is not None:
-            protocol, port, address = conflict
-            where = "" if address == EVERY_ADDRESS else f" on {address}"
-            return f"host port {protocol}/{port}{where} in use"
+        return port_conflict(c.host_ports, host_ports)
     return None
+
+
+def excluded_by(c: Constraints, node_id: str, labels: dict[str, str], taints: list[Taint],
+                host_ports: HostPorts) -> str | None:
+    """``first_failure`` in words (what ``explain`` counts), or None when the node passes."""
+    failure = first_failure(c, node_id, labels, taints, host_ports)
+    if failure is None or isinstance(failure, str):
+        return failure
+    if isinstance(failure, Taint):
+        return f"untolerated taint {failure.text()}"
+    protocol, port, address = failure
+    where = "" if address == EVERY_ADDRESS else f" on {address}"
+    return f"host port {protocol}/{port}{where} in use"
 
 
 def bind_ports(in_use: HostPorts, ports: list[tuple[str, int, str]], sign: int) -> None:

@@ -386,13 +386,18 @@ class PartitionState:
             self._refresh(app)
 
     def restore_allocations(self, app: App, allocations: list[Allocation], state: str) -> None:
-        """Re-attach an app's allocations and state read from a snapshot.
+        """Re-attach an app's allocations and state read from a snapshot, and what they count for
+        in its queues: allocated, preempting, a gang allocating while Accepted.
 
         Nodes are not re-indexed here (``restore_done`` does each once): restoring a
         snapshot must not cost one index move per allocation.
         """
+        if app.gang is not None and app.gang.allocating_accepted:
+            app.queue.add_allocating_accepted(1)
         for alloc in allocations:
             app.allocations[alloc.ask_id] = alloc
+            if alloc.preempted:
+                add_into(self.preempting.setdefault(app.queue.path, {}), alloc.resources)
             if alloc.placeholder and app.gang is not None:
                 add_into(app.gang.placeholders, alloc.resources)
                 self.placeholder_allocations += 1

@@ -40,8 +40,14 @@ Deterministic adaptations (Go iterates maps here): candidates in configuration o
 in arrival order, allocations in allocation order; the victim order (``victim_order``) ends
 in allocation order; the per-node and additional loops stop at the first victim the ask's
 queue cannot hold, so that order decides where they stop when creation times tie.
-yunikorn's ``time.Since`` on reservations (cancelling lower-priority reservations older
-than an hour, YUNIKORN-3092) is not in this module: a node held for another ask is skipped.
+
+Reservations (``initWorkingState``, YUNIKORN-3092): with ``now_us`` given (the cycle's log
+time, where yunikorn reads ``time.Since``), an attempt that passed the guarantee check
+cancels every reservation, on a node not held for the ask itself, of an ask with a lower
+priority than the ask's, no required node and no preemption of its own, made more than 60
+minutes before (``stale_reservations``); the outcome lists them (``cancelled``: the cycle
+ends them whether the attempt then preempts or not) and a node whose every reservation is
+cancelled is usable for the attempt. Any other node held for another ask is skipped.
 """
 
 from __future__ import annotations
@@ -75,6 +81,7 @@ from scheduler.core.preemption_queues_19 import (
     snapshot_19,
 )
 from scheduler.core.queues import QueueNode
+from scheduler.core.reservations import RESERVATION_WAIT_TIMEOUT_US
 
 # Why a candidate was or was not taken (the trace explain reads; docs/semantics.md#yunikorn-19).
 TAKEN = "taken"
@@ -102,6 +109,7 @@ class Outcome19:
     collected: list[Allocation] = field(default_factory=list)  # node's and additional victims before the last filter
     reason: str = ""
     trace: list[tuple[str, str, str, str]] = field(default_factory=list)  # (stage, app, ask, verdict)
+    cancelled: list[tuple[App, Ask]] = field(default_factory=list)  # stale reservations the attempt ends
 
 
 def fence_root_19(part: PartitionState, leaf: QueueNode, ask: Ask) -> tuple[QueueNode, dict[str, int], str]:
@@ -314,12 +322,43 @@ def final_victims(node: Node, available: Resources, request: Resources,
     return out
 
 
-def _usable(node: Node, own: tuple[str, str], ask: Ask) -> bool:
+def stale_reservations(part: PartitionState, own: tuple[str, str], ask: Ask,
+                       now_us: int) -> tuple[list[tuple[App, Ask]], set[str]]:
+    """The reservations an attempt of ``ask`` cancels (``initWorkingState``, YUNIKORN-3092) and the
+    nodes they free: on each node not held for ``own`` (the ask's (app, ask) key), the
+    reservations of asks with a lower priority than ``ask``, no required node and no
+    preemption triggered, more than 60 minutes old in log time. A node is freed when every
+    reservation on it is cancelled (yunikorn's ``leftCount``)."""
+    cancelled: list[tuple[App, Ask]] = []
+    freed: set[str] = set()
+    if not part.reservations:
+        return cancelled, freed
+    for node_id in sorted({n for k, n in part.reservations.items() if k != own}):
+        node = part.nodes[node_id]
+        keys = node.reservations()
+        if own in keys:
+            continue
+        left = len(keys)
+        for app_id, ask_id in keys:
+            held_app = part.apps[app_id]
+            held = held_app.asks[ask_id]
+            if held.required_node is not None or held.preempt_triggered:
+                continue
+            if held.priority < ask.priority and now_us - held.reserved_us > RESERVATION_WAIT_TIMEOUT_US:
+                cancelled.append((held_app, held))
+                left -= 1
+        if left == 0:
+            freed.add(node_id)
+    return cancelled, freed
+
+
+def _usable(node: Node, own: tuple[str, str], ask: Ask, freed: set[str]) -> bool:
     """``initWorkingState``'s node filter: schedulable, not held unless (also) for this ask
-    (``isReservedForAllocation``: under 1.9 several required-node asks may hold a node),
-    capacity holds the ask; and, as under 1.5, a node the ask's constraints admit
-    (``scheduler.core.constrained_nodes``)."""
-    if not node.schedulable or (node.reserved_for is not None and own not in node.reservations()):
+    (``isReservedForAllocation``: under 1.9 several required-node asks may hold a node) or
+    freed by the attempt's cancelled reservations, capacity holds the ask; and, as under 1.5,
+    a node the ask's constraints admit (``scheduler.core.constrained_nodes``)."""
+    if not node.schedulable or (node.reserved_for is not None and own not in node.reservations()
+                                and node.node_id not in freed):
         return False
     if ask.constraints is not None and node_excludes(ask.constraints, node) is not None:
         return False
@@ -327,12 +366,13 @@ def _usable(node: Node, own: tuple[str, str], ask: Ask) -> bool:
 
 
 def try_preemption_19(part: PartitionState, app: App, ask: Ask, nodes_tried: bool, exhaustive: bool = False,
-                      explain: bool = False) -> Outcome19:
+                      explain: bool = False, now_us: int | None = None) -> Outcome19:
     """``TryPreemption`` (v1.9.0) without side effects: the node and victims, or a failed ``Outcome19``.
 
     ``exhaustive`` tries every node (for explain); otherwise nodes that cannot beat the best
     found so far are skipped — the chosen node and victims are the same. ``explain`` fills
-    the trace.
+    the trace. With ``now_us``, the stale reservations the attempt cancels once past the
+    guarantee check are in ``cancelled`` (the caller ends them) and their freed nodes are tried.
     """
     leaf = app.queue
     own = (app.app_id, ask.ask_id)
@@ -342,16 +382,20 @@ def try_preemption_19(part: PartitionState, app: App, ask: Ask, nodes_tried: boo
     if not guarantee_reachable(queues, leaf.path, request):
         outcome.reason = "guarantee"
         return outcome
+    freed: set[str] = set()
+    if now_us is not None:
+        outcome.cancelled, freed = stale_reservations(part, own, ask, now_us)
     leaf_of = {id(v): path for path, snap in queues.items() for v in snap.victims}
     fits_somewhere = part.index.first_fit(request) is not None or (
-        ask.reserved_node is not None and fit_in(full_available(part.nodes[ask.reserved_node]), request, False))
+        ask.reserved_node is not None and fit_in(full_available(part.nodes[ask.reserved_node]), request, False)) or any(
+        fit_in(full_available(part.nodes[n]), request, False) for n in freed)
     lowest = 1 << 62
     node_ids: Iterable[str] = sorted(part.nodes)
     for node_id in node_ids:
         if lowest <= 0 and not exhaustive and (lowest < 0 or nodes_tried or not fits_somewhere):
             break  # nothing left can win (as in ``preemption.try_preemption``)
         node = part.nodes[node_id]
-        if not _usable(node, own, ask):
+        if not _usable(node, own, ask, freed):
             continue
         available = full_available(node)
         if lowest == 0 and not exhaustive:

@@ -42,6 +42,7 @@ from scheduler.core.required_node_preemption import required_node_victims
 from scheduler.core.sorting import sort_queues
 
 RESERVATION_DELAY_US = 2_000_000
+RESERVATION_WAIT_TIMEOUT_US = 60 * 60 * 1_000_000  # yunikorn-1.9 application.go reservationWaitTimeout
 
 HeadroomCheck = Callable[[PartitionState, QueueNode, Resources], bool]
 HeldCheck = Callable[[App], bool]

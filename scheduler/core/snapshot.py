@@ -12,7 +12,6 @@ import heapq
 from typing import Any
 
 from events.models import Constraints
-from events.resources import add_into
 from events.seen import SeenIds
 from scheduler.config import load_config
 from scheduler.config.profiles import RulesProfile
@@ -176,15 +175,10 @@ def load(data: dict[str, Any]) -> Engine:
                 app.gang = _load_gang(a["gang"])
             app.backoff_until_us = a.get("backoff_until_us", 0)
             part.add_app(app)
-            if app.gang is not None and app.gang.allocating_accepted:
-                leaf.add_allocating_accepted(1)
             for row in a["asks"]:
                 part.add_ask(app, _load_ask(app.app_id, row))
             allocations = [_load_alloc(app.app_id, row) for row in a["allocations"]]
             part.restore_allocations(app, allocations, a["state"])
-            for alloc in allocations:
-                if alloc.preempted:
-                    add_into(part.preempting.setdefault(app.queue.path, {}), alloc.resources)
         for app_id, ask_id, node_id, cycle, *since in pdata["reservations"]:
             app = part.apps[app_id]
             part.reserve(app, app.asks[ask_id], part.nodes[node_id], cycle, "", None, since[0] if since else 0)

@@ -6,14 +6,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conformance.compare import DEFAULT_PROFILE, profile_in_use, under_profile, use_profile
+from conformance.compare import (
+    DEFAULT_PROFILE,
+    evsched_outcome,
+    first_difference,
+    parse_outcome,
+    profile_in_use,
+    under_profile,
+    use_profile,
+)
 from conformance.generate import FAMILIES
 from conformance.known import KNOWN_DIFFERENCES, occupied_dropped
-from conformance.run import report, run
+from conformance.run import harness_output, report, run
 from tests.go_harness import built_harness
 
 SAMPLE = 36  # two per family
@@ -71,3 +80,25 @@ def test_each_known_difference_names_the_profiles_it_holds_for() -> None:
     assert by_key["foreign-allocation-node-order"] == {"yunikorn-1.9"}
     assert "preemption-1.9-rules" not in by_key  # the 1.9 profile chooses victims by v1.9.0's rules
 
+
+
+def test_yunikorn_cancels_a_stale_reservation_for_a_preemption_as_evsched_does(profile_19: None) -> None:
+    """The golden ``preemption_stale_reservation_19`` (YUNIKORN-3092): w1's reservation of a3, over
+    an hour old, is cancelled by c1's preemption attempt, which then preempts on a3. yunikorn-core
+    v1.9.0 decides the same (the ``rules`` key is evsched's alone: taken out for the harness)."""
+    harness = built_harness("the YUNIKORN-3092 golden against yunikorn-core v1.9.0", "yunikorn-1.9")
+    golden = Path(__file__).resolve().parents[1] / "golden" / "scenarios" / "preemption_stale_reservation_19.jsonl"
+    lines = []
+    for raw in golden.read_bytes().splitlines():
+        obj = json.loads(raw)
+        if obj["type"] == "config.updated":
+            config = json.loads(obj["data"]["yaml"])
+            for part in config["partitions"]:
+                del part["rules"]
+            obj["data"]["yaml"] = json.dumps(config)
+        lines.append(json.dumps(obj).encode())
+    scenario = b"\n".join(lines) + b"\n"
+    ours, theirs = evsched_outcome(scenario), parse_outcome(harness_output(harness, scenario))
+    assert ("unreserved", -1, "w", "w1", "a3") in ours.reservations
+    assert [d for d in ours.decisions if d[3] == "(preempted)"] == [(5, "be", "f5", "(preempted)")]
+    assert first_difference(ours, theirs) is None

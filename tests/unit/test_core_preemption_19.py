@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from events.times import format_time
 from scheduler.core.preemption_queues_19 import QueueSnap19
 from tests.sim import SCHEDULE, app, ask, node, root_queues, run
 from tests.unit.test_core_preemption import CLASS, filled, revoked
@@ -153,3 +154,56 @@ def test_a_reserved_ask_that_preempts_elsewhere_moves_its_reservation() -> None:
                     ("ask.reserved", "n1", "preemption")]
     assert revoked(outputs) == [("f3", "n1", "preempted")]
     assert state["nodes"]["n1"]["reserved_for"] == "c/c1" and "reserved_for" not in state["nodes"]["n3"]
+
+
+def _stale_reservation_lines(wait_s: float, w1_priority: int = 0) -> list[dict[str, Any]]:
+    """f1..f4 fill n1 and n2; a3 and a4 (sorting first) each hold a 3000/3000 allocation of ``be``
+    (f5, f6), so 2000/2000 is free in the cluster but on no node: w1 (2000/2000, priority
+    ``w1_priority``) reserves a3 at 3 s. ``wait_s`` later c1 (critical) preempts."""
+    def at_s(seconds: float, obj: dict[str, Any]) -> dict[str, Any]:
+        return {**obj, "time": format_time(round(seconds * 1_000_000))}
+
+    lines = [at_s(0, CLASS), at_s(0, node("n1")), at_s(0, node("n2")), at_s(0, app("be", queue="root.best"))]
+    lines += [at_s(i / 10, ask("be", f"f{i}", vcore=2000, memory=2000)) for i in range(1, 5)] + [at_s(0.5, SCHEDULE)]
+    lines += [at_s(0.5, node("a3")), at_s(0.5, node("a4")),
+              at_s(0.5, ask("be", "f5", vcore=3000, memory=3000)), at_s(0.5, ask("be", "f6", vcore=3000, memory=3000)),
+              at_s(0.5, SCHEDULE)]
+    lines += [at_s(0.6, app("w", queue="root.best")),
+              at_s(0.6, ask("w", "w1", vcore=2000, memory=2000, priority=w1_priority)), at_s(3, SCHEDULE)]
+    t = 3 + wait_s
+    lines += [at_s(t, app("c", queue="root.crit")),
+              at_s(t, ask("c", "c1", vcore=2000, memory=2000, priority_class="critical")),
+              at_s(t, SCHEDULE), at_s(t + 1.5, SCHEDULE)]
+    return lines
+
+
+def _held(outputs: list[dict[str, Any]], ask_id: str) -> list[tuple[str, str, str]]:
+    return [(o["type"], o["data"]["node_id"], o["data"]["reason"]) for o in outputs
+            if o["type"] in ("ask.reserved", "ask.unreserved") and o["data"]["ask_id"] == ask_id]
+
+
+def test_a_lower_priority_reservation_over_an_hour_old_is_cancelled_for_a_preemption() -> None:
+    """YUNIKORN-3092 (v1.9.0 ``preemption.go:initWorkingState``): w1 (priority 0) has held a3 for
+    over 60 minutes when c1 (priority 1000) attempts preemption: the reservation is cancelled
+    (``ask.unreserved``, reason ``preemption-cancelled``) and a3 is usable; a3, a4, n1 and n2 tie
+    on start index and the lowest node id wins: f5 on a3 goes, c1 reserves a3, and w1 reserves
+    a4 at its turn. Under 1.5, and with less than 60 minutes of waiting, a3 stays held and f6
+    on a4 goes."""
+    config = leaves("{guaranteed: {vcore: 2, memory: 2000}}")
+    outputs, _ = run(_stale_reservation_lines(3601), v19(config))
+    assert _held(outputs, "w1") == [("ask.reserved", "a3", "no-fit"), ("ask.unreserved", "a3", "preemption-cancelled"),
+                                    ("ask.reserved", "a4", "no-fit")]
+    assert revoked(outputs) == [("f5", "a3", "preempted")]
+    assert _held(outputs, "c1") == [("ask.reserved", "a3", "preemption")]
+    for too_soon, cfg in ((3597, v19(config)), (3601, config)):  # the attempt is 1.5 s after c1 arrives
+        outputs, _ = run(_stale_reservation_lines(too_soon), cfg)
+        assert _held(outputs, "w1") == [("ask.reserved", "a3", "no-fit")]
+        assert revoked(outputs) == [("f6", "a4", "preempted")]
+
+
+def test_a_reservation_of_equal_priority_is_not_cancelled() -> None:
+    """The reserved ask's priority must be below the preemptor's (``res.alloc.GetPriority() < p.ask.priority``)."""
+    config = v19(leaves("{guaranteed: {vcore: 2, memory: 2000}}"))
+    outputs, _ = run(_stale_reservation_lines(3601, w1_priority=1000), config)
+    assert _held(outputs, "w1") == [("ask.reserved", "a3", "no-fit")]
+    assert revoked(outputs) == [("f6", "a4", "preempted")]

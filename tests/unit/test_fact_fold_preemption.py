@@ -65,3 +65,25 @@ def test_recovery_folds_a_moved_reservation_as_fact() -> None:
     assert recovered.digest_mismatches == []
     assert snapshot.dump(recovered.engine) == snapshot.dump(live)
     assert _next_cycle(recovered.engine) == _next_cycle(live)
+
+
+def test_recovery_folds_a_reservation_cancelled_for_a_preemption_as_fact() -> None:
+    """yunikorn-1.9 (YUNIKORN-3092): w1 reserves a3 (no node fits it), and c1's preemption attempt
+    over an hour later cancels that reservation (``ask.unreserved`` reason ``preemption-cancelled``)
+    and preempts f5 on a3 (c1's own no-fit reservation of a4 moves there, and w1 takes a4); the
+    same log through yunikorn-core v1.9.0 agrees. Recovery from the log ends in the live state."""
+    config = CONFIG.replace("  - name: default\n", "  - name: default\n    rules: yunikorn-1.9\n", 1)
+    tick = {"type": "node.updated", "data": {"node_id": "n1", "schedulable": True}}
+    out = [node("n1"), node("n2"), app("be", "root.best"), app("w", "root.best")]
+    out += [ask("be", f"f{i}", vcore=2000, memory=2000) for i in range(1, 5)]
+    out += [node("a3"), node("a4"), *(ask("be", f"f{i}", vcore=3000, memory=3000) for i in (5, 6))]
+    out += [ask("w", "w1", vcore=2000, memory=2000), tick, *[tick] * 10]  # 400 s a cycle: over an hour
+    out += [app("c", "root.crit"), ask("c", "c1", vcore=2000, memory=2000, priority=1000, preempt_other=True), tick]
+    records = _records(out, 1, 400_000_000)
+    live, recovered, log = _live_and_recovered(records, 1, 400_000_000, config)
+    outputs = [r.value for r in log.iter_outputs()]
+    assert sum(b'"ask.unreserved"' in v and b'"preemption-cancelled"' in v for v in outputs) == 1
+    assert sum(b'"allocation.revoked"' in v and b'"f5"' in v for v in outputs) == 1
+    assert recovered.digest_mismatches == []
+    assert snapshot.dump(recovered.engine) == snapshot.dump(live)
+    assert _next_cycle(recovered.engine) == _next_cycle(live)

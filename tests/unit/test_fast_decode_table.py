@@ -1,7 +1,7 @@
 """The fast decoder's field table (events/fast_decode.py) is the models' schema, field by field, limits included.
 
 The fast path retypes what events/models.py declares — each data model's fields, their order,
-defaults and bounds (253/4096/1024/64 characters, quantities up to MAX_QUANTITY) — so that
+defaults and bounds (253/4096/1024/64 characters, entry counts, quantities up to MAX_QUANTITY) — so that
 compiled code can check a record without pydantic. This test reads the bounds from the models'
 own annotations and probes every field of the table at each bound and one past it: the table's
 checker must accept exactly what pydantic accepts there, and the unrolled ``ask.added`` path
@@ -53,6 +53,11 @@ def probes(limits: set[int]) -> list[Any]:
     ints = sorted({0, 1, -1, MAX_QUANTITY, MAX_QUANTITY + 1, 2**63 - 1, 2**63, -(2**63), -(2**63) - 1})
     values: list[Any] = [None, True, False, 1.5, [], {}, *texts, *ints]
     values += [{t: 1} for t in texts] + [{"k": t} for t in texts] + [{"k": i} for i in ints] + [[t] for t in texts]
+    # and counts: a mapping or list of as many entries as a bound, and one more (a node's labels, a
+    # task group list), so that a count changed in one place fails too
+    counts = [m for n in lengths if 2 <= n <= 1024 for m in (n, n + 1)]
+    values += [{f"k{i}": "v" for i in range(m)} for m in counts] + [{f"k{i}": 1 for i in range(m)} for m in counts]
+    values += [[f"g{i}" for i in range(m)] for m in counts]
     return values
 
 

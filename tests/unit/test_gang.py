@@ -386,6 +386,9 @@ def test_an_accepted_app_holding_placeholders_counts_as_running_for_maxapplicati
     assert _states(outs, "g") == ["Accepted", "Resuming", "Accepted"]
     queue = sim.engine.state.partitions["default"].queues["root.a"]
     assert queue.running_apps == 0 and queue.allocating_accepted == 1
+    # a snapshot keeps the count (the gang's flag, counted again in the leaf and its ancestors on load)
+    loaded = snapshot.load(snapshot.dump(sim.engine)).state.partitions["default"].queues
+    assert (loaded["root.a"].allocating_accepted, loaded["root"].allocating_accepted) == (1, 1)
 
 
 def _replaced_then_timed_out(rules: str) -> tuple[list[dict[str, Any]], Simulation]:

@@ -11,10 +11,14 @@ from typing import Any
 import pytest
 
 from events.log.file import FileLog
+from events.times import format_time
 from replay.explain.from_log import explain_ask_from_log
 from replay.explain.pending import PendingExplanation
+from replay.explain.pending_list import pending_in_queue
+from replay.explain.text import render_pending
+from replay.state_at import engine_at
 from scheduler.cli.explain import add_explain
-from tests.explain_logdrive import LogDriver
+from tests.explain_logdrive import MS, LogDriver
 from tests.sim import app, ask, node, root_queues
 
 CONFIG = root_queues("""
@@ -150,3 +154,55 @@ def test_pending_ask_says_where_it_is_reserved(tmp_path: Path) -> None:
                 ask("y", "pin", vcore=2000, required_node="n1"), target=("y", "pin"))
     assert messages(p)[0].startswith("reserved on node n1 since cycle 1")
     assert p.reasons[0]["rule"] == "docs/semantics.md#reservations"
+
+
+def _quota_config(max_units: int) -> str:
+    """yunikorn-1.9 with quota preemption: root.a's max, a 60 s ``quota.preemption.delay``."""
+    return root_queues(f"""
+        - name: a
+          resources: {{max: {{vcore: {max_units}, memory: {max_units}}}}}
+          properties: {{quota.preemption.delay: 60s}}
+    """, partition="rules: yunikorn-1.9\npreemption: {quotapreemptionenabled: true}")
+
+
+def test_pending_under_a_lowered_max_names_the_quota_preemption_under_way(tmp_path: Path) -> None:
+    """yunikorn-1.9: root.a holds 8000 when its max is lowered to 4000; a5 waits on the max, and the
+    reason says what frees it: quota preemption due 60 s after the change, then the two revoked
+    allocations until they are released. Read from the log (re-derived), as ``explain --ask``,
+    ``evsched pending`` (``engine_at`` + ``pending_in_queue``) and the Kubernetes shim read it."""
+    directory = tmp_path / "log"
+    tick = {"type": "node.updated", "data": {"node_id": "n1", "schedulable": True}}
+    with LogDriver(directory, _quota_config(8000)) as drv:
+        drv.submit(node("n1", vcore=10000, memory=10000), app("A", "root.a"),
+                   *(ask("A", f"a{i}", vcore=2000, memory=2000) for i in range(1, 5)))
+        drv.cycle()
+        drv.submit({"type": "config.updated", "data": {"yaml": _quota_config(4000)}},
+                   ask("A", "a5", vcore=2000, memory=2000))
+        changed_us = drv.now_us - MS  # the config change's log time
+        drv.cycle()
+        with FileLog(directory, readonly=True) as log:
+            before = explain_ask_from_log(log, "A", "a5")
+        drv.now_us += 61_000_000
+        drv.submit(tick)
+        drv.cycle()
+    due = format_time(changed_us + 60_000_000)
+    assert [r["rule"] for r in before.reasons] == ["docs/semantics.md#queue-max",
+                                                   "docs/semantics.md#yunikorn-19 (quota preemption)"]
+    assert messages(before)[1] == (
+        "queue root.a is over its max by memory 4 kB; quota preemption is under way, at "
+        f"{due} (quota.preemption.delay 60 s) it revokes allocations until it is within its max (yunikorn-1.9)")
+    with FileLog(directory, readonly=True) as log:
+        after = explain_ask_from_log(log, "A", "a5")
+        engine = engine_at(log, None, None)
+    assert messages(after)[1:] == [
+        "memory 4 kB, vcore 4 cores of queue root.a's allocations are revoked (preempted) and count against its "
+        "max until the resource manager releases them"]
+    assert "count against its max until the resource manager releases them" in render_pending(after)
+    item = pending_in_queue(engine, "default", "root.a")["items"][0]
+    assert item["allocationKey"] == "a5" and item["reasons"] == after.reasons
+
+
+def test_no_quota_reason_where_nothing_frees_the_max(tmp_path: Path) -> None:
+    p = pending(tmp_path, node("n1"), app("x", "root.capped"), ask("x", "k1", vcore=1500), ask("x", "k2", vcore=1000),
+                target=("x", "k2"))
+    assert [r["rule"] for r in p.reasons] == ["docs/semantics.md#queue-max"]

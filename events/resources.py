@@ -110,6 +110,18 @@ def dominates(left: ResourcesView, right: ResourcesView) -> bool:
     return strictly
 
 
+def equals(left: ResourcesView | None, right: ResourcesView | None) -> bool:
+    """YuniKorn's ``resources.Equals``: the same quantity of every type, a missing type read as 0;
+    None (Go's nil) equals only None.
+
+    >>> equals({"vcore": 1, "memory": 0}, {"vcore": 1}), equals({}, None), equals(None, None)
+    (True, False, True)
+    """
+    if left is None or right is None:
+        return left is None and right is None
+    return all(left.get(k, 0) == right.get(k, 0) for k in left.keys() | right.keys())
+
+
 def min_permissive(left: ResourcesView | None, right: ResourcesView | None) -> Resources | None:
     """YuniKorn's ``ComponentWiseMinPermissive``: per type the smaller value, a type on one side only
     keeps its value; None when both are None (Go's nil), so callers tell "no limit" from "limit 0".

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from typing import Final
 
 from events.models import AllocationRevoked, AskReleased, OutputData
-from events.resources import Resources, is_positive
+from events.resources import Resources, equals, is_positive
 from scheduler.config.profiles import RulesProfile
 from scheduler.core.constrained_nodes import node_admits
 from scheduler.core.objects import Allocation, App, Ask, Gang, TaskGroup
@@ -172,7 +172,7 @@ def placeholder_allocated(app: App, before: Resources, now_us: int, timers: Time
     if not is_positive(before) and gang.timer_us is None and app.state == "Accepted":
         gang.timer_us = now_us + gang.timeout_us
         timers.schedule_placeholder(gang.timer_us, app)
-    return _equal(gang.placeholders, gang.placeholder_ask)
+    return equals(gang.placeholders, gang.placeholder_ask)
 
 
 def allocating_while_accepted(app: App) -> None:
@@ -182,11 +182,6 @@ def allocating_while_accepted(app: App) -> None:
     if gang is not None and app.state == "Accepted" and not gang.allocating_accepted:
         gang.allocating_accepted = True
         app.queue.add_allocating_accepted(1)
-
-
-def _equal(a: Resources, b: Resources) -> bool:
-    """YuniKorn ``resources.Equals``: the same quantity of every type (a missing type is 0)."""
-    return all(a.get(k, 0) == b.get(k, 0) for k in a.keys() | b.keys())
 
 
 def replace(part: PartitionState, app: App, ask: Ask, ph: Allocation, decision_id: str, now_us: int,

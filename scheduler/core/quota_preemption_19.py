@@ -33,12 +33,14 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from events.resources import dominates, equals, min_permissive
+from scheduler.config.resmath import fits_max_undef, is_zero
+
 Res = Mapping[str, int]
 
 SCORE_ORIGINATOR = 1 << 33  # preemption.go scoreOriginator
 SCORE_NO_PREEMPT = 1 << 34  # preemption.go scoreNoPreempt
 HOUR_US = 3_600_000_000
-GO_INSERTION_BLOCK = 20  # sort.Stable's insertion-sort block size
 
 
 # ---------------------------------------------------------------------------------------------
@@ -47,7 +49,7 @@ GO_INSERTION_BLOCK = 20  # sort.Stable's insertion-sort block size
 
 def _is_zero(res: Res | None) -> bool:
     """``resources.IsZero``: nil, or every quantity 0."""
-    return res is None or all(value == 0 for value in res.values())
+    return res is None or is_zero(res)
 
 
 def strictly_ge_only_existing(larger: Res | None, smaller: Res | None) -> bool:
@@ -70,12 +72,6 @@ def strictly_ge_only_existing(larger: Res | None, smaller: Res | None) -> bool:
     return bool(big) and bool(small)
 
 
-def _fit_in_max_undef(larger: Res | None, smaller: Res) -> bool:
-    """``FitInMaxUndef``: every type of smaller that larger defines fits, larger's negatives read as 0."""
-    big = larger or {}
-    return all(not (name in big and value > max(0, big[name])) for name, value in smaller.items())
-
-
 def _match_any(left: Res | None, right: Res | None) -> bool:
     """``MatchAny``: a type in common."""
     return left is not None and right is not None and any(name in right for name in left)
@@ -86,16 +82,6 @@ def _sub_only_existing(base: Res | None, delta: Res | None) -> dict[str, int] | 
     if base is None:
         return None
     return {name: value - (delta or {}).get(name, 0) for name, value in base.items()}
-
-
-def _min_all(left: Res | None, right: Res | None) -> dict[str, int] | None:
-    """``ComponentWiseMin``: the union of types, the smaller where both define one."""
-    if left is None and right is None:
-        return None
-    out = dict(left or {})
-    for name, value in (right or {}).items():
-        out[name] = min(out[name], value) if name in out else value
-    return out
 
 
 def _min_only_existing(left: Res | None, right: Res | None) -> dict[str, int] | None:
@@ -159,7 +145,7 @@ class QuotaClock:
             self.start_us = None
             return
         delta = self.delay_us - old_delay_us
-        if _equals(old_max, new_max):
+        if equals(old_max, new_max):
             if self.start_us is None:
                 if old_delay_us == 0 and self.delay_us > 0:
                     self.start_us = now_us + self.delay_us
@@ -190,21 +176,9 @@ class QuotaClock:
         return self.start_us is not None and now_us >= self.start_us
 
 
-def _equals(left: Res | None, right: Res | None) -> bool:
-    """``resources.Equals``: nil equals nil only; otherwise the same types and quantities."""
-    if left is None or right is None:
-        return left is None and right is None
-    return dict(left) == dict(right)
-
-
 def _strictly_greater(larger: Res | None, smaller: Res | None) -> bool:
-    """``resources.StrictlyGreaterThan``: ≥ in every type (missing = 0) and not equal."""
-    big = larger or {}
-    small = smaller or {}
-    names = set(big) | set(small)
-    if any(big.get(n, 0) < small.get(n, 0) for n in names):
-        return False
-    return any(big.get(n, 0) != small.get(n, 0) for n in names)
+    """``resources.StrictlyGreaterThan``: ≥ in every type (missing = 0) and not equal; nil is zero."""
+    return dominates(larger or {}, smaller or {})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -245,7 +219,7 @@ def ancestors_preemptable(chain: Sequence[QuotaQueue]) -> dict[str, int] | None:
     for queue in chain:
         guaranteed = queue.guaranteed
         own = dict(queue.allocated) if guaranteed is None else _sub_only_existing(guaranteed, queue.allocated)
-        out = _min_all(own, out)
+        out = min_permissive(own, out)
     return out
 
 
@@ -332,7 +306,7 @@ def leaf_victims(leaf: QuotaQueue, preemptable: Res | None) -> list[QuotaCandida
     taken: list[QuotaCandidate] = []
     total: dict[str, int] = {}
     for victim in victim_order(candidates, leaf.max, preemptable):
-        if not _fit_in_max_undef(preemptable, victim.resource):
+        if not fits_max_undef(preemptable, victim.resource):
             continue
         trial = {name: total.get(name, 0) + victim.resource.get(name, 0) for name in set(total) | set(victim.resource)}
         if strictly_ge_only_existing(preemptable, trial):

@@ -107,6 +107,14 @@ def test_clock_starts_on_the_lowering_config_change_in_log_time() -> None:
     assert clock.start_us == 120 * S
 
 
+def test_a_max_equal_but_for_a_zero_entry_is_unchanged_as_go_equals_reads_it() -> None:
+    # v1.9.0 ``resources.Equals`` reads a missing type as 0: {memory: 40, vcore: 0} equals {memory: 40}, so a
+    # delay set later (old delay 0) starts the clock from the change, as for an unchanged max
+    clock = QuotaClock(delay_us=10 * S)
+    clock.on_config(100 * S, {"memory": 40, "vcore": 0}, {"memory": 40}, 0, {"memory": 60})
+    assert clock.start_us == 110 * S
+
+
 def test_clock_disabled_or_back_under_max_does_nothing() -> None:
     off = QuotaClock(delay_us=0)
     off.on_config(100 * S, {"memory": 100}, {"memory": 40}, 0, {"memory": 60})

@@ -32,7 +32,9 @@ before the field existed are version 1 (the field's default when read).
   (``cycle.completed`` ``profiles`` says so); under the default ``yunikorn-1.5`` nothing
   changed. Also node constraints (``ask.added`` ``constraints``, node ``labels``/``taints``;
   under 4 the fields were refused as unknown): a constrained ask, a gang's real ask replacing
-  a placeholder included, goes only to a node they admit.
+  a placeholder included, goes only to a node they admit. Also queue delays (``preemption.delay``
+  and yunikorn-1.9's) read exactly as Go's ``time.ParseDuration`` (``8.05ms`` had been 8,051 µs,
+  ``0.5ns`` 1 µs, ``3000000h`` accepted).
 """
 
 from __future__ import annotations

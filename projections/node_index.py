@@ -83,6 +83,16 @@ class _Block:
                 return i
         return -1
 
+    def first_row(self, want: list[tuple[int, int]]) -> int:
+        """The row of the first node whose availability holds ``want``, or -1: the bounds rule the
+        block out, or a scan found none (the bounds were loose: they are tightened)."""
+        if self.rules_out(want):
+            return -1
+        i = self.first_holding(want, 0)
+        if i < 0:
+            self.tighten()
+        return i
+
 
 class NodeIndex:
     """Schedulable nodes sorted by policy key, searchable for the first node that fits."""
@@ -275,12 +285,9 @@ class NodeIndex:
 
     def _first_fit_any(self, want: list[tuple[int, int]]) -> str | None:
         for block in self._blocks:
-            if block.rules_out(want):
-                continue
-            i = block.first_holding(want, 0)
+            i = block.first_row(want)
             if i >= 0:
                 return block.ids[i]
-            block.tighten()  # scanned in vain: its bounds were loose
         return None
 
     def _tighten_bound(self) -> None:
@@ -317,9 +324,7 @@ class NodeIndex:
         if want is None:
             return
         for block in self._blocks:
-            if block.rules_out(want):
-                continue
-            i = block.first_holding(want, 0)
+            i = block.first_row(want)
             while i >= 0:
                 yield block.ids[i]
                 i = block.first_holding(want, i + 1)

@@ -55,14 +55,13 @@ func allocRelease(app, ask, id, part string, tt si.TerminationType) *si.Allocati
 func allocIDOf(a *si.Allocation) string           { return a.AllocationID }
 func releasedIDOf(r *si.AllocationRelease) string { return r.AllocationID }
 
-// userUsages and groupUsages are every user's and group's usage (ugmTrees, output.go, keys them).
-func userUsages() []*dao.UserResourceUsageDAOInfo {
-	return each(ugm.GetUserManager().GetUsersResources(), (*ugm.UserTracker).GetUserResourceUsageDAOInfo)
-}
-
-func groupUsages() []*dao.GroupResourceUsageDAOInfo {
-	return each(ugm.GetUserManager().GetGroupsResources(), (*ugm.GroupTracker).GetGroupResourceUsageDAOInfo)
-}
+// ugm's user and group trackers and their usage reports, by their v1.5.2 names (ugmTrees, output.go).
+var (
+	userTrackers  = (*ugm.Manager).GetUsersResources
+	userUsage     = (*ugm.UserTracker).GetUserResourceUsageDAOInfo
+	groupTrackers = (*ugm.Manager).GetGroupsResources
+	groupUsage    = (*ugm.GroupTracker).GetGroupResourceUsageDAOInfo
+)
 
 func usageOf(q *dao.ResourceUsageDAOInfo) map[string]int64 { return norm(q.ResourceUsage) }
 

@@ -59,13 +59,13 @@ func allocRelease(app, ask, _, part string, tt si.TerminationType) *si.Allocatio
 func allocIDOf(a *si.Allocation) string           { return a.AllocationKey }
 func releasedIDOf(r *si.AllocationRelease) string { return r.AllocationKey }
 
-func userUsages() []*dao.UserResourceUsageDAOInfo {
-	return each(ugm.GetUserManager().GetUserTrackers(), (*ugm.UserTracker).GetResourceUsageDAOInfo)
-}
-
-func groupUsages() []*dao.GroupResourceUsageDAOInfo {
-	return each(ugm.GetUserManager().GetGroupTrackers(), (*ugm.GroupTracker).GetResourceUsageDAOInfo)
-}
+// ugm's user and group trackers and their usage reports, by their v1.9.0 names (ugmTrees, output.go).
+var (
+	userTrackers  = (*ugm.Manager).GetUserTrackers
+	userUsage     = (*ugm.UserTracker).GetResourceUsageDAOInfo
+	groupTrackers = (*ugm.Manager).GetGroupTrackers
+	groupUsage    = (*ugm.GroupTracker).GetResourceUsageDAOInfo
+)
 
 func usageOf(q *dao.ResourceUsageDAOInfo) map[string]int64 { return nonZero(q.ResourceUsage) }
 

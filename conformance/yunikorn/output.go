@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/yunikorn-core/pkg/common/resources"
 	"github.com/apache/yunikorn-core/pkg/scheduler/objects"
+	"github.com/apache/yunikorn-core/pkg/scheduler/ugm"
 	"github.com/apache/yunikorn-core/pkg/webservice/dao"
 	"github.com/apache/yunikorn-scheduler-interface/lib/go/si"
 )
@@ -44,13 +45,14 @@ func each[T, U any](xs []T, f func(T) U) []U {
 	return out
 }
 
-// ugmTrees is each user's and group's usage tree (userUsages, groupUsages: the core's version file).
+// ugmTrees is each user's and group's usage tree (the trackers' and reports' names: the core's version file).
 func ugmTrees() (users, groups map[string]*dao.ResourceUsageDAOInfo) {
 	users, groups = map[string]*dao.ResourceUsageDAOInfo{}, map[string]*dao.ResourceUsageDAOInfo{}
-	for _, info := range userUsages() {
+	manager := ugm.GetUserManager()
+	for _, info := range each(userTrackers(manager), userUsage) {
 		users[info.UserName] = info.Queues
 	}
-	for _, info := range groupUsages() {
+	for _, info := range each(groupTrackers(manager), groupUsage) {
 		groups[info.GroupName] = info.Queues
 	}
 	return users, groups

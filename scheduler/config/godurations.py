@@ -8,46 +8,101 @@ a delay must be positive. ``config check`` reports such values (``scheduler.conf
 
 from __future__ import annotations
 
-import math
-import re
-
 from scheduler.config.model import UINT64_MAX
 
 DEFAULT_PREEMPTION_DELAY_US = 30_000_000
 PREEMPTION_POLICIES = ("default", "fence", "disabled")
 
-_UNITS_US = {"ns": 0.001, "us": 1.0, "µs": 1.0, "μs": 1.0, "ms": 1_000.0, "s": 1_000_000.0,
-             "m": 60_000_000.0, "h": 3_600_000_000.0}
-_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
+_UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": 1_000_000_000,
+            "m": 60_000_000_000, "h": 3_600_000_000_000}
+_TWO_63 = 1 << 63
+_DIGITS = "0123456789"  # ASCII only, as Go compares bytes ('²'.isdigit() holds)
 
 
-def go_duration_us(text: str) -> int | None:
-    """Go ``time.ParseDuration`` in microseconds, or None when Go rejects the text. Log time
-    counts microseconds, so a positive duration rounds up to the next one (``1ns`` → 1).
+def go_duration_ns(text: str) -> int | None:
+    """Go ``time.ParseDuration``, step for step: nanoseconds, or None where Go returns an error.
 
-    >>> go_duration_us("1m30s"), go_duration_us("1.5s"), go_duration_us("0"), go_duration_us("10")
-    (90000000, 1500000, 0, None)
-    >>> go_duration_us("1ns"), go_duration_us("-1ns")
-    (1, -1)
+    Integers exactly, a fraction as Go computes it (``float64(f) * (float64(unit) / scale)``,
+    truncated), digits past 63 bits of a fraction ignored, more than 2⁶³ − 1 ns an error.
+
+    >>> go_duration_ns("8.05ms"), go_duration_ns("0.5ns"), go_duration_ns("2562048h"), go_duration_ns("1.s")
+    (8050000, 0, None, 1000000000)
     """
     rest = text
-    sign = 1
+    negative = False
     if rest[:1] in ("+", "-"):
-        sign = -1 if rest[0] == "-" else 1
+        negative = rest[0] == "-"
         rest = rest[1:]
     if rest == "0":
         return 0
     if not rest:
         return None
-    total = 0.0
-    pos = 0
-    while pos < len(rest):
-        match = _PART.match(rest, pos)
-        if match is None or match.group(1) in ("", "."):
+    total = 0
+    while rest:
+        if rest[0] != "." and rest[0] not in _DIGITS:
             return None
-        total += float(match.group(1)) * _UNITS_US[match.group(2)]
-        pos = match.end()
-    return sign * math.ceil(total)
+        i = 0
+        whole = 0
+        while i < len(rest) and rest[i] in _DIGITS:  # Go leadingInt
+            if whole > _TWO_63 // 10:
+                return None
+            whole = whole * 10 + ord(rest[i]) - 48
+            if whole > _TWO_63:
+                return None
+            i += 1
+        before = i > 0
+        fraction, scale, after = 0, 1.0, False
+        if i < len(rest) and rest[i] == ".":
+            i += 1
+            start = i
+            overflow = False
+            while i < len(rest) and rest[i] in _DIGITS:  # Go leadingFraction
+                if not overflow:
+                    if fraction > (_TWO_63 - 1) // 10:
+                        overflow = True
+                    else:
+                        longer = fraction * 10 + ord(rest[i]) - 48
+                        if longer > _TWO_63:
+                            overflow = True
+                        else:
+                            fraction, scale = longer, scale * 10
+                i += 1
+            after = i > start
+        if not before and not after:
+            return None
+        start = i
+        while i < len(rest) and rest[i] != "." and rest[i] not in _DIGITS:
+            i += 1
+        unit = _UNIT_NS.get(rest[start:i])
+        if unit is None or whole > _TWO_63 // unit:
+            return None
+        value = whole * unit
+        if fraction > 0:
+            value += int(float(fraction) * (float(unit) / scale))
+            if value > _TWO_63:
+                return None
+        total += value
+        if total > _TWO_63:
+            return None
+        rest = rest[i:]
+    if negative:
+        return -total
+    return total if total < _TWO_63 else None
+
+
+def go_duration_us(text: str) -> int | None:
+    """Go ``time.ParseDuration`` in microseconds, or None when Go rejects the text. Log time
+    counts microseconds, so a duration of a fraction of one rounds away from 0 (``1ns`` → 1).
+
+    >>> go_duration_us("1m30s"), go_duration_us("1.5s"), go_duration_us("0"), go_duration_us("10")
+    (90000000, 1500000, 0, None)
+    >>> go_duration_us("1ns"), go_duration_us("-1ns"), go_duration_us("0.5ns")
+    (1, -1, 0)
+    """
+    ns = go_duration_ns(text)
+    if ns is None:
+        return None
+    return -(-ns // 1000) if ns >= 0 else ns // 1000
 
 
 def positive_duration_us(value: str | None, default: int) -> int:

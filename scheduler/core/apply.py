@@ -60,6 +60,7 @@ class Rejected(Exception):
 
 def apply(state: SchedulerState, event: InputEvent, out: list[OutputData]) -> None:
     """Apply one input event; outputs (rejections, state changes, revocations) go to out."""
+    state.settled_cycle = None  # an input may give the walk something to do (``cycle.settled``)
     handler = _HANDLERS[type(event.data)]
     try:
         handler(state, event, out)

@@ -1,5 +1,5 @@
 """The nodes an ask with node constraints may take: the first in node order that fits and passes,
-the one it would reserve, and why the others were passed over.
+and the one it would reserve.
 
 Asks without constraints never come here: their search is the node index's ``first_fit`` and the
 reservation candidates kept per request shape (``scheduler.core.reserve_candidates``), untouched.
@@ -67,16 +67,3 @@ def reservable_admitting(part: PartitionState, request: Resources, c: Constraint
             best, best_score = node, score
     return best
 
-
-def exclusions(part: PartitionState, c: Constraints) -> dict[str, int]:
-    """Each constraint that excluded schedulable nodes, with how many (for explain); a node is
-    counted once, under the first constraint it fails."""
-    counts: dict[str, int] = {}
-    for node_id in sorted(part.nodes):
-        node = part.nodes[node_id]
-        if not node.schedulable:
-            continue
-        reason = node_excludes(c, node)
-        if reason is not None:
-            counts[reason] = counts.get(reason, 0) + 1
-    return counts

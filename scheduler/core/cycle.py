@@ -47,9 +47,9 @@ from scheduler.core.preemption_victims import VictimIndex
 from scheduler.core.preemption_victims_19 import VictimIndex19
 from scheduler.core.queues import QueueNode
 from scheduler.core.reservations import (
+    RESERVATION_DELAY_US,
     RESERVATION_WAIT_TIMEOUT_US,
     Step,
-    may_reserve,
     required_node_passes,
     required_node_step,
     reserved_step,
@@ -94,6 +94,9 @@ class CycleMemo:
     # Some shape had no node to reserve (``PartitionState.reserve_candidates``): only then may
     # an app be hopeless (``_hopeless``), so a cycle with room never asks.
     any_exhausted: bool = False
+    # The earliest time at which an ask the walk found too young to reserve is old enough
+    # (None: none was): until then a walk of the same state finds the same (``settled``).
+    wake_us: int | None = None
     # yunikorn-1.9's unschedulable-ask backoff: (app, unschedulable asks) set during the walk,
     # written out (``app.backed_off``) by the cycle loop before the step it found
     backed_off: list[tuple[App, int]] = field(default_factory=list)
@@ -198,14 +201,14 @@ def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, now_us: int
     request = ask.resources
     shape = shape_of(request)
     unplaceable = shape in memo.unplaceable
-    # ``_may_preempt``, ``may_reserve`` and the reservation candidate read nothing this function
+    # ``_may_preempt``, ``_may_reserve`` and the reservation candidate read nothing this function
     # changes. An ask whose shape fits no free node and that may not preempt can only reserve:
     # when it cannot (too young, or no node to hold) it fails whatever the headroom says,
     # checked first as cheaper than the headroom walk (with a full cluster nearly every
     # waiting ask ends here). The candidate found is kept for the reservation below.
     to_reserve: Node | None = None
     if unplaceable and not _may_preempt(app, ask, memo, now_us):
-        if not may_reserve(ask, now_us):
+        if not _may_reserve(ask, now_us, memo):
             return None
         to_reserve = _reservable(part, memo, shape, ask)
         if to_reserve is None:
@@ -225,11 +228,24 @@ def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, now_us: int
             admitting = first_admitting(part, request, constraints)
             if admitting is not None:
                 return Step(app, ask, admitting)
-    if may_reserve(ask, now_us):
+    if _may_reserve(ask, now_us, memo):
         node = to_reserve if to_reserve is not None else _reservable(part, memo, shape, ask)
         if node is not None:
             return Step(app, ask, node, "no-fit")
     return _preempt(part, app, ask, memo, True, now_us) if _may_preempt(app, ask, memo, now_us) else None
+
+
+def _may_reserve(ask: Ask, now_us: int, memo: CycleMemo) -> bool:
+    """Not reserved yet, and older than the reservation delay (log time); an ask too young
+    notes in the memo when it comes of age (``settled``)."""
+    if ask.reserved_node is not None:
+        return False
+    of_age = ask.created_us + RESERVATION_DELAY_US + 1
+    if now_us >= of_age:
+        return True
+    if memo.wake_us is None or of_age < memo.wake_us:
+        memo.wake_us = of_age
+    return False
 
 
 def _reservable(part: PartitionState, memo: CycleMemo, shape: Shape, ask: Ask) -> Node | None:
@@ -325,7 +341,7 @@ def _try_app_counting(part: PartitionState, app: App, memo: CycleMemo, now_us: i
                     and fits_queue_headroom(part, app.queue, ask.resources):
                 unschedulable += 1
                 if unschedulable >= threshold and _more_requests(app, i):
-                    app.backoff_until_us = now_us + app.queue.backoff_delay_us
+                    part.back_off(app, now_us + app.queue.backoff_delay_us)
                     memo.backed_off.append((app, unschedulable))
                     return None
             continue
@@ -557,7 +573,7 @@ def cycle_memo(state: SchedulerState, partition: str, prev_cycle_us: int | None,
             index.nodes_returned()
     return CycleMemo(preemption=spec is None or spec.preemption_enabled, prev_cycle_us=prev_cycle_us,
                      preempt_tried=memo.preempt_tried, child_orders=memo.child_orders, victims=memo.victims,
-                     victims_19=memo.victims_19, expiring=memo.expiring)
+                     victims_19=memo.victims_19, expiring=memo.expiring, wake_us=memo.wake_us)
 
 
 def commit_step(state: SchedulerState, part: PartitionState, found: Step, step: int, now_us: int,
@@ -589,6 +605,8 @@ def begin_cycle(state: SchedulerState, now_us: int, out: list[OutputData]) -> in
     """Open the next cycle: its number, the app timers due, its time. Returns the previous cycle's
     time, which the steps' memo needs (preemption attempt ticks)."""
     state.cycle += 1
+    if state.timer_due(now_us):
+        state.settled_cycle = None  # a timer may change an app's state (``settled``)
     state.fire_timers(now_us, out)
     prev_cycle_us, state.cycle_time_us = state.cycle_time_us, now_us
     return prev_cycle_us
@@ -607,7 +625,13 @@ def cycle_steps(state: SchedulerState, now_us: int, prev_cycle_us: int | None, o
     cycle's decisions (reservations and preemptions are not decisions), so the yielded count is
     the number of decisions made before this step.
     """
+    if settled(state, now_us, prev_cycle_us):
+        state.settled_cycle = state.cycle  # the same state, the same bound
+        return
+    state.settled_cycle = None
+    wake_us: int | None = None  # the earliest of the partitions' memos' ``wake_us``
     decisions = 0
+    cut = False  # stopped at ``max_allocations``: the walks may have more to do (not settled)
     for name in sorted(state.partitions):
         part = state.partitions[name]
         if part.profile is YUNIKORN_1_9:
@@ -618,7 +642,10 @@ def cycle_steps(state: SchedulerState, now_us: int, prev_cycle_us: int | None, o
         memo = cycle_memo(state, name, prev_cycle_us)
         if part.profile is YUNIKORN_1_9:
             memo.expiring = expiring(part, now_us)
-        while max_allocations is None or decisions < max_allocations:
+        while True:
+            if max_allocations is not None and decisions >= max_allocations:
+                cut = True
+                break
             found = next_step(part, memo, now_us)
             if memo.backed_off:
                 _write_backoffs(memo, out)
@@ -630,6 +657,8 @@ def cycle_steps(state: SchedulerState, now_us: int, prev_cycle_us: int | None, o
                 if cancelled:  # nodes came back: the next step may find what this one did not
                     memo = cycle_memo(state, name, prev_cycle_us, memo)
                     continue
+                if memo.wake_us is not None and (wake_us is None or memo.wake_us < wake_us):
+                    wake_us = memo.wake_us
                 break
             yield part, memo, found, decisions
             if found.reserve is None:
@@ -637,6 +666,46 @@ def cycle_steps(state: SchedulerState, now_us: int, prev_cycle_us: int | None, o
             memo = commit_step(state, part, found, decisions, now_us, out, memo)
             if cancelled:
                 memo = cycle_memo(state, name, prev_cycle_us, memo)
+    if not cut:
+        state.settled_cycle, state.settled_until_us = state.cycle, wake_us
+
+
+def settled(state: SchedulerState, now_us: int, prev_cycle_us: int | None) -> bool:
+    """The walks of a cycle at ``now_us`` would find nothing, known without walking: the previous
+    cycle ended with every walk finding nothing, and since then no input was applied and no
+    timer fired (``state.settled_cycle``), so the state is the one those walks ended on, and
+    nothing a walk reads has changed with time alone.
+
+    A full cluster's cycles are mostly of this kind; walking every waiting leaf again cost each
+    of them O(waiting queues) in steps and more in memory touched (issue 32's steady cycle). A
+    walk reads the time in three places (yunikorn-1.9's steps before the walk aside: a partition
+    under that profile is never skipped):
+
+    * ``_may_reserve``, an ask's age: the walks noted the earliest time an ask they found too
+      young comes of age (``CycleMemo.wake_us``, kept in ``state.settled_until_us``);
+    * ``may_attempt``, preemption ticks: preemption is off, or no ask ever added may preempt;
+    * the unschedulable-ask backoff: every backoff had ended by the previous cycle.
+
+    Within a cycle the memo gives what a walk from scratch would (the module docstring): an ask
+    it skips failed earlier on a reason that only hardens within a cycle (no room, headroom,
+    limits), or on its age, which the memo noted; so the last walk finding nothing means a
+    walk from scratch of the final state finds nothing, and with the time read the same, so
+    does the next cycle's. ``tests/unit/test_settled_cycles.py`` compares every cycle with the
+    walks run.
+    """
+    if state.settled_cycle != state.cycle - 1 or prev_cycle_us is None or now_us < prev_cycle_us:
+        return False
+    until = state.settled_until_us
+    if until is not None and now_us >= until:
+        return False
+    for part in state.partitions.values():
+        if part.profile is YUNIKORN_1_9 or part.backoffs_until_us > prev_cycle_us:
+            return False
+        if part.preempting_asks:
+            spec = next((p for p in state.config.partitions if p.name == part.name), None)
+            if spec is None or spec.preemption_enabled:
+                return False
+    return True
 
 
 def _write_backoffs(memo: CycleMemo, out: list[OutputData]) -> None:

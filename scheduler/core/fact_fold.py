@@ -224,7 +224,7 @@ def _fold_backed_off(cyc: _Cycle, data: Mapping[str, Any]) -> None:
     for part in _partitions_first(cyc):
         app = part.apps.get(data["app_id"])
         if app is not None:
-            app.backoff_until_us = parse_time(data["until"])
+            part.back_off(app, parse_time(data["until"]))
             return
     raise FoldError(f"app.backed_off of {data['app_id']}: no such app")
 

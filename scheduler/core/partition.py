@@ -108,6 +108,17 @@ class PartitionState:
         # ``preemption.quotapreemptionenabled``, and per queue path its timer (kept across rebuilds)
         self.quota_preemption = False
         self.quota_clocks: dict[str, QuotaClock] = {}
+        # What a settled cycle (``scheduler.core.cycle.settled``) needs to know that no walk could
+        # change its outcome with time alone: whether any ask ever added may preempt, and the
+        # latest unschedulable-ask backoff.
+        self.preempting_asks = False
+        self.backoffs_until_us = 0
+
+    def back_off(self, app: App, until_us: int) -> None:
+        """yunikorn-1.9's unschedulable-ask backoff: the walk skips ``app`` until ``until_us``."""
+        app.backoff_until_us = until_us
+        if until_us > self.backoffs_until_us:
+            self.backoffs_until_us = until_us
 
     # -- dynamic queues -------------------------------------------------------------
 
@@ -237,6 +248,8 @@ class PartitionState:
 
     def add_ask(self, app: App, ask: Ask) -> None:
         """Add a pending ask."""
+        if ask.preempt_other:
+            self.preempting_asks = True
         app.asks[ask.ask_id] = ask
         app.sorted_asks.add(ask)
         add_into(app.pending, ask.resources)

@@ -119,7 +119,7 @@ class QueueNode:
         self.admin_acl = admin_acl
         self.preemption_policy = preemption_policy  # default | fence | disabled
         self.preemption_delay_us = preemption_delay_us
-        # yunikorn-1.9's unschedulable-ask backoff (scheduler.core.backoff): 0 is off
+        # yunikorn-1.9's unschedulable-ask backoff (scheduler.core.cycle, ``_try_app_counting``): 0 is off
         self.unsched_backoff = unsched_backoff
         self.backoff_delay_us = backoff_delay_us
         self.children: list[QueueNode] = []

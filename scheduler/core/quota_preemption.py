@@ -130,7 +130,7 @@ def _figures(part: PartitionState, queue: QueueNode,
         return figures
     figures.children = [_figures(part, child, allocations) for child in queue.children]
     if queue.is_leaf:
-        for app in sorted((a for a in part.apps.values() if a.queue is queue), key=lambda a: a.seq):
+        for app in sorted((part.apps[app_id] for app_id in queue.apps), key=lambda a: a.seq):  # the leaf's own
             for alloc in sorted(app.allocations.values(), key=lambda al: al.seq):
                 allocations[(app.app_id, alloc.ask_id)] = alloc
                 figures.allocations.append(QuotaCandidate(

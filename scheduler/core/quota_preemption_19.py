@@ -41,7 +41,6 @@ Res = Mapping[str, int]
 SCORE_ORIGINATOR = 1 << 33  # preemption.go scoreOriginator
 SCORE_NO_PREEMPT = 1 << 34  # preemption.go scoreNoPreempt
 HOUR_US = 3_600_000_000
-GO_INSERTION_BLOCK = 20  # sort.Stable's insertion-sort block size
 
 
 # ---------------------------------------------------------------------------------------------

@@ -81,11 +81,6 @@ class Step:
         self.replaces = replaces
 
 
-def may_reserve(ask: Ask, now_us: int) -> bool:
-    """Not reserved yet, and older than the reservation delay (log time)."""
-    return ask.reserved_node is None and now_us - ask.created_us > RESERVATION_DELAY_US
-
-
 def required_node_step(part: PartitionState, app: App, ask: Ask) -> Step | None:
     """The required-node branch of ``tryAllocate``: a Step, or None (the app's turn ends)."""
     assert ask.required_node is not None

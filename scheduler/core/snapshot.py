@@ -173,8 +173,8 @@ def load(data: dict[str, Any]) -> Engine:
             )
             if "gang" in a:
                 app.gang = _load_gang(a["gang"])
-            app.backoff_until_us = a.get("backoff_until_us", 0)
             part.add_app(app)
+            part.back_off(app, a.get("backoff_until_us", 0))
             for row in a["asks"]:
                 part.add_ask(app, _load_ask(app.app_id, row))
             allocations = [_load_alloc(app.app_id, row) for row in a["allocations"]]

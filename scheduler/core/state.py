@@ -51,6 +51,10 @@ class SchedulerState:
         self.cycle_time_us: int | None = None  # time of the last cycle (preemption attempt ticks)
         self._timers: list[_Timer] = []
         self.digest_memo = DigestMemo()  # a cache of ``state_digest``, never state
+        # The cycle whose every walk ended with nothing left to do, with no input applied since
+        # (``apply`` clears it): the next cycle may skip its walks (``scheduler.core.cycle.settled``).
+        self.settled_cycle: int | None = None
+        self.settled_until_us: int | None = None  # and the time until which that holds (None: no bound)
 
     def next_seq(self) -> int:
         """The next arrival number (the final tie-break of every sort)."""

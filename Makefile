@@ -161,9 +161,10 @@ bench-yunikorn: $(STAMP) $(HARNESS)
 
 # Full clusters (issue 32): per-cycle time of evsched and yunikorn-core on the saturated shapes,
 # three sizes each, with every target's verdict (benchmarks/RESULTS.md); long at the full sizes.
-# SATURATED_ARGS: e.g. --only leaves,dynamic
-bench-saturated: native $(HARNESS)
-	$(PY) benchmarks/saturated.py --harness $(HARNESS) $(SATURATED_ARGS)
+# SATURATED_ARGS: e.g. --only leaves,dynamic; PROFILE=yunikorn-1.9: evsched under that rules profile
+# against yunikorn-core v1.9.0.
+bench-saturated: native $(CONFORMANCE_HARNESS)
+	$(PY) benchmarks/saturated.py --harness $(CONFORMANCE_HARNESS) --rules $(PROFILE) $(SATURATED_ARGS)
 
 clean:
 	rm -rf $(VENV) evsched-data demo-data .pytest_cache .mypy_cache .ruff_cache build events/native.json

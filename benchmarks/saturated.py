@@ -1,4 +1,4 @@
-"""Full clusters side by side with yunikorn-core v1.5.2: per-cycle time, growth and ratio (issue 32).
+"""Full clusters side by side with yunikorn-core (v1.5.2, or v1.9.0 under yunikorn-1.9): cycle time, growth, ratio.
 
 Every benchmark before this one measured a cluster where everything fits. Real clusters are
 full: most asks do not fit, many queues have pending work, reservations pile up, shapes
@@ -41,7 +41,12 @@ every cycle ≤ 0.5× yunikorn's, ≤ 1 s at the named sizes, exponent ≤ 1.3 b
 largest sizes — each met or missed. Then ``--window``: the service's input rate (decode
 and apply) per million events from one source through 5,000,000 (the duplicate-id window).
 
-    python benchmarks/saturated.py --harness BIN [--only leaves,dynamic] [--steady 2] [--tiny]
+``--rules yunikorn-1.9`` runs every shape with evsched's partition under that rules profile
+(``rules: yunikorn-1.9``, docs/semantics.md#rules-profiles) against the harness built on
+yunikorn-core v1.9.0 (``make conformance-harness-1.9``; ``make bench-saturated
+PROFILE=yunikorn-1.9`` passes both). The same targets hold under either profile.
+
+    python benchmarks/saturated.py --harness BIN [--rules yunikorn-1.9] [--only leaves,dynamic] [--steady 2] [--tiny]
 """
 
 from __future__ import annotations
@@ -74,6 +79,7 @@ from events.codec import decode_input  # noqa: E402
 from events.models import AllocationDecided, AllocationRevoked, InputEvent  # noqa: E402
 from events.times import format_time  # noqa: E402
 from scheduler.config import load_config  # noqa: E402
+from scheduler.config.profiles import DEFAULT_PROFILE, PROFILE_NAMES  # noqa: E402
 from scheduler.core.engine import Engine  # noqa: E402
 from scheduler.service.gc_thresholds import tuned_gc  # noqa: E402
 from scheduler.simulation.simulate import Simulation  # noqa: E402
@@ -97,6 +103,11 @@ class Workload:
 
     def jsonl(self) -> bytes:
         return b"".join(orjson.dumps(line) + b"\n" for line in self.lines)
+
+    def jsonl_under(self, rules: str) -> bytes:
+        """``evsched simulate``'s input: the lines under ``rules`` (``under_rules``), then the timed cycle."""
+        timed = {"type": "schedule", "time": format_time(self.cycle_us)}
+        return b"".join(orjson.dumps(under_rules(line, rules)) + b"\n" for line in [*self.lines, timed])
 
 
 class _Lines:
@@ -253,6 +264,7 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
     Shape("release", mass_release, (800, 2530, 8000), 8, named=8000),
     Shape("preempt", preemption_storm, (50, 158, 500), 4),
 )}
+YUNIKORN_VERSION = {"yunikorn-1.5": "v1.5.2", "yunikorn-1.9": "v1.9.0"}  # the harness each profile compares with
 TINY_BUILD: dict[str, Callable[[int], Workload]] = {
     "reserve": lambda n: reserve_shapes(n, nodes=40),
     "distinct": lambda n: distinct_shapes(n, asks=40),
@@ -289,9 +301,21 @@ def _timed(body: Callable[[], Any]) -> tuple[Any, float, float]:
     return result, time.process_time() - cpu0, time.perf_counter() - wall0
 
 
-def run_evsched(work: Workload, steady: int) -> Timing:
-    """Feed the workload to ``Simulation`` and time its first and ``steady`` more cycles (module docstring)."""
-    lines = [orjson.dumps(line) for line in work.lines]
+def under_rules(line: Line, rules: str) -> Line:
+    """A workload line with its config's partition under the rules profile ``rules`` (any other
+    line, and the default profile, as they are). yunikorn-core gets the lines without the key."""
+    if rules == DEFAULT_PROFILE.value or line["type"] != "config.updated":
+        return line
+    head = "  - name: default\n"
+    yaml = line["data"]["yaml"]
+    assert head in yaml, yaml  # every shape's config has the one partition (``_config``)
+    return {**line, "data": {**line["data"], "yaml": yaml.replace(head, head + f"    rules: {rules}\n", 1)}}
+
+
+def run_evsched(work: Workload, steady: int, rules: str = DEFAULT_PROFILE.value) -> Timing:
+    """Feed the workload to ``Simulation`` (its partition under ``rules``) and time its first and
+    ``steady`` more cycles (module docstring)."""
+    lines = [orjson.dumps(under_rules(line, rules)) for line in work.lines]
     sim = Simulation()
     with tuned_gc():
         _, apply_cpu, _ = _timed(lambda: [sim.feed(raw) for raw in lines])
@@ -373,12 +397,13 @@ def _fmt(x: float, spec: str = ".3f") -> str:
 
 def measure(shape: Shape, sizes: tuple[int, ...], harness: Path | None, steady: int,
             build: Callable[[int], Workload] | None = None,
-            budget: float = 0.0) -> list[tuple[int, Timing, Timing | None]]:
-    """Every size of one shape through both sides; prints a row per size as it goes."""
+            budget: float = 0.0, rules: str = DEFAULT_PROFILE.value) -> list[tuple[int, Timing, Timing | None]]:
+    """Every size of one shape through both sides (evsched under ``rules``; ``harness`` built
+    against the matching yunikorn-core); prints a row per size as it goes."""
     rows: list[tuple[int, Timing, Timing | None]] = []
     for size in sizes:
         work = (build or shape.build)(size)
-        ev = run_evsched(work, steady)
+        ev = run_evsched(work, steady, rules)
         yk = (run_yunikorn(harness, work, steady, budget) if harness is not None and shape.yunikorn is None
               else None)
         rows.append((size, ev, yk))
@@ -442,7 +467,10 @@ def targets(shape: Shape, rows: list[tuple[int, Timing, Timing | None]]) -> list
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--harness", type=Path, help="the Go harness (make conformance-harness); none: evsched only")
+    parser.add_argument("--harness", type=Path, help="the Go harness (make conformance-harness, or "
+                        "conformance-harness-1.9 with --rules yunikorn-1.9); none: evsched only")
+    parser.add_argument("--rules", choices=PROFILE_NAMES, default=DEFAULT_PROFILE.value,
+                        help="evsched's rules profile (the harness must be built against that yunikorn-core)")
     parser.add_argument("--only", help="comma-separated shapes (" + ",".join(SHAPES) + ",window)")
     parser.add_argument("--steady", type=int, default=2, help="steady cycles timed after the first (median shown)")
     parser.add_argument("--tiny", action="store_true", help="the smallest sizes (a smoke test; no figures)")
@@ -457,6 +485,8 @@ def main() -> None:
     harness = importlib.import_module("harness")  # benchmarks/harness.py: the machine line
     print(f"machine: {harness.machine()}")
     print(f"load before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"rules: {args.rules} (evsched's partition; yunikorn-core {YUNIKORN_VERSION[args.rules]} harness: "
+          f"{args.harness or 'not run'})")
     print("CPU seconds per cycle; steady = median of the cycles after the first; exp = growth exponent "
           "from the size before; ev/yk = evsched ÷ yunikorn-core")
     print(HEADER)
@@ -467,7 +497,7 @@ def main() -> None:
         shape = SHAPES[name]
         sizes = (shape.tiny, shape.tiny * 2) if args.tiny else shape.sizes
         rows = measure(shape, sizes, args.harness, args.steady, TINY_BUILD.get(name) if args.tiny else None,
-                       args.budget)
+                       args.budget, args.rules)
         verdicts += targets(shape, rows)
     if "window" in names:
         total = min(args.window, 20_000) if args.tiny else args.window
@@ -481,7 +511,7 @@ def main() -> None:
         worst = min(rates) / rates[0]
         verdicts.append(f"window: ≥ 0.9× the first million's events/s through {total:,}: worst {worst:.2f}×: "
                         + ("met" if worst >= 0.9 else "MISSED"))
-    print("\ntargets (issue 32):")
+    print(f"\ntargets (issue 32, {args.rules}):")
     for line in verdicts:
         print(f"  {line}")
     print(f"load after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

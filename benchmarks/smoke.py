@@ -17,8 +17,10 @@ as a test case; this module's command line runs them all (or the named ones) dir
 Arguments may name ``{tmp}`` (a fresh directory per run) and ``{harness}`` (the yunikorn-core
 Go harness, ``make conformance-harness``). ``needs``: ``kafka`` — the script reaches a broker
 through ``KAFKA_BOOTSTRAP_SERVERS`` when it is set (the tests pass their session broker), else
-starts its own; ``go`` — the script needs the Go harness built; ``k8s`` — the Kubernetes binaries
-(tests/kube_cluster.py builds them once).
+starts its own; ``go`` — the script needs the Go harness built (``go-1.9``: the one built against
+yunikorn-core v1.9.0, ``make conformance-harness-1.9``); ``k8s`` — the Kubernetes binaries
+(tests/kube_cluster.py builds them once). An entry whose ``script`` is set runs that script
+under another name (a second configuration of the same benchmark).
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ class Smoke:
     # Anchor each on the words around its count: a bare r"([\d,]+) preemptions" also matched the
     # "0" after the point of a rate ("2,000.0 preemptions/s"), failing a run that had preempted.
     produced: tuple[str, ...]
-    needs: str = ""  # "", "kafka", "go" or "k8s"
+    needs: str = ""  # "", "kafka", "go", "go-1.9" or "k8s"
+    script: str = ""  # the script this entry runs ("": the entry's name)
 
 
 SMOKE: dict[str, Smoke] = {
@@ -72,6 +75,11 @@ SMOKE: dict[str, Smoke] = {
     "restart": Smoke(("--events", "2000"), (r"([\d,]+) decisions in the log",)),
     "saturated": Smoke(("--tiny", "--harness", "{harness}", "--window", "2000"),
                        (r"(?m)^leaves +\d+ \|.*\| +(\d+)/\d+$",), needs="go"),
+    # every shape under the yunikorn-1.9 rules profile, against yunikorn-core v1.9.0; the storm must preempt
+    "saturated-1.9": Smoke(("--tiny", "--rules", "yunikorn-1.9", "--harness", "{harness}", "--only",
+                            "leaves,dynamic,reserve,distinct,release,preempt"),
+                           (r"(?m)^leaves +\d+ \|.*\| +(\d+)/\d+$", r"(?m)^preempt +\d+ \|.*\| +\d+\+(\d+)p/"),
+                           needs="go-1.9", script="saturated"),
     "scaling": Smoke(("--sizes", "200,400", "--decisions", "1000", "--baseline-steps", "1", "--plot", "",
                       "--skip", "asks"), (r"([\d,]+) decisions",)),
     "simulate": Smoke(("--nodes", "200", "--asks", "2000", "--apps", "20", "--repeat", "1"), (r"([\d,]+) decisions",)),
@@ -89,7 +97,8 @@ def scripts() -> list[str]:
 
 def unregistered() -> list[str]:
     """Scripts with no ``SMOKE`` entry (each is a failure of the smoke run)."""
-    return [name for name in scripts() if name not in SMOKE]
+    registered = {smoke.script or name for name, smoke in SMOKE.items()}
+    return [name for name in scripts() if name not in registered]
 
 
 @dataclass
@@ -109,7 +118,7 @@ def run(name: str, harness: Path | None = None, env: dict[str, str] | None = Non
         args = [a.format(tmp=tmp, harness=harness or "") for a in smoke.args]
         began = time.perf_counter()
         try:
-            proc = subprocess.run([sys.executable, str(HERE / f"{name}.py"), *args], cwd=HERE.parent,
+            proc = subprocess.run([sys.executable, str(HERE / f"{smoke.script or name}.py"), *args], cwd=HERE.parent,
                                   capture_output=True, text=True, timeout=TIMEOUT_S, env=env or dict(os.environ))
         except subprocess.TimeoutExpired as exc:
             out = (exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) else exc.stdout or ""
@@ -130,10 +139,13 @@ def run(name: str, harness: Path | None = None, env: dict[str, str] | None = Non
 def main(argv: list[str]) -> int:
     names = argv or sorted(SMOKE)
     failed = [f"{name}: not registered in benchmarks/smoke.py SMOKE" for name in unregistered()]
-    harness = HERE.parent / "conformance" / ".build" / "yunikorn-harness"
+    build = HERE.parent / "conformance" / ".build"
+    harnesses = {"go": build / "yunikorn-harness", "go-1.9": build / "yunikorn-harness-1.9"}
     for name in names:
-        if SMOKE[name].needs == "go" and not harness.exists():
-            print(f"{name:<16} skipped: no Go harness at {harness} (make conformance-harness)")
+        harness = harnesses.get(SMOKE[name].needs, harnesses["go"])
+        if SMOKE[name].needs in harnesses and not harness.exists():
+            target = harness.name.replace("yunikorn-", "conformance-")
+            print(f"{name:<16} skipped: no Go harness at {harness} (make {target})")
             continue
         outcome = run(name, harness)
         print(f"{name:<16} {outcome.seconds:6.1f} s  {outcome.failure or 'ok'}", flush=True)

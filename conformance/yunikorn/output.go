@@ -160,8 +160,9 @@ func cpuSeconds() float64 {
 }
 
 // bench times scheduling alone over the applied inputs, then idle more single steps, and prints
-// one JSON line. The timed cycle is a loop of steps until one neither allocates nor changes the
-// reservations (as cycle: a step that reserves or preempts returns false from schedule). The
+// one JSON line. The timed cycle is a loop of steps until one neither allocates, changes the
+// reservations nor chooses victims (as cycle: a step that reserves or preempts returns false from
+// schedule; under v1.9.0 a preemptor need not change the reservations). The
 // reservations are counted only after a step that returns false, untimed; as the count is
 // compared with the last such count, a cycle whose allocations ended reservations may take one
 // more step than cycle would (one step that finds nothing). apply is the seconds spent reading
@@ -222,11 +223,12 @@ func (h *harness) bench(apply float64, idle int, budget float64) {
 			continue
 		}
 		c0, t0 := cpuSeconds(), time.Now()
+		victims := preempted
 		n += count()
 		after := h.reservations()
 		untimedCPU += cpuSeconds() - c0
 		untimedWall += time.Since(t0)
-		if after == before {
+		if after == before && preempted == victims { // victims chosen are progress too, as in cycle
 			break
 		}
 		before = after

@@ -181,6 +181,9 @@ def explain_pending(engine: Engine, app_id: str, ask_id: str, partition: str | N
         attempt = out.preemption["attempt"]
         finds = (f"would preempt {len(attempt['victims'])} on {attempt['node']} ({attempt.get('why_node', '')})"
                  if attempt["node"] else f"finds nothing: {attempt['failed']}")
+        if attempt.get("cancels_reservations"):
+            finds = (f"first cancels the reservations over an hour old of {', '.join(attempt['cancels_reservations'])} "
+                     f"(YUNIKORN-3092), then {finds}")
         out.summary += f" It may preempt; an attempt now (fence {attempt['fence']}) {finds} [{attempt['rule']}]."
     return out
 

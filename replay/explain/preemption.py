@@ -99,10 +99,11 @@ def _concluded(report: dict[str, Any], failed: str | None, tried: list[NodeTry])
     return report
 
 
-def preemption_report_19(part: PartitionState, app: App, ask: Ask) -> dict[str, Any]:
-    """The report of one attempt under the yunikorn-1.9 profile (re-run read-only, traced)."""
+def preemption_report_19(part: PartitionState, app: App, ask: Ask, now_us: int | None = None) -> dict[str, Any]:
+    """The report of one attempt under the yunikorn-1.9 profile (re-run read-only, traced); at log
+    time ``now_us``, the reservations it would cancel first (YUNIKORN-3092) are listed."""
     outcome = v19.try_preemption_19(part, app, ask, fits_queue_headroom(part, app.queue, ask.resources),
-                                    exhaustive=True, explain=True)
+                                    exhaustive=True, explain=True, now_us=now_us)
     queue_of = {id(v): path for path, snap in outcome.queues.items() for v in snap.victims}
     queues = []
     for path, snap in outcome.queues.items():
@@ -137,14 +138,19 @@ def preemption_report_19(part: PartitionState, app: App, ask: Ask) -> dict[str, 
         "victim_rules": rules,
         "rule": RULE_19,
     }
+    if outcome.cancelled:  # over an hour old and of lower priority: the attempt ends them first
+        report["cancels_reservations"] = [f"{held_app.app_id}/{held.ask_id} on {held.reserved_node}"
+                                          for held_app, held in outcome.cancelled]
     failed = _WHY_19.get(outcome.reason, outcome.reason) if outcome.node is None else None
     return _concluded(report, failed, tried)
 
 
-def preemption_report(part: PartitionState, app: App, ask: Ask, outcome: Outcome | None = None) -> dict[str, Any]:
-    """The report of one attempt (``outcome`` as the core found it; re-run read-only when None)."""
+def preemption_report(part: PartitionState, app: App, ask: Ask, outcome: Outcome | None = None,
+                      now_us: int | None = None) -> dict[str, Any]:
+    """The report of one attempt (``outcome`` as the core found it; re-run read-only when None; at
+    log time ``now_us`` under yunikorn-1.9, with the reservations it would cancel)."""
     if part.profile is RulesProfile.YUNIKORN_1_9:
-        return preemption_report_19(part, app, ask)
+        return preemption_report_19(part, app, ask, now_us)
     if outcome is None:
         outcome = try_preemption(part, app, ask, fits_queue_headroom(part, app.queue, ask.resources), exhaustive=True)
     queue_of = {id(v): path for path, snap in outcome.queues.items() for v in snap.victims}
@@ -183,5 +189,5 @@ def pending_preemption(part: PartitionState, app: App, ask: Ask, now_us: int | N
     report: dict[str, Any] = {"triggered": ask.preempt_triggered, "delay_us": app.queue.preemption_delay_us,
                               "eligible_from_us": due, "delay_passed": now_us is not None and now_us >= due}
     if not ask.preempt_triggered and ask.required_node is None:
-        report["attempt"] = preemption_report(part, app, ask)
+        report["attempt"] = preemption_report(part, app, ask, now_us=now_us)
     return report

@@ -44,6 +44,7 @@ from scheduler.core.partition import PartitionState
 from scheduler.core.preemption import MAX_ATTEMPTS_PER_QUEUE, may_attempt, record_preemption, try_preemption
 from scheduler.core.preemption_19 import try_preemption_19
 from scheduler.core.preemption_victims import VictimIndex
+from scheduler.core.preemption_victims_19 import VictimIndex19
 from scheduler.core.queues import QueueNode
 from scheduler.core.reservations import (
     RESERVATION_DELAY_US,
@@ -81,6 +82,7 @@ class CycleMemo:
     # The cycle's candidate victims and node order, built at its first attempt and told of
     # every step after it (``scheduler.core.preemption_victims``).
     victims: VictimIndex | None = None
+    victims_19: VictimIndex19 | None = None  # the same under yunikorn-1.9 (``preemption_victims_19``)
     # Each parent's child order, kept across the steps (an allocation changes one lineage).
     child_orders: dict[str, ChildOrder] = field(default_factory=dict)
     # How many of the partition's reservations (in the order they were made) the reserved
@@ -98,6 +100,10 @@ class CycleMemo:
     # yunikorn-1.9's unschedulable-ask backoff: (app, unschedulable asks) set during the walk,
     # written out (``app.backed_off``) by the cycle loop before the step it found
     backed_off: list[tuple[App, int]] = field(default_factory=list)
+    # yunikorn-1.9: the reservations old enough to time out at this cycle's time, in the order
+    # they were made (``expiring``), listed when the cycle opens: the only ones a committed step
+    # can end (a reservation made later in the cycle is not old). None: every reservation.
+    expiring: list[tuple[str, str]] | None = None
     # yunikorn-1.9: the ``ask.unreserved`` of reservations a preemption attempt cancelled during
     # the walk (YUNIKORN-3092, ``_cancel_stale``), written out by the cycle loop before the step it
     # found; a node came back, so the loop goes on with a fresh memo
@@ -162,7 +168,10 @@ def _preempt(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, nodes_tr
     memo.attempts_left -= 1
     memo.preempt_tried.add((app.app_id, ask.ask_id))
     if part.profile is YUNIKORN_1_9:  # v1.9.0's victim selection (scheduler.core.preemption_19)
-        found = try_preemption_19(part, app, ask, nodes_tried, now_us=now_us)
+        if memo.victims_19 is None:
+            memo.victims_19 = VictimIndex19(part)
+        found = try_preemption_19(part, app, ask, nodes_tried, now_us=now_us, index=memo.victims_19,
+                                  stale_among=memo.expiring)
         if found.cancelled:
             _cancel_stale(part, found.cancelled, memo)
         return None if found.node is None else Step(app, ask, found.node, "preemption", victims=found.victims)
@@ -182,6 +191,8 @@ def _cancel_stale(part: PartitionState, cancelled: list[tuple[App, Ask]], memo: 
     for held_app, held in cancelled:
         part.unreserve(held_app, held, "preemption-cancelled", memo.cancelled)
     memo.unplaceable.clear()
+    if memo.victims_19 is not None:
+        memo.victims_19.nodes_returned()  # the nodes came back within this walk
 
 
 def place(part: PartitionState, app: App, ask: Ask, memo: CycleMemo, now_us: int) -> Step | None:
@@ -512,17 +523,20 @@ def _commit_gang(state: SchedulerState, part: PartitionState, found: Step, did: 
         gang.allocating_while_accepted(app)
 
 
-def expire_reservations(part: PartitionState, now_us: int, out: list[OutputData]) -> list[App]:
+def expire_reservations(part: PartitionState, now_us: int, out: list[OutputData],
+                        among: list[tuple[str, str]] | None = None) -> list[App]:
     """yunikorn-1.9 (YUNIKORN-3219, ``application.go:tryReservedAllocate``): a reservation of an ask
     without a required node that is more than 60 minutes old (log time) ends when the ask does
     not fit its queue's headroom (or its user's): ``ask.unreserved``, reason ``timeout``. The
     apps whose reservations ended.
 
     yunikorn checks on each step's reserved pass: here when the cycle opens and after each
-    committed step (nothing changes in between).
+    committed step (nothing changes in between), then only ``among`` (``expiring``: a step
+    cannot make a reservation old), which loses the ones that end.
     """
     ended: list[App] = []
-    for app_id, ask_id in list(part.reservations):
+    keys = list(part.reservations) if among is None else [key for key in among if key in part.reservations]
+    for app_id, ask_id in keys:
         app = part.apps[app_id]
         ask = app.asks[ask_id]
         if ask.required_node is not None or now_us - ask.reserved_us <= RESERVATION_WAIT_TIMEOUT_US:
@@ -532,7 +546,19 @@ def expire_reservations(part: PartitionState, now_us: int, out: list[OutputData]
             continue
         part.unreserve(app, ask, "timeout", out)
         ended.append(app)
+    if among is not None:
+        among[:] = [key for key in keys if key in part.reservations]  # those ended or gone drop out
     return ended
+
+
+def expiring(part: PartitionState, now_us: int) -> list[tuple[str, str]]:
+    """The reservations ``expire_reservations`` may end at ``now_us`` (old enough, no required node), in order."""
+    old: list[tuple[str, str]] = []
+    for key in part.reservations:
+        ask = part.apps[key[0]].asks[key[1]]
+        if ask.required_node is None and now_us - ask.reserved_us > RESERVATION_WAIT_TIMEOUT_US:
+            old.append(key)
+    return old
 
 
 def cycle_memo(state: SchedulerState, partition: str, prev_cycle_us: int | None,
@@ -542,11 +568,12 @@ def cycle_memo(state: SchedulerState, partition: str, prev_cycle_us: int | None,
     spec = next((p for p in state.config.partitions if p.name == partition), None)
     if memo is None:
         return CycleMemo(preemption=spec is None or spec.preemption_enabled, prev_cycle_us=prev_cycle_us)
-    if memo.victims is not None:
-        memo.victims.nodes_returned()
+    for index in (memo.victims, memo.victims_19):
+        if index is not None:
+            index.nodes_returned()
     return CycleMemo(preemption=spec is None or spec.preemption_enabled, prev_cycle_us=prev_cycle_us,
                      preempt_tried=memo.preempt_tried, child_orders=memo.child_orders, victims=memo.victims,
-                     wake_us=memo.wake_us)
+                     victims_19=memo.victims_19, expiring=memo.expiring, wake_us=memo.wake_us)
 
 
 def commit_step(state: SchedulerState, part: PartitionState, found: Step, step: int, now_us: int,
@@ -558,15 +585,17 @@ def commit_step(state: SchedulerState, part: PartitionState, found: Step, step: 
     memo, with the child orders kept.
     """
     freed = commit(state, part, found, step, now_us, out)
-    expired = expire_reservations(part, now_us, out) if part.profile is YUNIKORN_1_9 and part.reservations else []
+    expired = (expire_reservations(part, now_us, out, memo.expiring)
+               if part.profile is YUNIKORN_1_9 and part.reservations and memo.expiring != [] else [])
     freed = freed or bool(expired)
     for app in (found.app, *(held_app for held_app, _ in found.cancel), *expired):
         memo.allocated_in(app.queue)
-    if memo.victims is not None:
-        if found.victims:
-            memo.victims.taken(found.victims)
-        elif found.reserve is None:
-            memo.victims.changed(found.app.queue)  # an allocation: the leaf may give victims now
+    for index in (memo.victims, memo.victims_19):
+        if index is not None:
+            if found.victims:
+                index.taken(found.victims)
+            elif found.reserve is None:
+                index.changed(found.app.queue)  # an allocation: the leaf may give victims now
     if freed:
         return cycle_memo(state, part.name, memo.prev_cycle_us, memo)
     return memo
@@ -611,6 +640,8 @@ def cycle_steps(state: SchedulerState, now_us: int, prev_cycle_us: int | None, o
             part.refresh_fair_max()  # the cluster's capacity may have changed since
             expire_reservations(part, now_us, out)
         memo = cycle_memo(state, name, prev_cycle_us)
+        if part.profile is YUNIKORN_1_9:
+            memo.expiring = expiring(part, now_us)
         while True:
             if max_allocations is not None and decisions >= max_allocations:
                 cut = True

@@ -52,7 +52,7 @@ cancelled is usable for the attempt. Any other node held for another ask is skip
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from events.resources import Resources
@@ -80,8 +80,11 @@ from scheduler.core.preemption_queues_19 import (
     none_negative,
     snapshot_19,
 )
+from scheduler.core.preemption_victims_19 import Givers19, VictimIndex19
 from scheduler.core.queues import QueueNode
 from scheduler.core.reservations import RESERVATION_WAIT_TIMEOUT_US
+
+LeafOf = Callable[[Allocation], str]  # a candidate's leaf (its snapshot's path)
 
 # Why a candidate was or was not taken (the trace explain reads; docs/semantics.md#yunikorn-19).
 TAKEN = "taken"
@@ -224,21 +227,20 @@ def _untake(snap: QueueSnap19, ask_queue: QueueSnap19, victim: Allocation) -> No
     snap.add(victim.resources)
 
 
-def _stops_at(trace: list[tuple[str, str, str, str]] | None, stage: str, candidates: list[Allocation], i: int,
-              verdict: str) -> bool:
-    """Whether a walk over ``candidates`` stops at the i-th (the ask's queue cannot hold it), with
-    its verdict traced and, on a stop, the candidates after it traced as not reached."""
+def _stops_at(trace: list[tuple[str, str, str, str]] | None, stage: str, victim: Allocation,
+              rest: Iterator[Allocation], verdict: str) -> bool:
+    """Whether a walk stops at ``victim`` (the ask's queue cannot hold it), with its verdict
+    traced and, on a stop, the candidates after it (``rest``) traced as not reached."""
     if trace is not None:
-        victim = candidates[i]
         trace.append((stage, victim.app_id, victim.ask_id, verdict))
     if verdict != KEPT_ASK_QUEUE:
         return False
     if trace is not None:
-        trace.extend((stage, v.app_id, v.ask_id, NOT_REACHED) for v in candidates[i + 1:])
+        trace.extend((stage, v.app_id, v.ask_id, NOT_REACHED) for v in rest)
     return True
 
 
-def victims_on_node_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str], leaf: str, request: Resources,
+def victims_on_node_19(queues: dict[str, QueueSnap19], leaf_of: LeafOf, leaf: str, request: Resources,
                        available: Resources, candidates: list[Allocation],
                        trace: list[tuple[str, str, str, str]] | None = None) -> tuple[int, list[Allocation] | None]:
     """``calculateVictimsByNode`` (v1.9.0): (start index, victims) — (-1, []) when the ask fits
@@ -250,8 +252,9 @@ def victims_on_node_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str], 
     current = dict(available)
     head: list[Allocation] = []
     tail: list[Allocation] = []
-    for i, victim in enumerate(candidates):
-        snap = snaps[leaf_of[id(victim)]]
+    walk = iter(candidates)
+    for victim in walk:
+        snap = snaps[leaf_of(victim)]
         verdict, _ = _take(snap, ask_queue, request, victim)
         if verdict == TAKEN:
             grown = dict(current)
@@ -264,30 +267,29 @@ def victims_on_node_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str], 
             else:
                 current = grown
                 head.append(victim)
-        if _stops_at(trace, "node", candidates, i, verdict):
+        if _stops_at(trace, "node", victim, walk, verdict):
             break
     head.extend(tail)
     if not head:
         return -1, None
     snaps = duplicate(queues)
-    return released_on_node([snaps[leaf_of[id(victim)]] for victim in head], head, available, request, False)
+    return released_on_node([snaps[leaf_of(victim)] for victim in head], head, available, request, False)
 
 
-def additional_victims_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str], leaf: str, request: Resources,
-                          chosen: list[Allocation], trace: list[tuple[str, str, str, str]] | None = None,
-                          ) -> list[Allocation] | None:
+def additional_victims_19(queues: dict[str, QueueSnap19], leaf_of: LeafOf, leaf: str, request: Resources,
+                          chosen: list[Allocation], in_victim_order: Callable[[set[int]], Iterator[Allocation]],
+                          trace: list[tuple[str, str, str, str]] | None = None) -> list[Allocation] | None:
     """``calculateAdditionalVictims`` (v1.9.0): more victims, or None when the ask's queue would
-    end below zero in a type of the ask."""
+    end below zero in a type of the ask. ``in_victim_order(skip)``: every candidate whose id is
+    not in ``skip``, in victim order (``compareAllocationLess``, then allocation order)."""
     snaps = duplicate(queues)
     ask_queue = snaps[leaf]
-    seen = {id(v) for v in chosen}
     for victim in chosen:
-        snaps[leaf_of[id(victim)]].remove(victim.resources)
-    candidates = [v for snap in queues.values() for v in snap.victims if id(v) not in seen]
-    candidates.sort(key=victim_order)  # compareAllocationLess, then allocation order
+        snaps[leaf_of(victim)].remove(victim.resources)
+    walk = in_victim_order({id(v) for v in chosen})
     extra: list[Allocation] = []
-    for i, victim in enumerate(candidates):
-        snap = snaps[leaf_of[id(victim)]]
+    for victim in walk:
+        snap = snaps[leaf_of(victim)]
         verdict, room = _take(snap, ask_queue, request, victim)
         if verdict == TAKEN:
             if equals_or_empty_19(room, ask_queue.remaining()):
@@ -295,7 +297,7 @@ def additional_victims_19(queues: dict[str, QueueSnap19], leaf_of: dict[int, str
                 verdict = KEPT_NO_CHANGE
             else:
                 extra.append(victim)
-        if _stops_at(trace, "additional", candidates, i, verdict):
+        if _stops_at(trace, "additional", victim, walk, verdict):
             break
     if extra:
         final = ask_queue.remaining()
@@ -322,18 +324,23 @@ def final_victims(node: Node, available: Resources, request: Resources,
     return out
 
 
-def stale_reservations(part: PartitionState, own: tuple[str, str], ask: Ask,
-                       now_us: int) -> tuple[list[tuple[App, Ask]], set[str]]:
+def stale_reservations(part: PartitionState, own: tuple[str, str], ask: Ask, now_us: int,
+                       among: list[tuple[str, str]] | None = None) -> tuple[list[tuple[App, Ask]], set[str]]:
     """The reservations an attempt of ``ask`` cancels (``initWorkingState``, YUNIKORN-3092) and the
     nodes they free: on each node not held for ``own`` (the ask's (app, ask) key), the
     reservations of asks with a lower priority than ``ask``, no required node and no
     preemption triggered, more than 60 minutes old in log time. A node is freed when every
-    reservation on it is cancelled (yunikorn's ``leftCount``)."""
+    reservation on it is cancelled (yunikorn's ``leftCount``). ``among``: a list holding every
+    reservation old enough at ``now_us`` without a required node (the cycle's ``expiring``):
+    only their nodes are read (no other node can lose a reservation)."""
     cancelled: list[tuple[App, Ask]] = []
     freed: set[str] = set()
     if not part.reservations:
         return cancelled, freed
-    for node_id in sorted({n for k, n in part.reservations.items() if k != own}):
+    reserved = part.reservations
+    held_on = ({n for k, n in reserved.items() if k != own} if among is None else
+               {reserved[k] for k in among if k != own and k in reserved})
+    for node_id in sorted(held_on):
         node = part.nodes[node_id]
         keys = node.reservations()
         if own in keys:
@@ -365,32 +372,68 @@ def _usable(node: Node, own: tuple[str, str], ask: Ask, freed: set[str]) -> bool
     return fit_in(node.capacity, ask.resources, False)
 
 
+class Scratch19:
+    """One attempt's candidates gathered from scratch (``find_victims_19``), asked as ``Givers19`` is."""
+
+    def __init__(self, queues: dict[str, QueueSnap19]) -> None:
+        self.queues = queues
+        self._ids = {id(v) for snap in queues.values() for v in snap.victims}
+
+    def eligible(self, alloc: Allocation) -> bool:
+        """``alloc`` is a candidate of this attempt."""
+        return id(alloc) in self._ids
+
+    def in_victim_order(self, skip: set[int]) -> Iterator[Allocation]:
+        """Every candidate whose id is not in ``skip``, in victim order."""
+        candidates = [v for snap in self.queues.values() for v in snap.victims if id(v) not in skip]
+        candidates.sort(key=victim_order)  # compareAllocationLess, then allocation order
+        return iter(candidates)
+
+
 def try_preemption_19(part: PartitionState, app: App, ask: Ask, nodes_tried: bool, exhaustive: bool = False,
-                      explain: bool = False, now_us: int | None = None) -> Outcome19:
+                      explain: bool = False, now_us: int | None = None, index: VictimIndex19 | None = None,
+                      stale_among: list[tuple[str, str]] | None = None) -> Outcome19:
     """``TryPreemption`` (v1.9.0) without side effects: the node and victims, or a failed ``Outcome19``.
 
     ``exhaustive`` tries every node (for explain); otherwise nodes that cannot beat the best
     found so far are skipped — the chosen node and victims are the same. ``explain`` fills
     the trace. With ``now_us``, the stale reservations the attempt cancels once past the
-    guarantee check are in ``cancelled`` (the caller ends them) and their freed nodes are tried.
+    guarantee check are in ``cancelled`` (the caller ends them) and their freed nodes are tried;
+    ``stale_among``: the only reservations that can be stale (``stale_reservations``). ``index``:
+    the cycle's candidates and node order (``preemption_victims_19``) instead of gathering them
+    from scratch — the same outcome, but for ``queues``' snapshots, which then hold no victim lists.
     """
     leaf = app.queue
     own = (app.app_id, ask.ask_id)
     request = ask.resources
-    fence, fence_by, queues = find_victims_19(part, leaf, ask)
+    apps = part.apps
+
+    def leaf_of(victim: Allocation) -> str:
+        return apps[victim.app_id].queue.path
+
+    found: Scratch19 | Givers19
+    if index is None:
+        fence, fence_by, queues = find_victims_19(part, leaf, ask)
+        found = Scratch19(queues)
+        reachable = guarantee_reachable(queues, leaf.path, request)
+    else:
+        fence, priorities, fence_by = fence_root_19(part, leaf, ask)
+        found = index.givers(fence, priorities, leaf, ask)
+        queues = found.queues
+        reachable = found.guarantee_reachable(request)
     outcome = Outcome19(fence.path, fence_by, queues)
-    if not guarantee_reachable(queues, leaf.path, request):
+    if not reachable:
         outcome.reason = "guarantee"
         return outcome
     freed: set[str] = set()
     if now_us is not None:
-        outcome.cancelled, freed = stale_reservations(part, own, ask, now_us)
-    leaf_of = {id(v): path for path, snap in queues.items() for v in snap.victims}
+        outcome.cancelled, freed = stale_reservations(part, own, ask, now_us, stale_among)
+    node_ids: Iterable[str] = sorted(part.nodes) if index is None else index.node_order(ask, freed)
+    eligible = found.eligible
     fits_somewhere = part.index.first_fit(request) is not None or (
         ask.reserved_node is not None and fit_in(full_available(part.nodes[ask.reserved_node]), request, False)) or any(
         fit_in(full_available(part.nodes[n]), request, False) for n in freed)
     lowest = 1 << 62
-    node_ids: Iterable[str] = sorted(part.nodes)
     for node_id in node_ids:
         if lowest <= 0 and not exhaustive and (lowest < 0 or nodes_tried or not fits_somewhere):
             break  # nothing left can win (as in ``preemption.try_preemption``)
@@ -401,7 +444,7 @@ def try_preemption_19(part: PartitionState, app: App, ask: Ask, nodes_tried: boo
         if lowest == 0 and not exhaustive:
             lowest = fits_as_is(outcome.tried, node_id, available, request, lowest)
             continue
-        candidates = sorted((a for a in node.allocations.values() if id(a) in leaf_of), key=victim_order)
+        candidates = sorted((a for a in node.allocations.values() if eligible(a)), key=victim_order)
         start, victims = victims_on_node_19(queues, leaf_of, leaf.path, request, available, candidates)
         lowest = noted_try(outcome.tried, node_id, start, victims, not nodes_tried, lowest)
     if not outcome.tried:
@@ -412,9 +455,9 @@ def try_preemption_19(part: PartitionState, app: App, ask: Ask, nodes_tried: boo
     chosen = best.victims[: best.start_index + 1]
     trace = outcome.trace if explain else None
     if trace is not None:
-        candidates = sorted((a for a in node.allocations.values() if id(a) in leaf_of), key=victim_order)
+        candidates = sorted((a for a in node.allocations.values() if eligible(a)), key=victim_order)
         victims_on_node_19(queues, leaf_of, leaf.path, request, full_available(node), candidates, trace)
-    extra = additional_victims_19(queues, leaf_of, leaf.path, request, chosen, trace)
+    extra = additional_victims_19(queues, leaf_of, leaf.path, request, chosen, found.in_victim_order, trace)
     if extra is None:
         outcome.reason = "additional"
         return outcome

@@ -28,9 +28,10 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Iterable, Iterator
+from typing import cast
 
 from events.resources import Resources, min_permissive
-from scheduler.core.objects import Allocation
+from scheduler.core.objects import Allocation, Node
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption_queues import (
     QueueSnap,
@@ -44,15 +45,15 @@ from scheduler.core.preemption_queues import (
 from scheduler.core.queues import QueueNode
 
 
-class LeafVictims:
-    """One giving leaf: its candidate allocations and, per priority, [count, resources] of those not taken."""
+class LeafEntry:
+    """One leaf of a victim index: its candidate allocations (no required node; in app order,
+    then allocation order), each counted (``_count``, per subclass) while not taken."""
 
-    __slots__ = ("allocs", "by_priority", "queue")
+    __slots__ = ("allocs", "queue")
 
     def __init__(self, part: PartitionState, queue: QueueNode) -> None:
         self.queue = queue
         self.allocs: list[Allocation] = []
-        self.by_priority: dict[int, tuple[list[int], dict[str, int]]] = {}
         apps = part.apps
         for app_id in queue.apps:
             for alloc in apps[app_id].allocations.values():
@@ -62,6 +63,23 @@ class LeafVictims:
                         self._count(alloc, 1)
 
     def _count(self, alloc: Allocation, sign: int) -> None:
+        raise NotImplementedError
+
+    def taken(self, alloc: Allocation) -> None:
+        """``alloc`` became a victim: it no longer counts."""
+        self._count(alloc, -1)
+
+
+class LeafVictims(LeafEntry):
+    """One giving leaf: its candidate allocations and, per priority, [count, resources] of those not taken."""
+
+    __slots__ = ("by_priority",)
+
+    def __init__(self, part: PartitionState, queue: QueueNode) -> None:
+        self.by_priority: dict[int, tuple[list[int], dict[str, int]]] = {}
+        super().__init__(part, queue)
+
+    def _count(self, alloc: Allocation, sign: int) -> None:
         entry = self.by_priority.get(alloc.priority)
         if entry is None:
             entry = self.by_priority[alloc.priority] = ([0], {})
@@ -69,10 +87,6 @@ class LeafVictims:
         total = entry[1]
         for name, value in alloc.resources.items():
             total[name] = total.get(name, 0) + sign * value
-
-    def taken(self, alloc: Allocation) -> None:
-        """``alloc`` became a victim: it no longer counts."""
-        self._count(alloc, -1)
 
     def any_victim(self, priority: int, fenced: bool) -> bool:
         """A candidate not taken whose priority the ask reaches (every one below a fence it passed)."""
@@ -100,45 +114,54 @@ def _gives(part: PartitionState, queue: QueueNode) -> bool:
     return not fit_in(guaranteed, queue.allocated, True)
 
 
-class VictimIndex:
-    """The giving leaves and the node order of one partition for one cycle (module docstring)."""
+def subtree_spans(root: QueueNode) -> tuple[list[QueueNode], dict[str, int], dict[str, int]]:
+    """The queues in depth-first configuration order, each queue's position in it, and the
+    position after its subtree (a fence's leaves lie in [position, end))."""
+    order = list(root.walk())
+    position = {q.path: i for i, q in enumerate(order)}
+    size = [1] * len(order)
+    for i in range(len(order) - 1, 0, -1):
+        parent = order[i].parent
+        if parent is not None:
+            size[position[parent.path]] += size[i]
+    return order, position, {q.path: i + size[i] for i, q in enumerate(order)}
+
+
+class LeafIndex:
+    """A cycle's leaves that may give victims (``_entry``, per subclass) in depth-first
+    configuration order, each re-read when an allocation changes it, and the node ids in order."""
 
     def __init__(self, part: PartitionState) -> None:
         self.part = part
-        self.position: dict[str, int] = {}  # queue path → depth-first position
-        self.end: dict[str, int] = {}  # queue path → the position after its subtree
-        order = list(part.root.walk())
-        for i, q in enumerate(order):
-            self.position[q.path] = i
-        size = [1] * len(order)
-        for i in range(len(order) - 1, 0, -1):
-            parent = order[i].parent
-            if parent is not None:
-                size[self.position[parent.path]] += size[i]
-        for i, q in enumerate(order):
-            self.end[q.path] = i + size[i]
-        self.gives: dict[str, LeafVictims] = {}
-        self.giving_positions: list[int] = []  # sorted positions of ``gives``' leaves
-        self.at_position: dict[int, LeafVictims] = {}
+        order, self.position, self.end = subtree_spans(part.root)
+        self.entries: dict[str, LeafEntry] = {}
+        self.positions: list[int] = []  # sorted positions of ``entries``' leaves
+        self.at_position: dict[int, LeafEntry] = {}
         for q in order:
-            if q.is_leaf and _gives(part, q):
-                self._add(LeafVictims(part, q))
+            if q.is_leaf:
+                self._read(q)
         self.dirty: set[str] = set()
         self.node_ids = sorted(part.nodes)
         self.skip = 0  # node_ids[:skip] are unschedulable or reserved
-        self.held_in_skip: dict[tuple[str, str], list[int]] = {}  # owner → its reserved nodes' places in the prefix
 
-    def _add(self, entry: LeafVictims) -> None:
-        path = entry.queue.path
-        self.gives[path] = entry
+    def _entry(self, queue: QueueNode) -> LeafEntry | None:
+        """The leaf's entry, or None when it gives nothing."""
+        raise NotImplementedError
+
+    def _read(self, queue: QueueNode) -> None:
+        entry = self._entry(queue)
+        if entry is None:
+            return
+        path = queue.path
+        self.entries[path] = entry
         pos = self.position[path]
-        insort(self.giving_positions, pos)
+        insort(self.positions, pos)
         self.at_position[pos] = entry
 
     def _drop(self, path: str) -> None:
-        del self.gives[path]
+        del self.entries[path]
         pos = self.position[path]
-        del self.giving_positions[bisect_left(self.giving_positions, pos)]
+        del self.positions[bisect_left(self.positions, pos)]
         del self.at_position[pos]
 
     def changed(self, leaf: QueueNode) -> None:
@@ -149,37 +172,66 @@ class VictimIndex:
         """These allocations became victims (already marked preempted)."""
         apps = self.part.apps
         for victim in victims:
-            entry = self.gives.get(apps[victim.app_id].queue.path)
+            entry = self.entries.get(apps[victim.app_id].queue.path)
             if entry is not None:
                 entry.taken(victim)
-
-    def nodes_returned(self) -> None:
-        """A reservation ended: a node of the skipped prefix may be free again."""
-        self.skip = 0
-        self.held_in_skip.clear()
 
     def refresh(self) -> None:
         """Re-read the leaves allocations changed since the last attempt."""
         for path in self.dirty:
             queue = self.part.queues.get(path)
-            if path in self.gives:
+            if path in self.entries:
                 self._drop(path)
-            if queue is not None and queue.is_leaf and _gives(self.part, queue):
-                self._add(LeafVictims(self.part, queue))
+            if queue is not None and queue.is_leaf:
+                self._read(queue)
         self.dirty.clear()
 
-    def node_order(self, own: tuple[str, str]) -> Iterator[str]:
-        """``sorted(part.nodes)`` without the prefix no attempt can use, but for ``own``'s nodes in it."""
+    def advance_skip(self) -> int:
+        """Extend the prefix of nodes no attempt can use (unschedulable or reserved: within a memo's
+        life nodes are only reserved) past every such node now, telling ``_skipped`` of each; its end."""
         nodes, ids = self.part.nodes, self.node_ids
         skip = self.skip
         while skip < len(ids):
             node = nodes[ids[skip]]
             if node.schedulable and node.reserved_for is None:
                 break
-            if node.schedulable and node.reserved_for is not None:
-                self.held_in_skip.setdefault(node.reserved_for, []).append(skip)
+            self._skipped(node, skip)
             skip += 1
         self.skip = skip
+        return skip
+
+    def _skipped(self, node: Node, place: int) -> None:
+        """``node``, at ``place`` in the node order, joined the skipped prefix."""
+
+    def under(self, fence: QueueNode) -> list[int]:
+        """The positions of the entries' leaves under ``fence``, in order."""
+        positions = self.positions
+        return positions[bisect_left(positions, self.position[fence.path]):bisect_left(positions, self.end[fence.path])]
+
+
+class VictimIndex(LeafIndex):
+    """The giving leaves and the node order of one partition for one cycle (module docstring)."""
+
+    def __init__(self, part: PartitionState) -> None:
+        super().__init__(part)
+        self.held_in_skip: dict[tuple[str, str], list[int]] = {}  # owner → its reserved nodes' places in the prefix
+
+    def _entry(self, queue: QueueNode) -> LeafEntry | None:
+        return LeafVictims(self.part, queue) if _gives(self.part, queue) else None
+
+    def _skipped(self, node: Node, place: int) -> None:
+        if node.schedulable and node.reserved_for is not None:
+            self.held_in_skip.setdefault(node.reserved_for, []).append(place)
+
+    def nodes_returned(self) -> None:
+        """A reservation ended: a node of the skipped prefix may be free again."""
+        self.skip = 0
+        self.held_in_skip.clear()
+
+    def node_order(self, own: tuple[str, str]) -> Iterator[str]:
+        """``sorted(part.nodes)`` without the prefix no attempt can use, but for ``own``'s nodes in it."""
+        ids = self.node_ids
+        skip = self.advance_skip()
         for i in self.held_in_skip.get(own, ()):
             yield ids[i]
         for i in range(skip, len(ids)):
@@ -189,17 +241,15 @@ class VictimIndex:
         """The leaves under ``fence`` that give victims to an ask of ``ask_leaf`` (``_collect``'s walk)."""
         self.refresh()
         found = Givers(self.part, ask_leaf)
-        lo, hi = self.position[fence.path], self.end[fence.path]
         ask_pos = self.position[ask_leaf.path]
-        positions = self.giving_positions
         placed_ask = False
-        for pos in positions[bisect_left(positions, lo):bisect_left(positions, hi)]:
+        for pos in self.under(fence):
             if not placed_ask and pos >= ask_pos:
                 found.snapshot(ask_leaf)  # ``_collect`` meets the ask's leaf in its depth-first place
                 placed_ask = True
             if pos == ask_pos:
                 continue  # the ask's own leaf gives nothing to it
-            entry = self.at_position[pos]
+            entry = cast(LeafVictims, self.at_position[pos])
             reach = _reach(fence, entry.queue, priorities)
             if reach is not None and entry.any_victim(*reach):
                 found.snapshot(entry.queue)

@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_every_benchmark_script_is_registered() -> None:
     assert smoke.unregistered() == [], "add each new benchmarks/*.py to benchmarks/smoke.py SMOKE"
-    assert set(smoke.SMOKE) <= set(smoke.scripts()), "SMOKE names a script that is gone"
+    assert {entry.script or name for name, entry in smoke.SMOKE.items()} <= set(smoke.scripts()), \
+        "SMOKE names a script that is gone"
 
 
 @pytest.fixture(scope="module")
@@ -28,13 +29,20 @@ def go_harness() -> Path:
     return built_harness("the vs_yunikorn benchmark's smoke run")
 
 
+@pytest.fixture(scope="module")
+def go_harness_19() -> Path:
+    """The harness built against yunikorn-core v1.9.0 (the yunikorn-1.9 benchmarks' smoke runs)."""
+    return built_harness("the saturated benchmark's yunikorn-1.9 smoke run", profile="yunikorn-1.9")
+
+
 @pytest.mark.parametrize("name", sorted(smoke.SMOKE))
 def test_benchmark_runs_tiny_and_produces(name: str, request: pytest.FixtureRequest) -> None:
     needs = smoke.SMOKE[name].needs
     env = dict(os.environ)
     if needs == "kafka":  # the session's broker, not one more started by the script
         env["KAFKA_BOOTSTRAP_SERVERS"] = request.getfixturevalue("kafka_bootstrap")
-    harness = request.getfixturevalue("go_harness") if needs == "go" else None
+    harness = (request.getfixturevalue("go_harness") if needs == "go" else
+               request.getfixturevalue("go_harness_19") if needs == "go-1.9" else None)
     if needs == "k8s":
         from tests.kube_cluster import build
         from tests.procs import broker_unavailable

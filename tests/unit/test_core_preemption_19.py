@@ -11,8 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from events.times import format_time
+from replay.explain.pending import explain_pending
+from scheduler.config import load_config
 from scheduler.core.preemption_queues_19 import QueueSnap19
+from scheduler.simulation.simulate import Simulation
 from tests.sim import SCHEDULE, app, ask, node, root_queues, run
 from tests.unit.test_core_preemption import CLASS, filled, revoked
 from tests.unit.test_core_reservations import at
@@ -207,3 +212,17 @@ def test_a_reservation_of_equal_priority_is_not_cancelled() -> None:
     outputs, _ = run(_stale_reservation_lines(3601, w1_priority=1000), config)
     assert _held(outputs, "w1") == [("ask.reserved", "a3", "no-fit")]
     assert revoked(outputs) == [("f6", "a4", "preempted")]
+
+
+def test_why_pending_says_an_attempt_would_cancel_the_stale_reservation_first() -> None:
+    """``explain --ask`` / ``evsched pending`` of c1 before its attempt (its 1 s delay not yet over):
+    the attempt it would make now names w1's reservation, over an hour old, as cancelled first,
+    and the node it frees (a3) as the one it preempts on."""
+    sim = Simulation(load_config(v19(leaves("{guaranteed: {vcore: 2, memory: 2000}}"))))
+    for line in _stale_reservation_lines(3601)[:-1]:  # through c1's first cycle
+        sim.feed(orjson.dumps(line))
+    why = explain_pending(sim.engine, "c", "c1")
+    assert why.preemption is not None
+    attempt = why.preemption["attempt"]
+    assert attempt["cancels_reservations"] == ["w/w1 on a3"] and attempt["node"] == "a3"
+    assert "first cancels the reservations over an hour old of w/w1 on a3 (YUNIKORN-3092)" in why.summary

@@ -24,6 +24,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from benchmarks.saturated import preemption_storm
+from conformance.compare import under_profile
 from events import native
 from tests import native_workload
 from tests.cli import evsched_env
@@ -55,7 +57,7 @@ def test_compiled_and_pure_python_cores_write_identical_logs(tmp_path: Path) -> 
     assert "core: pure Python (EVSCHED_PURE_PYTHON is set)" in _evsched(["--version"], pure).decode()
     workload = native_workload.write(tmp_path / "churn.jsonl")
     digests = 0
-    for scenario in [workload, *GOLDEN]:
+    for scenario in [workload, *GOLDEN, *_under_1_9(tmp_path)]:
         one = _evsched(["simulate", str(scenario), "--state"], compiled)
         other = _evsched(["simulate", str(scenario), "--state"], pure)
         assert one == other, f"{scenario.name}: the compiled and the pure-Python core wrote different logs"
@@ -69,6 +71,21 @@ def test_compiled_and_pure_python_cores_write_identical_logs(tmp_path: Path) -> 
             assert sum(o.get("type") == "allocation.decided" for o in outputs) > 2_000
             assert len(cycles) > 10
     assert digests > len(GOLDEN) + 10
+
+
+def _under_1_9(dest: Path) -> list[Path]:
+    """The preemption golden and a small preemption storm (``benchmarks/saturated.py``'s) under the
+    yunikorn-1.9 rules profile: its victim selection and index are compiled too."""
+    out = []
+    for name in ("preemption",):
+        path = dest / f"{name}-yunikorn-1.9.jsonl"
+        lines = (ROOT / "tests" / "golden" / "scenarios" / f"{name}.jsonl").read_bytes().splitlines()
+        path.write_bytes(b"".join(under_profile(line, "yunikorn-1.9") + b"\n" for line in lines))
+        out.append(path)
+    storm = preemption_storm(12)
+    path = dest / "storm-yunikorn-1.9.jsonl"
+    path.write_bytes(storm.jsonl_under("yunikorn-1.9"))
+    return [*out, path]
 
 
 def _copy_sources(dest: Path) -> None:

@@ -10,18 +10,20 @@ reason of a failure) must be the same.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import orjson
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from events.times import format_time
-from scheduler.core.cycle import begin_cycle, cycle_steps, fits_queue_headroom
+from scheduler.core.cycle import CycleMemo, begin_cycle, cycle_steps, fits_queue_headroom
 from scheduler.core.engine import Engine
+from scheduler.core.objects import App, Ask
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption import Outcome, try_preemption
-from scheduler.core.preemption_victims import VictimIndex
+from scheduler.core.preemption_victims import LeafVictims, VictimIndex
 from tests.sim import app, ask, node, root_queues
 from tests.unit.test_preemption_properties import configs, fill, other, play, urgent
 
@@ -32,16 +34,25 @@ def _seen(outcome: Outcome) -> tuple[Any, ...]:
 
 def _compare(part: PartitionState, index: VictimIndex | None) -> int:
     """Try every ask that may preempt three ways; returns how many were compared."""
+    return compare_attempts(part, index, lambda a, k, tried, using: _seen(try_preemption(part, a, k, tried,
+                                                                                          index=using)), VictimIndex)
+
+
+def compare_attempts(part: PartitionState, index: Any, attempt: Callable[[App, Ask, bool, Any], tuple[Any, ...]],
+                     fresh: Callable[[PartitionState], Any]) -> int:
+    """Try every ask that may preempt from scratch (``attempt(app, ask, nodes_tried, None)``),
+    through a ``fresh`` index and through ``index`` (the cycle's, if any): the same outcome each
+    time. Returns how many were compared with ``index``."""
     compared = 0
     for a in part.apps.values():
         for k in a.asks.values():
             if not k.preempt_other or k.preempt_triggered or k.required_node is not None:
                 continue
             tried = fits_queue_headroom(part, a.queue, k.resources)
-            scratch = _seen(try_preemption(part, a, k, tried))
-            assert _seen(try_preemption(part, a, k, tried, index=VictimIndex(part))) == scratch
+            scratch = attempt(a, k, tried, None)
+            assert attempt(a, k, tried, fresh(part)) == scratch
             if index is not None:
-                assert _seen(try_preemption(part, a, k, tried, index=index)) == scratch
+                assert attempt(a, k, tried, index) == scratch
                 compared += 1
     return compared
 
@@ -59,10 +70,10 @@ def _summary(index: VictimIndex) -> tuple[Any, ...]:
     index.refresh()
     gives = {path: ([id(a) for a in entry.allocs],
                     {p: (count[0], {k: v for k, v in held.items() if v})
-                     for p, (count, held) in entry.by_priority.items() if count[0]})
-             for path, entry in index.gives.items()}
+                     for p, (count, held) in cast(LeafVictims, entry).by_priority.items() if count[0]})
+             for path, entry in index.entries.items()}
     owners = {n.reserved_for for n in index.part.nodes.values()} | {("", "")}
-    return gives, index.giving_positions, \
+    return gives, index.positions, \
         {o: list(index.node_order(o)) for o in owners if o is not None}
 
 
@@ -86,19 +97,28 @@ class _Driver:
         out: list[Any] = []
         prev = begin_cycle(state, self.now_us, out)
         for part, memo, _, _ in cycle_steps(state, self.now_us, prev, out):
-            if memo.victims is not None:
-                assert _summary(memo.victims) == _summary(VictimIndex(part))
-            self.compared += _compare(part, memo.victims)
+            self.compared += self.check(part, memo)
+
+    def check(self, part: PartitionState, memo: CycleMemo) -> int:
+        """Mid-cycle: the cycle's index holds what a fresh one holds and answers as the walk from scratch."""
+        if memo.victims is not None:
+            assert _summary(memo.victims) == _summary(VictimIndex(part))
+        return _compare(part, memo.victims)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(configs(), storms(), st.integers(1, 4))
 def test_the_cycle_index_finds_what_a_walk_from_scratch_finds(config: str, steps: list[tuple[Any, ...]],
                                                               nodes: int) -> None:
-    drv = _Driver(config)
+    storm_through(_Driver(config), steps, nodes, _compare)
+
+
+def storm_through(drv: _Driver, steps: list[tuple[Any, ...]], nodes: int,
+                  compare: Callable[[PartitionState, Any], int]) -> None:
+    """Play the steps through ``drv`` (which checks every step), then try every ask once more at the end."""
     play(drv, steps, nodes)
     for part in drv.engine.state.partitions.values():
-        _compare(part, None)
+        compare(part, None)
     event(f"attempts compared mid-cycle: {'none' if not drv.compared else 'some'}")
 
 

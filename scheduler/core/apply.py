@@ -354,8 +354,7 @@ def _config_updated(state: SchedulerState, event: InputEvent, out: list[OutputDa
     for spec in config.partitions:
         part = state.partitions[spec.name]
         part.set_profile(state.profile_override or spec.rules)
-        part.quota_preemption = spec.quota_preemption
-        quota_preemption.after_config(part, old_queues.get(spec.name, {}), event.time_us)
+        quota_preemption.after_config(part, spec.quota_preemption, old_queues.get(spec.name, {}), event.time_us)
     for name in [n for n in state.partitions if n not in new_names]:
         del state.partitions[name]
     state.config = config

@@ -53,8 +53,10 @@ def before_config(part: PartitionState) -> dict[str, tuple[Resources, int]]:
             for path, q in part.queues.items()}
 
 
-def after_config(part: PartitionState, old: OldQueues, now_us: int) -> None:
-    """Set the clocks after a config change (``setPreemptionTime`` at the change's log time ``now_us``)."""
+def after_config(part: PartitionState, quota_enabled: bool, old: OldQueues, now_us: int) -> None:
+    """After a config is applied (the partition's profile set): its ``quotapreemptionenabled``, and
+    the clocks set as ``setPreemptionTime`` does at the change's log time ``now_us``."""
+    part.quota_preemption = quota_enabled
     if not enabled(part):
         part.quota_clocks = {}
         return

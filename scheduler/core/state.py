@@ -43,8 +43,7 @@ class SchedulerState:
                 spec.name, spec.root, spec.node_sort_policy, spec.resource_weights
             )
             self.partitions[spec.name].set_profile(spec.rules)
-            self.partitions[spec.name].quota_preemption = spec.quota_preemption
-            quota_preemption.after_config(self.partitions[spec.name], {}, 0)
+            quota_preemption.after_config(self.partitions[spec.name], spec.quota_preemption, {}, 0)
         self.priority_classes = PriorityClasses()
         self.seq = 0  # arrival counter of applied inputs
         self.cycle = 0  # number of the last completed cycle

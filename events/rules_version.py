@@ -31,15 +31,21 @@ before the field existed are version 1 (the field's default when read).
   (under 4 the key was refused) and its cycles then decide by yunikorn-core v1.9.0's rules
   (``cycle.completed`` ``profiles`` says so); under the default ``yunikorn-1.5`` nothing
   changed. Also node constraints (``ask.added`` ``constraints``, node ``labels``/``taints``;
-  under 4 the fields were refused as unknown): a constrained ask, a gang's real ask replacing
-  a placeholder included, goes only to a node they admit. Also queue delays (``preemption.delay``
-  and yunikorn-1.9's) read exactly as Go's ``time.ParseDuration`` (``8.05ms`` had been 8,051 µs,
-  ``0.5ns`` 1 µs, ``3000000h`` accepted).
+  under 4 the fields were refused as unknown): a constrained ask goes only to a node they admit.
+* 6 — fixes after version 5 shipped, each changing decisions only for the logs named:
+  a gang's real ask replaces a placeholder only on a node its constraints admit (under 5 it
+  took the placeholder's node whatever its constraints); queue delays (``preemption.delay``
+  and yunikorn-1.9's) read exactly as Go's ``time.ParseDuration`` (under 5 ``8.05ms`` was
+  8,051 µs, ``0.5ns`` 1 µs, ``3000000h`` accepted); under ``yunikorn-1.9``, quota preemption
+  compares maxes with a missing type as 0 (``{memory: 40, vcore: 0}`` equals
+  ``{memory: 40}``), and a preemption attempt cancels other asks' reservations of lower
+  priority older than an hour (YUNIKORN-3092; ``ask.unreserved`` reason
+  ``preemption-cancelled``). The fixed scenario set reaches none of these: its digest is 5's.
 """
 
 from __future__ import annotations
 
-RULES_VERSION = 5
+RULES_VERSION = 6
 LEGACY_RULES_VERSION = 1  # what a cycle record without the field was made by
 KNOWN = frozenset(range(LEGACY_RULES_VERSION, RULES_VERSION + 1))  # every version up to this build's
 

@@ -17,14 +17,14 @@ from typing import Any, cast
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler.core.cycle import CycleMemo, expiring
+from scheduler.core.cycle import expiring
 from scheduler.core.objects import App, Ask
 from scheduler.core.partition import PartitionState
 from scheduler.core.preemption_19 import Outcome19, try_preemption_19
 from scheduler.core.preemption_victims_19 import LeafCandidates19, VictimIndex19
 from tests.sim import app, ask, node, root_queues
 from tests.unit.test_preemption_properties import configs
-from tests.unit.test_preemption_victims import _Driver, compare_attempts, storm_through, storms
+from tests.unit.test_preemption_victims import IndexCheck, _Driver, compare_attempts, storm_through, storms
 
 
 def _seen(outcome: Outcome19) -> tuple[Any, ...]:
@@ -79,23 +79,17 @@ def _summary(index: VictimIndex19) -> tuple[Any, ...]:
     return holding, index.positions, orders
 
 
-class _Driver19(_Driver):
-    """``test_preemption_victims``' driver, checking the 1.9 index at every step."""
-
-    def check(self, part: PartitionState, memo: CycleMemo) -> int:
-        if memo.victims_19 is not None:
-            assert _summary(memo.victims_19) == _summary(VictimIndex19(part))
-        return _compare(part, memo.victims_19)
+CHECKS_19 = IndexCheck(lambda memo: memo.victims_19, VictimIndex19, _summary, _compare)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(configs_19(), storms(), st.integers(1, 4))
 def test_the_cycle_index_finds_what_a_walk_from_scratch_finds(config: str, steps: list[tuple[Any, ...]],
                                                               nodes: int) -> None:
-    storm_through(_Driver19(config), steps, nodes, _compare)
+    storm_through(_Driver(config, CHECKS_19), steps, nodes)
 
 
-class _SlowDriver19(_Driver19):
+class _SlowDriver19(_Driver):
     """Cycles 3 s of log time apart: asks that fit nowhere are old enough to reserve nodes, which
     the comparisons at ``LATE_US`` may then cancel as stale."""
 
@@ -108,13 +102,13 @@ class _SlowDriver19(_Driver19):
 @given(configs_19(), storms(), st.integers(1, 4))
 def test_with_stale_reservations_the_index_finds_what_a_walk_from_scratch_finds(
         config: str, steps: list[tuple[Any, ...]], nodes: int) -> None:
-    storm_through(_SlowDriver19(config), steps, nodes, _compare)
+    storm_through(_SlowDriver19(config, CHECKS_19), steps, nodes)
 
 
 def test_the_node_walk_skips_held_nodes_but_the_asks_own_and_sees_a_node_come_back() -> None:
-    drv = _Driver19(root_queues("""
+    drv = _Driver(root_queues("""
         - name: default
-    """).replace("  - name: default\n", "  - name: default\n    rules: yunikorn-1.9\n", 1))
+    """).replace("  - name: default\n", "  - name: default\n    rules: yunikorn-1.9\n", 1), CHECKS_19)
     drv.submit(*(node(f"n{i}", 3000, 3000) for i in range(4)), app("a", "root.default"),
                ask("a", "k0", vcore=9000, memory=9000), ask("a", "k1", vcore=9000, memory=9000))
     part = drv.engine.state.partitions["default"]

@@ -16,7 +16,6 @@ from projections.priority import MIN_PRIORITY
 from scheduler.core.queues import QueueNode
 
 RULE_QUEUE_SORT = "docs/semantics.md#queues"
-RULE_QUEUE_PRIORITY = "docs/semantics.md#queue-priority"
 RULE_APP_SORT = "docs/semantics.md#apps-in-a-leaf"
 RULE_STATEAWARE = "docs/semantics.md#stateaware"
 RULE_ASK_SORT = "docs/semantics.md#asks-in-an-app"

@@ -290,7 +290,7 @@ def _try_app(part: PartitionState, app: App, memo: CycleMemo, now_us: int) -> St
             found = None
         else:
             found = required_node_step(part, app, ask)
-            if found is None and part.profile is YUNIKORN_1_9 and required_node_passes(part, app, ask):
+            if found is None and part.profile is YUNIKORN_1_9 and required_node_passes(part, ask):
                 i += 1
                 continue
             if found is None:  # unknown node, or held for a required-node ask: the app's turn ends
@@ -352,7 +352,7 @@ def _try_app_counting(part: PartitionState, app: App, memo: CycleMemo, now_us: i
         found = required_node_step(part, app, ask)
         if found is not None:
             return found
-        if required_node_passes(part, app, ask):
+        if required_node_passes(part, ask):
             continue
         memo.turn_ends += 1  # unknown node, or held for a required-node ask: the app's turn ends
         return None

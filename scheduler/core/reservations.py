@@ -110,7 +110,7 @@ def required_node_step(part: PartitionState, app: App, ask: Ask) -> Step | None:
     return Step(app, ask, node, "required-node", cancel)
 
 
-def required_node_passes(part: PartitionState, app: App, ask: Ask) -> bool:
+def required_node_passes(part: PartitionState, ask: Ask) -> bool:
     """Under yunikorn-1.9, whether the app goes on to its next ask where ``required_node_step``
     found nothing: the required node is not registered, or already reserved for this very ask
     (``application.go:tryRequiredNode`` returns nil and ``tryAllocate`` continues; YuniKorn

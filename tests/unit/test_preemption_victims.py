@@ -66,13 +66,22 @@ def storms(draw: st.DrawFn) -> list[tuple[Any, ...]]:
             *draw(st.lists(st.one_of(urgent, fill, other), max_size=12))]
 
 
+Counts = dict[Any, tuple[list[int], dict[str, int]]]  # a leaf's count and sum per key
+
+
+def held_by_leaf(index: Any, counts: Callable[[Any], Counts]) -> dict[str, Any]:
+    """Each leaf's candidates and its non-empty counts and sums per key (1.5: priority; 1.9:
+    priority and resource types), the index refreshed first."""
+    index.refresh()
+    return {path: ([id(a) for a in entry.allocs],
+                   {key: (count[0], {k: v for k, v in held.items() if v})
+                    for key, (count, held) in counts(entry).items() if count[0]})
+            for path, entry in index.entries.items()}
+
+
 def _summary(index: VictimIndex) -> tuple[Any, ...]:
     """What the index holds: each giving leaf's candidates and per-priority counts and sums."""
-    index.refresh()
-    gives = {path: ([id(a) for a in entry.allocs],
-                    {p: (count[0], {k: v for k, v in held.items() if v})
-                     for p, (count, held) in cast(LeafVictims, entry).by_priority.items() if count[0]})
-             for path, entry in index.entries.items()}
+    gives = held_by_leaf(index, lambda entry: cast(LeafVictims, entry).by_priority)
     owners = {n.reserved_for for n in index.part.nodes.values()} | {("", "")}
     return gives, index.positions, \
         {o: list(index.node_order(o)) for o in owners if o is not None}

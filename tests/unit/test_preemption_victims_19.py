@@ -24,7 +24,14 @@ from scheduler.core.preemption_19 import Outcome19, try_preemption_19
 from scheduler.core.preemption_victims_19 import LeafCandidates19, VictimIndex19
 from tests.sim import app, ask, node, root_queues
 from tests.unit.test_preemption_properties import configs
-from tests.unit.test_preemption_victims import IndexCheck, _Driver, compare_attempts, storm_through, storms
+from tests.unit.test_preemption_victims import (
+    IndexCheck,
+    _Driver,
+    compare_attempts,
+    held_by_leaf,
+    storm_through,
+    storms,
+)
 
 
 def _seen(outcome: Outcome19) -> tuple[Any, ...]:
@@ -68,11 +75,7 @@ def configs_19(draw: st.DrawFn) -> str:
 
 def _summary(index: VictimIndex19) -> tuple[Any, ...]:
     """What the index holds: each leaf's candidates and per-(priority, types) counts and sums, the node order."""
-    index.refresh()
-    holding = {path: ([id(a) for a in entry.allocs],
-                      {key: (count[0], {k: v for k, v in held.items() if v})
-                       for key, (count, held) in cast(LeafCandidates19, entry).by_key.items() if count[0]})
-               for path, entry in index.entries.items()}
+    holding = held_by_leaf(index, lambda entry: cast(LeafCandidates19, entry).by_key)
     part = index.part
     orders = {(app_id, ask_id): list(index.node_order(part.apps[app_id].asks[ask_id], set()))
               for app_id, a in part.apps.items() for ask_id in a.asks}

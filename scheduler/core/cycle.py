@@ -48,10 +48,10 @@ from scheduler.core.preemption_victims_19 import VictimIndex19
 from scheduler.core.queues import QueueNode
 from scheduler.core.reservations import (
     RESERVATION_DELAY_US,
-    RESERVATION_WAIT_TIMEOUT_US,
     Step,
     required_node_passes,
     required_node_step,
+    reservation_stale,
     reserved_step,
 )
 from scheduler.core.sorting import ChildOrder, child_order, stateaware_allowed
@@ -539,7 +539,7 @@ def expire_reservations(part: PartitionState, now_us: int, out: list[OutputData]
     for app_id, ask_id in keys:
         app = part.apps[app_id]
         ask = app.asks[ask_id]
-        if ask.required_node is not None or now_us - ask.reserved_us <= RESERVATION_WAIT_TIMEOUT_US:
+        if not reservation_stale(ask, now_us):
             continue
         if fits_queue_headroom(part, app.queue, ask.resources) and (
                 part.limits is None or part.limits.fits(app, ask.resources)):
@@ -556,7 +556,7 @@ def expiring(part: PartitionState, now_us: int) -> list[tuple[str, str]]:
     old: list[tuple[str, str]] = []
     for key in part.reservations:
         ask = part.apps[key[0]].asks[key[1]]
-        if ask.required_node is None and now_us - ask.reserved_us > RESERVATION_WAIT_TIMEOUT_US:
+        if reservation_stale(ask, now_us):
             old.append(key)
     return old
 

@@ -82,7 +82,7 @@ from scheduler.core.preemption_queues_19 import (
 )
 from scheduler.core.preemption_victims_19 import Givers19, VictimIndex19
 from scheduler.core.queues import QueueNode
-from scheduler.core.reservations import RESERVATION_WAIT_TIMEOUT_US
+from scheduler.core.reservations import reservation_stale
 
 LeafOf = Callable[[Allocation], str]  # a candidate's leaf (its snapshot's path)
 
@@ -349,9 +349,9 @@ def stale_reservations(part: PartitionState, own: tuple[str, str], ask: Ask, now
         for app_id, ask_id in keys:
             held_app = part.apps[app_id]
             held = held_app.asks[ask_id]
-            if held.required_node is not None or held.preempt_triggered:
+            if held.preempt_triggered:
                 continue
-            if held.priority < ask.priority and now_us - held.reserved_us > RESERVATION_WAIT_TIMEOUT_US:
+            if held.priority < ask.priority and reservation_stale(held, now_us):
                 cancelled.append((held_app, held))
                 left -= 1
         if left == 0:

@@ -44,6 +44,12 @@ from scheduler.core.sorting import sort_queues
 RESERVATION_DELAY_US = 2_000_000
 RESERVATION_WAIT_TIMEOUT_US = 60 * 60 * 1_000_000  # yunikorn-1.9 application.go reservationWaitTimeout
 
+
+def reservation_stale(ask: Ask, now_us: int) -> bool:
+    """yunikorn-1.9: a reservation the wait timeout (YUNIKORN-3219) and preemption (YUNIKORN-3092)
+    may end — of an ask without a required node, made more than ``reservationWaitTimeout`` ago (log time)."""
+    return ask.required_node is None and now_us - ask.reserved_us > RESERVATION_WAIT_TIMEOUT_US
+
 HeadroomCheck = Callable[[PartitionState, QueueNode, Resources], bool]
 HeldCheck = Callable[[App], bool]
 ChildrenInOrder = Callable[[QueueNode], Iterable[QueueNode]]
